@@ -1,0 +1,35 @@
+// Subcommands of the relpos executable. Each cmd_*.cpp adds one subcommand to the CLI11 app
+// and returns the function that runs it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+
+namespace relpos::app {
+
+using Runner = std::function<int()>;
+struct Command {
+  CLI::App* cmd;
+  Runner run;
+};
+
+// --config FILE (repeatable; default configs/base.yaml) and --set key=value (repeatable).
+struct ConfigArgs {
+  std::vector<std::string> configs;
+  std::vector<std::string> sets;
+  void add_to(CLI::App* cmd);
+  LoadedConfig load() const;
+};
+
+// The repository's configs/ folder (RELPOS_CONFIG_DIR overrides it).
+std::string config_dir();
+
+Command add_list(CLI::App& app);
+Command add_config(CLI::App& app);
+
+}  // namespace relpos::app

@@ -1,0 +1,58 @@
+// relpos — one executable, one subcommand per task (`relpos --help`).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "app/commands.h"
+#include "core/util/errors.h"
+
+namespace relpos::app {
+
+std::string config_dir() {
+  if (const char* env = std::getenv("RELPOS_CONFIG_DIR")) return env;
+  return std::string(RELPOS_SOURCE_DIR) + "/configs";
+}
+
+void ConfigArgs::add_to(CLI::App* cmd) {
+  cmd->add_option("--config,-c", configs,
+                  "YAML config(s), merged in order (default: configs/base.yaml)");
+  cmd->add_option("--set,-s", sets, "override a key: --set model.layers=4 (repeatable)");
+}
+
+LoadedConfig ConfigArgs::load() const {
+  std::vector<std::string> files = configs;
+  if (files.empty()) files.push_back(config_dir() + "/base.yaml");
+  return load_config(files, sets);
+}
+
+}  // namespace relpos::app
+
+int main(int argc, char** argv) {
+  using namespace relpos;
+  CLI::App app{"relpos: train and analyse transformers under many position encodings"};
+  app.require_subcommand(1);
+  const std::vector<app::Command> commands = {
+      app::add_list(app),
+      app::add_config(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (const auto& c : commands)
+      if (c.cmd->parsed()) return c.run();
+    return 1;
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
+    return 2;
+  } catch (const c10::Error& e) {
+    std::cerr << "error: " << e.what_without_backtrace() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,139 @@
+#include "core/config/config.h"
+
+#include <fmt/format.h>
+
+#include "core/position/registry.h"
+
+namespace relpos {
+
+LoadedConfig load_config(const std::vector<std::string>& files,
+                         const std::vector<std::string>& overrides) {
+  LayeredYaml layers = load_layers(files);
+  for (const auto& o : overrides) apply_override(layers, o);
+  LoadedConfig out;
+  out.config = parse_config(layers.root, &layers.sources);
+  out.sources = layers.sources;
+  out.files = layers.files;
+  return out;
+}
+
+Config parse_config(const YAML::Node& root, const SourceMap* sources) {
+  Config c;
+  read_value(root, "", sources, c);
+  validate(c, sources);
+  return c;
+}
+
+std::string to_yaml(const Config& c) {
+  YAML::Emitter out;
+  write_value(out, c);
+  return std::string(out.c_str()) + "\n";
+}
+
+namespace {
+
+struct Checker {
+  const SourceMap* src;
+  void at_least(const std::string& path, double value, double min) const {
+    if (value < min)
+      config_fail(src, path, "out of range", fmt::format("{}", value), fmt::format(">= {}", min));
+  }
+  void in_range(const std::string& path, double value, double lo, double hi) const {
+    if (value < lo || value > hi)
+      config_fail(src, path, "out of range", fmt::format("{}", value),
+                  fmt::format("a value in [{}, {}]", lo, hi));
+  }
+};
+
+}  // namespace
+
+void validate(const Config& c, const SourceMap* src) {
+  Checker k{src};
+  const ModelConfig& m = c.model;
+  k.at_least("model.layers", m.layers, 1);
+  k.at_least("model.width", m.width, 1);
+  k.at_least("model.heads", m.heads, 1);
+  k.at_least("model.ff_width", m.ff_width, 1);
+  k.at_least("model.embedding_width", m.embedding_width, 0);
+  k.in_range("model.dropout", m.dropout, 0, 0.99);
+  k.in_range("model.attention_dropout", m.attention_dropout, 0, 0.99);
+  k.at_least("model.segment_vocab", m.segment_vocab, 1);
+  k.at_least("model.init_std", m.init_std, 0);
+  if (m.width % m.heads != 0)
+    config_fail(src, "model.width", "width must be divisible by heads",
+                fmt::format("width {} with {} heads", m.width, m.heads),
+                fmt::format("a multiple of {}", m.heads));
+  if (m.embedding_width > m.width)
+    config_fail(src, "model.embedding_width", "embedding width above model width",
+                std::to_string(m.embedding_width), fmt::format("0 or <= width {}", m.width));
+
+  // Position variants: each checks its own parameters against the model.
+  const Registry& reg = Registry::get();
+  for (const auto& [name, params] : c.position.params) {
+    const VariantInfo& info = reg.at(name, "position." + name, src);
+    const std::string path = "position." + name;
+    if (info.validate) info.validate(*params, c, ParamCheck{path, src});
+  }
+  if (c.position.has("none") && c.position.types.size() > 1)
+    config_fail(src, "position.type", "'none' cannot be stacked with other variants",
+                join_names(c.position.types, "+"), "'none' alone");
+
+  const TaskConfig& t = c.task;
+  k.at_least("task.seq_len", t.seq_len, 2);
+  k.in_range("task.mask_prob", t.mask_prob, 0.01, 1.0);
+  k.at_least("task.num_classes", t.num_classes, 2);
+  k.at_least("task.min_len", t.min_len, 1);
+  k.at_least("task.max_len", t.max_len, t.min_len);
+  k.at_least("task.test_max_len", t.test_max_len, t.max_len);
+  k.at_least("task.synthetic_vocab", t.synthetic_vocab, 2);
+  k.at_least("task.shift", t.shift, 0);
+  const bool causal_task = t.type == "clm";
+  if (causal_task && !m.causal())
+    config_fail(src, "task.type", "the clm task needs a causal model", "'clm' with model.mode encoder",
+                "model.mode: decoder");
+  if ((t.type == "mlm" || t.type == "span_qa") && m.causal())
+    config_fail(src, "task.type", "this task needs a bidirectional model",
+                "'" + t.type + "' with model.mode decoder", "model.mode: encoder");
+
+  const DataConfig& d = c.data;
+  k.at_least("data.vocab_size", d.vocab_size, 16);
+  k.in_range("data.valid_fraction", d.valid_fraction, 0, 0.5);
+  k.in_range("data.test_fraction", d.test_fraction, 0, 0.5);
+  k.at_least("data.max_documents", d.max_documents, 0);
+  k.at_least("data.max_chars", d.max_chars, 0);
+  if (d.tokenizer == "wordpiece" && d.vocab_file.empty())
+    config_fail(src, "data.vocab_file", "the wordpiece tokenizer needs a BERT vocab.txt", "nothing",
+                "a path to vocab.txt");
+
+  const TrainConfig& tr = c.train;
+  k.at_least("train.steps", tr.steps, 1);
+  k.at_least("train.batch_size", tr.batch_size, 1);
+  k.at_least("train.lr", tr.lr, 0);
+  k.at_least("train.weight_decay", tr.weight_decay, 0);
+  k.in_range("train.warmup", tr.warmup, 0, 1);
+  k.at_least("train.grad_clip", tr.grad_clip, 0);
+  k.in_range("train.adam_beta1", tr.adam_beta1, 0, 0.9999);
+  k.in_range("train.adam_beta2", tr.adam_beta2, 0, 0.999999);
+  k.at_least("train.adam_eps", tr.adam_eps, 0);
+  k.at_least("train.log_every", tr.log_every, 1);
+  k.at_least("train.eval_every", tr.eval_every, 1);
+  k.at_least("train.eval_batches", tr.eval_batches, 1);
+  k.at_least("train.checkpoint_every", tr.checkpoint_every, 1);
+  k.at_least("train.early_stop", tr.early_stop, 0);
+
+  const SnapshotConfig& s = c.snapshots;
+  k.in_range("snapshots.every_percent", s.every_percent, 0, 100);
+  k.at_least("snapshots.probe_size", s.probe_size, 1);
+  k.at_least("snapshots.probe_len", s.probe_len, 0);
+  k.at_least("snapshots.profile_radius", s.profile_radius, 1);
+  for (auto step : s.steps)
+    if (step < 0 || step > tr.steps)
+      config_fail(src, "snapshots.steps", "snapshot step outside the run", std::to_string(step),
+                  fmt::format("steps in [0, {}]", tr.steps));
+
+  k.at_least("threads", c.threads, 0);
+  if (!(c.device == "cpu" || c.device == "cuda" || c.device.rfind("cuda:", 0) == 0))
+    config_fail(src, "device", "unknown device", "'" + c.device + "'", "cpu, cuda or cuda:N");
+}
+
+}  // namespace relpos

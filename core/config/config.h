@@ -1,0 +1,214 @@
+// The whole run configuration as plain structs. Each default is written once, here, in the
+// member initializer; visit() lists the YAML keys. configs/base.yaml mirrors these defaults
+// with comments. Cross-field rules live in validate() (validate.cpp), nowhere else.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/fields.h"
+#include "core/config/loader.h"
+#include "core/position/variant_params.h"
+
+namespace relpos {
+
+struct ModelConfig : ConfigSection {
+  std::string mode = "encoder";  // encoder (bidirectional) | decoder (causal)
+  int64_t layers = 2;
+  int64_t width = 128;            // D
+  int64_t heads = 4;              // H; head width d = D / H
+  int64_t ff_width = 512;         // feed-forward hidden width
+  int64_t embedding_width = 0;    // E; 0 = D. E < D: ALBERT factorized embedding (E, then E->D)
+  bool share_layers = false;      // ALBERT cross-layer parameter sharing
+  std::string norm = "pre";       // pre | post (LayerNorm placement)
+  double dropout = 0.1;           // embeddings, residual branches, feed-forward
+  double attention_dropout = 0.1; // on attention probabilities
+  bool segments = false;          // segment (token type) embeddings
+  int64_t segment_vocab = 2;
+  double init_std = 0.02;         // normal init of weights and embeddings
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("mode", mode, {"encoder", "decoder"}, "encoder: bidirectional; decoder: causal");
+    v("layers", layers, "transformer blocks");
+    v("width", width, "model width D");
+    v("heads", heads, "attention heads H");
+    v("ff_width", ff_width, "feed-forward hidden width");
+    v("embedding_width", embedding_width, "E; 0 means E = D");
+    v("share_layers", share_layers, "ALBERT cross-layer sharing");
+    v.choice("norm", norm, {"pre", "post"}, "LayerNorm placement");
+    v("dropout", dropout, "dropout rate");
+    v("attention_dropout", attention_dropout, "dropout on attention probabilities");
+    v("segments", segments, "segment embeddings");
+    v("segment_vocab", segment_vocab, "number of segment ids");
+    v("init_std", init_std, "std of the normal weight init");
+  }
+  bool causal() const { return mode == "decoder"; }
+  int64_t head_dim() const { return heads > 0 ? width / heads : 0; }
+  int64_t embed_dim() const { return embedding_width > 0 ? embedding_width : width; }
+};
+
+struct DataConfig : ConfigSection {
+  // Built-in names (sotu, sentiment, wordnet_qa) or a path: a text file, a folder of .txt
+  // files, a GLUE-style .tsv, or a SQuAD v1.1 .json.
+  std::string corpus = "sotu";
+  std::string cache_dir = "data";  // fetched data and trained tokenizers (git-ignored)
+  std::string tokenizer = "bytes"; // bytes | sentencepiece | wordpiece
+  int64_t vocab_size = 4000;       // sentencepiece vocabulary
+  std::string sentencepiece_model = "unigram";  // unigram | bpe
+  std::string vocab_file;          // wordpiece: a BERT vocab.txt
+  double valid_fraction = 0.05;
+  double test_fraction = 0.05;
+  int64_t split_seed = 1234;       // document split, fixed across a sweep
+  int64_t max_documents = 0;       // 0 = all
+  int64_t max_chars = 0;           // 0 = all; cap on corpus characters (quick runs)
+
+  template <class V>
+  void visit(V& v) {
+    v("corpus", corpus, "built-in name or path");
+    v("cache_dir", cache_dir, "data cache folder");
+    v.choice("tokenizer", tokenizer, {"bytes", "sentencepiece", "wordpiece"}, "tokenizer");
+    v("vocab_size", vocab_size, "sentencepiece vocabulary size");
+    v.choice("sentencepiece_model", sentencepiece_model, {"unigram", "bpe"}, "sp model type");
+    v("vocab_file", vocab_file, "BERT vocab.txt for wordpiece");
+    v("valid_fraction", valid_fraction, "fraction of documents for validation");
+    v("test_fraction", test_fraction, "fraction of documents for test");
+    v("split_seed", split_seed, "seed of the document split");
+    v("max_documents", max_documents, "cap on documents, 0 = all");
+    v("max_chars", max_chars, "cap on corpus characters, 0 = all");
+  }
+};
+
+struct TaskConfig : ConfigSection {
+  // mlm | clm | classify | span_qa | copy | reverse | sort | shift | recall | marker_distance
+  std::string type = "mlm";
+  int64_t seq_len = 128;           // training sequence length T
+  double mask_prob = 0.15;         // mlm
+  int64_t num_classes = 2;         // classify
+  // synthetic tasks: training lengths [min_len, max_len], test lengths up to test_max_len
+  int64_t min_len = 4;
+  int64_t max_len = 16;
+  int64_t test_max_len = 128;
+  int64_t synthetic_vocab = 16;
+  int64_t shift = 3;               // shift-by-k
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("type", type,
+             {"mlm", "clm", "classify", "span_qa", "copy", "reverse", "sort", "shift", "recall",
+              "marker_distance"},
+             "task");
+    v("seq_len", seq_len, "training sequence length");
+    v("mask_prob", mask_prob, "mlm masking rate");
+    v("num_classes", num_classes, "classify: classes");
+    v("min_len", min_len, "synthetic: shortest training length");
+    v("max_len", max_len, "synthetic: longest training length");
+    v("test_max_len", test_max_len, "synthetic: longest test length");
+    v("synthetic_vocab", synthetic_vocab, "synthetic: symbol count");
+    v("shift", shift, "synthetic shift: k");
+  }
+};
+
+struct TrainConfig : ConfigSection {
+  int64_t steps = 1000;
+  int64_t batch_size = 32;
+  double lr = 1e-3;
+  double weight_decay = 0.01;
+  double warmup = 0.1;             // fraction of steps with linear warm-up
+  double grad_clip = 1.0;          // max global grad norm; 0 = off
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_eps = 1e-8;
+  int64_t log_every = 10;
+  int64_t eval_every = 100;
+  int64_t eval_batches = 20;
+  int64_t checkpoint_every = 200;
+  int64_t early_stop = 0;          // evaluations without improvement before stopping; 0 = off
+  bool skip_nonfinite = false;     // skip a batch with non-finite loss instead of stopping
+
+  template <class V>
+  void visit(V& v) {
+    v("steps", steps, "optimizer steps");
+    v("batch_size", batch_size, "sequences per step");
+    v("lr", lr, "peak learning rate");
+    v("weight_decay", weight_decay, "AdamW weight decay");
+    v("warmup", warmup, "warm-up fraction of steps");
+    v("grad_clip", grad_clip, "gradient norm clip, 0 = off");
+    v("adam_beta1", adam_beta1, "AdamW beta1");
+    v("adam_beta2", adam_beta2, "AdamW beta2");
+    v("adam_eps", adam_eps, "AdamW epsilon");
+    v("log_every", log_every, "steps between metric lines");
+    v("eval_every", eval_every, "steps between validation runs");
+    v("eval_batches", eval_batches, "validation batches per evaluation");
+    v("checkpoint_every", checkpoint_every, "steps between checkpoints");
+    v("early_stop", early_stop, "patience in evaluations, 0 = off");
+    v("skip_nonfinite", skip_nonfinite, "skip non-finite batches instead of stopping");
+  }
+};
+
+struct SnapshotConfig : ConfigSection {
+  int64_t every_percent = 10;      // a snapshot every this % of training (plus step 0); 0 = off
+  std::vector<int64_t> steps;      // extra explicit snapshot steps
+  int64_t probe_size = 8;          // validation sequences in the probe set
+  int64_t probe_len = 0;           // probe sequence length; 0 = task.seq_len
+  int64_t profile_radius = 50;     // R: functions of r are exported on [-R, R]
+
+  template <class V>
+  void visit(V& v) {
+    v("every_percent", every_percent, "snapshot interval in percent of steps");
+    v("steps", steps, "explicit snapshot steps");
+    v("probe_size", probe_size, "probe sequences");
+    v("probe_len", probe_len, "probe length, 0 = seq_len");
+    v("profile_radius", profile_radius, "R of exported relative profiles");
+  }
+};
+
+struct Config : ConfigSection {
+  std::string name = "run";
+  int64_t seed = 1;
+  std::string device = "cpu";      // cpu | cuda | cuda:N
+  int64_t threads = 0;             // intra-op threads; 0 = automatic
+  ModelConfig model;
+  PositionConfig position;
+  DataConfig data;
+  TaskConfig task;
+  TrainConfig train;
+  SnapshotConfig snapshots;
+
+  template <class V>
+  void visit(V& v) {
+    v("name", name, "run name");
+    v("seed", seed, "random seed");
+    v("device", device, "cpu, cuda or cuda:N");
+    v("threads", threads, "intra-op threads, 0 = automatic");
+    v("model", model);
+    v("position", position);
+    v("data", data);
+    v("task", task);
+    v("train", train);
+    v("snapshots", snapshots);
+  }
+};
+
+struct LoadedConfig {
+  Config config;
+  SourceMap sources;
+  std::vector<std::string> files;
+};
+
+// Merges `files` in order, applies `overrides` ("dotted.key=value"), parses into Config and
+// runs validate(). Throws ConfigError naming file, line and key.
+LoadedConfig load_config(const std::vector<std::string>& files,
+                         const std::vector<std::string>& overrides = {});
+
+// Parses an already merged YAML tree (used for the YAML stored in a run) and validates it.
+Config parse_config(const YAML::Node& root, const SourceMap* sources);
+
+// Every cross-field rule, in one place. Throws ConfigError.
+void validate(const Config& c, const SourceMap* sources);
+
+// The resolved config as YAML text (every key, defaults included).
+std::string to_yaml(const Config& c);
+
+}  // namespace relpos

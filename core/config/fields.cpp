@@ -1,0 +1,239 @@
+#include "core/config/fields.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace relpos {
+
+SourceLocation SourceMap::find(const std::string& path) const {
+  std::string p = path;
+  while (true) {
+    auto it = locs_.find(p);
+    if (it != locs_.end()) return it->second;
+    auto dot = p.rfind('.');
+    if (dot == std::string::npos) break;
+    p = p.substr(0, dot);
+  }
+  auto it = locs_.find("");
+  if (it != locs_.end()) return it->second;
+  return {};
+}
+
+std::string SourceMap::describe(const std::string& path) const {
+  SourceLocation loc = find(path);
+  if (loc.file.empty()) return "<defaults>";
+  if (loc.line <= 0) return loc.file;
+  return fmt::format("{}:{}:{}", loc.file, loc.line, loc.column);
+}
+
+std::string join_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string join_names(const std::vector<std::string>& names, const std::string& sep) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? sep : "") + names[i];
+  return s;
+}
+
+void config_fail(const SourceMap* src, const std::string& path, const std::string& problem,
+                 const std::string& got, const std::string& expected,
+                 const std::vector<std::string>& known) {
+  std::string where = src ? src->describe(path) : "<config>";
+  std::string msg = fmt::format("{}: {}: {}", where, path.empty() ? "<root>" : path, problem);
+  std::vector<std::string> parts;
+  if (!got.empty()) parts.push_back("got " + got);
+  if (!expected.empty()) parts.push_back("expected " + expected);
+  if (!known.empty()) parts.push_back("known: " + join_names(known));
+  if (!parts.empty()) msg += " (" + join_names(parts, "; ") + ")";
+  throw ConfigError(msg, "see configs/base.yaml for every key and its default");
+}
+
+std::string describe_node(const YAML::Node& node) {
+  if (!node.IsDefined()) return "nothing";
+  if (node.IsNull()) return "an empty value";
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return fmt::format("a list of {} items", node.size());
+  if (node.IsMap()) return "a map";
+  return "an unknown node";
+}
+
+namespace {
+
+void expect_scalar(const YAML::Node& n, const std::string& path, const SourceMap* src,
+                   const char* expected) {
+  if (!n.IsScalar()) config_fail(src, path, "wrong type", describe_node(n), expected);
+}
+
+bool parse_int(const std::string& s, int64_t& out) {
+  if (s.empty()) return false;
+  size_t pos = 0;
+  try {
+    long long v = std::stoll(s, &pos, 10);
+    if (pos != s.size()) return false;
+    out = v;
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+bool parse_double(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  size_t pos = 0;
+  try {
+    double v = std::stod(s, &pos);
+    if (pos != s.size() || !std::isfinite(v)) return false;
+    out = v;
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> items;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, ',')) {
+    auto b = cur.find_first_not_of(" \t");
+    auto e = cur.find_last_not_of(" \t");
+    items.push_back(b == std::string::npos ? "" : cur.substr(b, e - b + 1));
+  }
+  return items;
+}
+
+// Items of a list field: a YAML sequence of scalars or one comma-separated scalar.
+std::vector<std::string> list_items(const YAML::Node& n, const std::string& path,
+                                    const SourceMap* src, const char* expected) {
+  std::vector<std::string> items;
+  if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar())
+        config_fail(src, path, fmt::format("wrong type of item {}", i), describe_node(n[i]),
+                    expected);
+      items.push_back(n[i].Scalar());
+    }
+  } else if (n.IsScalar()) {
+    if (!n.Scalar().empty()) items = split_commas(n.Scalar());
+  } else if (!n.IsNull()) {
+    config_fail(src, path, "wrong type", describe_node(n), expected);
+  }
+  return items;
+}
+
+}  // namespace
+
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src, int64_t& v) {
+  expect_scalar(n, path, src, "an integer");
+  if (!parse_int(n.Scalar(), v))
+    config_fail(src, path, "wrong type", "'" + n.Scalar() + "'", "an integer");
+}
+
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src, double& v) {
+  expect_scalar(n, path, src, "a number");
+  if (!parse_double(n.Scalar(), v))
+    config_fail(src, path, "wrong type", "'" + n.Scalar() + "'", "a finite number");
+}
+
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src, bool& v) {
+  expect_scalar(n, path, src, "true or false");
+  const std::string& s = n.Scalar();
+  if (s == "true" || s == "True" || s == "yes" || s == "on") {
+    v = true;
+  } else if (s == "false" || s == "False" || s == "no" || s == "off") {
+    v = false;
+  } else {
+    config_fail(src, path, "wrong type", "'" + s + "'", "true or false");
+  }
+}
+
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
+                std::string& v) {
+  if (n.IsNull()) {
+    v.clear();
+    return;
+  }
+  expect_scalar(n, path, src, "a string");
+  v = n.Scalar();
+}
+
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
+                std::vector<int64_t>& v) {
+  v.clear();
+  for (const auto& item : list_items(n, path, src, "a list of integers")) {
+    int64_t x;
+    if (!parse_int(item, x))
+      config_fail(src, path, "wrong type", "'" + item + "'", "a list of integers");
+    v.push_back(x);
+  }
+}
+
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
+                std::vector<double>& v) {
+  v.clear();
+  for (const auto& item : list_items(n, path, src, "a list of numbers")) {
+    double x;
+    if (!parse_double(item, x))
+      config_fail(src, path, "wrong type", "'" + item + "'", "a list of numbers");
+    v.push_back(x);
+  }
+}
+
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
+                std::vector<std::string>& v) {
+  v = list_items(n, path, src, "a list of strings");
+}
+
+void write_value(YAML::Emitter& out, int64_t v) { out << v; }
+void write_value(YAML::Emitter& out, double v) {
+  // Shortest text that reads back to the same double.
+  out << fmt::format("{}", v);
+}
+void write_value(YAML::Emitter& out, bool v) { out << (v ? "true" : "false"); }
+void write_value(YAML::Emitter& out, const std::string& v) {
+  if (v.empty())
+    out << YAML::DoubleQuoted << "";
+  else
+    out << v;
+}
+void write_value(YAML::Emitter& out, const std::vector<int64_t>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (auto x : v) out << x;
+  out << YAML::EndSeq;
+}
+void write_value(YAML::Emitter& out, const std::vector<double>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (auto x : v) out << fmt::format("{}", x);
+  out << YAML::EndSeq;
+}
+void write_value(YAML::Emitter& out, const std::vector<std::string>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const auto& x : v) out << x;
+  out << YAML::EndSeq;
+}
+
+YamlReader::YamlReader(YAML::Node node, std::string path, const SourceMap* src)
+    : node_(std::move(node)), path_(std::move(path)), src_(src) {}
+
+void YamlReader::choice(const char* key, std::string& value,
+                        const std::vector<std::string>& allowed, const char* help) {
+  (*this)(key, value, help);
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end())
+    config_fail(src_, join_path(path_, key), "unknown value", "'" + value + "'",
+                "one of " + join_names(allowed, " | "));
+}
+
+void YamlReader::finish() const {
+  if (!node_.IsDefined() || !node_.IsMap()) return;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    std::string key = it->first.Scalar();
+    if (std::find(declared_.begin(), declared_.end(), key) == declared_.end())
+      config_fail(src_, join_path(path_, key), "unknown key", "", "", declared_);
+  }
+}
+
+}  // namespace relpos

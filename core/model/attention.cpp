@@ -1,0 +1,75 @@
+#include "core/model/attention.h"
+
+#include <cmath>
+#include <limits>
+
+namespace relpos {
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t width, int64_t heads,
+                                               double attention_dropout_p)
+    : width_(width), heads_(heads), head_dim_(width / heads) {
+  TORCH_CHECK(width % heads == 0, "width ", width, " is not divisible by heads ", heads);
+  query = register_module("query", torch::nn::Linear(width, width));
+  key = register_module("key", torch::nn::Linear(width, width));
+  value = register_module("value", torch::nn::Linear(width, width));
+  output = register_module("output", torch::nn::Linear(width, width));
+  attention_dropout =
+      register_module("attention_dropout", torch::nn::Dropout(attention_dropout_p));
+}
+
+torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const {
+  return x.view({x.size(0), x.size(1), heads_, head_dim_}).transpose(1, 2);  // (B,H,T,d)
+}
+
+std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_qk(
+    const torch::Tensor& x) {
+  return {split_heads(query(x)), split_heads(key(x))};  // (B,H,T,d) each
+}
+
+torch::Tensor visibility_mask(int64_t T, bool causal, torch::Device device) {
+  auto opts = torch::TensorOptions().dtype(torch::kBool).device(device);
+  if (!causal) return torch::ones({T, T}, opts);  // (T,T)
+  return torch::ones({T, T}, opts).tril();        // (T,T) j <= i
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx,
+                                              const EncodingList& encodings,
+                                              const torch::Tensor& key_mask,
+                                              AttentionRecord* record) {
+  TORCH_CHECK(x.dim() == 3 && x.size(2) == width_, "attention expects (B,T,", width_, "), got ",
+              x.sizes());
+  const int64_t B = x.size(0), T = x.size(1);
+  auto q = split_heads(query(x));  // (B,H,T,d)
+  auto k = split_heads(key(x));    // (B,H,T,d)
+  auto v = split_heads(value(x));  // (B,H,T,d)
+  for (const auto& e : encodings) e->transform_qk(q, k, ctx);
+
+  auto content = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim_));  // (B,H,T,T)
+  auto scores = content;
+  if (record) record->terms.clear();
+  for (const auto& e : encodings) {
+    auto term = e->score_term(content, q, k, ctx);  // (B|1,H,T,T) or undefined
+    if (term.defined()) scores = scores + term;
+    if (record) record->terms.push_back(term.defined() ? term.detach() : term);
+  }
+
+  auto visible = visibility_mask(T, ctx.causal, x.device()).view({1, 1, T, T});  // (1,1,T,T)
+  if (key_mask.defined()) {
+    TORCH_CHECK(key_mask.sizes() == torch::IntArrayRef({B, T}), "key mask must be (", B, ",", T,
+                "), got ", key_mask.sizes());
+    visible = visible & key_mask.view({B, 1, 1, T});  // (B,1,T,T)
+  }
+  scores = scores.masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity());
+  auto probs = torch::softmax(scores, -1);  // (B,H,T,T)
+  if (record) record->probs = probs.detach();
+  auto dropped = attention_dropout(probs);  // (B,H,T,T)
+
+  auto z = torch::matmul(dropped, v);  // (B,H,T,d)
+  for (const auto& e : encodings) {
+    auto term = e->value_term(dropped, ctx);  // (B,H,T,d) or undefined
+    if (term.defined()) z = z + term;
+  }
+  return output(z.transpose(1, 2).reshape({B, T, width_}));  // (B,T,D)
+}
+
+}  // namespace relpos

@@ -1,0 +1,40 @@
+// A transformer with the head its task needs. Parameter paths (used for checkpoints, HDF5
+// /weights and fine-tuning by name): transformer.*, lm_head.*, classifier_head.*, span_head.*.
+#pragma once
+
+#include "core/config/config.h"
+#include "core/model/heads.h"
+#include "core/model/transformer.h"
+
+namespace relpos {
+
+enum class HeadKind { Lm, Classifier, Span };
+// mlm/clm/synthetic -> Lm; classify -> Classifier; span_qa -> Span.
+HeadKind head_kind(const std::string& task);
+
+class ModelImpl : public torch::nn::Module {
+ public:
+  ModelImpl(const Config& cfg, int64_t vocab_size);
+
+  // Hidden states (B,T,D).
+  torch::Tensor hidden(const torch::Tensor& tokens, const ForwardOptions& opts = {});
+  // Vocabulary logits (B,T,V) (Lm head).
+  torch::Tensor lm_logits(const torch::Tensor& hidden);
+  // Class logits (B,C) pooled at pool_index (B) (Classifier head).
+  torch::Tensor class_logits(const torch::Tensor& hidden, const torch::Tensor& pool_index);
+  // Start/end logits (B,T,2) (Span head).
+  torch::Tensor span_logits(const torch::Tensor& hidden);
+
+  HeadKind kind() const { return kind_; }
+
+  Transformer transformer{nullptr};
+  LmHead lm_head{nullptr};
+  ClassifierHead classifier_head{nullptr};
+  SpanHead span_head{nullptr};
+
+ private:
+  HeadKind kind_;
+};
+TORCH_MODULE(Model);
+
+}  // namespace relpos

@@ -1,0 +1,188 @@
+// huang — the general relative-position mechanism of Huang, Liang, Xu & Xiang 2020.
+// Formula (r = j - i, c(r) = max(-K, min(K, r)), a a relative table per layer shared by heads):
+//   e_ij = [ Σ over chosen terms ] / √d, terms from
+//     qk  = q_i·k_j  (optionally times a learned scalar s per distance: s_{min(|r|,K)} for
+//           scale_qk: abs, s_{c(r)} for scale_qk: signed; s initialised to 1)
+//     qa  = q_i·a_{c(r)}
+//     ka  = k_j·a_{c(r)}
+//     qka = Σ_m q_im k_jm a_{c(r),m}
+// Presets: huang_m1 = {qk, abs scale}, huang_m2 = {qk, signed scale}, huang_m3 = {qka},
+// huang_m4 = {qk, qa, ka} (Hugging Face's relative_key_query).
+// Hook: score term (3): the returned term is e - q·k/√d. Parameters per layer: a (2K+1)×d when
+// any of qa/ka/qka is chosen; s (K+1 or 2K+1) when qk is scaled.
+// Init: a ~ N(0, init_std²); when qka is chosen without qk, a = 1 + N(0, init_std²), so the
+// score starts as q·k/√d instead of 0 (our choice; the paper does not say).
+// Beyond the training length: distances past K reuse the clipped entries.
+#include "core/position/huang.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/position/relative_ops.h"
+
+namespace relpos {
+namespace {
+
+const std::vector<std::string> kTerms = {"qk", "qa", "ka", "qka"};
+
+struct HuangParams : ParamsOf<HuangParams> {
+  std::vector<std::string> terms = {"qk", "qa", "ka"};
+  std::string scale_qk = "none";
+  int64_t clip = 64;
+  template <class V>
+  void visit(V& v) {
+    v("terms", terms, "score terms from qk, qa, ka, qka");
+    v.choice("scale_qk", scale_qk, {"none", "abs", "signed"}, "learned scalar per distance on qk");
+    v("clip", clip, "clip distance K");
+  }
+};
+
+struct PresetParams : ParamsOf<PresetParams> {
+  int64_t clip = 64;
+  template <class V>
+  void visit(V& v) {
+    v("clip", clip, "clip distance K");
+  }
+};
+
+bool has(const std::vector<std::string>& v, const char* t) {
+  return std::find(v.begin(), v.end(), t) != v.end();
+}
+
+class HuangImpl : public PositionEncodingImpl {
+ public:
+  HuangImpl(const ModelDims& dims, const HuangSpec& spec, bool direct, std::string type)
+      : type_(std::move(type)),
+        K_(spec.clip),
+        direct_(direct),
+        scale_(1.0 / std::sqrt(static_cast<double>(dims.head_dim))),
+        qk_(has(spec.terms, "qk")),
+        qa_(has(spec.terms, "qa")),
+        ka_(has(spec.terms, "ka")),
+        qka_(has(spec.terms, "qka")),
+        scale_mode_(spec.scale_qk) {
+    const int64_t R = 2 * K_ + 1;
+    if (qa_ || ka_ || qka_) {
+      auto init = torch::randn({dims.param_layers, R, dims.head_dim}) * dims.init_std;  // (L,R,d)
+      if (qka_ && !qk_) init = init + 1.0;
+      table = register_parameter("table", init);
+    }
+    if (qk_ && scale_mode_ != "none") {
+      const int64_t n = scale_mode_ == "abs" ? K_ + 1 : R;
+      scale = register_parameter("scale", torch::ones({dims.param_layers, n}));  // (L,n)
+    }
+  }
+  std::string type() const override { return type_; }
+
+  torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor& q,
+                           const torch::Tensor& k, const AttentionContext& ctx) override {
+    torch::Tensor term;
+    auto add = [&term](const torch::Tensor& t) { term = term.defined() ? term + t : t; };
+    if (qa_) add(relative_query_term(q, table[ctx.layer], K_, direct_) * scale_);
+    if (ka_) add(relative_key_term(k, table[ctx.layer], K_, direct_) * scale_);
+    if (qka_) add(relative_qka_term(q, k, table[ctx.layer], K_, direct_) * scale_);
+    if (!qk_) {
+      add(-content);
+    } else if (scale.defined()) {
+      add(content * (distance_scale(ctx, content.size(-1), content.device()) - 1.0));
+    }
+    return term;  // (B,H,T,T)
+  }
+
+  std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
+    std::vector<ExportedTensor> out;
+    out.push_back({"distances", torch::arange(-K_, K_ + 1, torch::kFloat32), {"distance"}});
+    if (table.defined())
+      out.push_back({"table", table.detach().to(torch::kCPU, torch::kFloat32).clone(),
+                     {"layer", "distance", "channel"}});
+    if (scale.defined()) {
+      const bool abs = scale_mode_ == "abs";
+      out.push_back({"scale_distances",
+                     abs ? torch::arange(0, K_ + 1, torch::kFloat32)
+                         : torch::arange(-K_, K_ + 1, torch::kFloat32),
+                     {"distance"}});
+      out.push_back({"scale", scale.detach().to(torch::kCPU, torch::kFloat32).clone(),
+                     {"layer", "distance"}});
+    }
+    return out;
+  }
+
+  torch::Tensor table, scale;
+
+ private:
+  // s at each (i,j): (T,T).
+  torch::Tensor distance_scale(const AttentionContext& ctx, int64_t T, torch::Device device) {
+    auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(device));
+    auto rel = pos.unsqueeze(0) - pos.unsqueeze(1);  // (T,T) j - i
+    auto idx = scale_mode_ == "abs" ? rel.abs().clamp_max(K_) : rel.clamp(-K_, K_) + K_;
+    return scale[ctx.layer].index_select(0, idx.reshape({-1})).view({T, T});  // (T,T)
+  }
+
+  std::string type_;
+  int64_t K_;
+  bool direct_;
+  double scale_;
+  bool qk_, qa_, ka_, qka_;
+  std::string scale_mode_;
+};
+
+}  // namespace
+
+void validate_huang_spec(const HuangSpec& spec, const ParamCheck& check) {
+  if (spec.terms.empty())
+    check.fail("terms", "no score terms", "an empty list", "a subset of qk, qa, ka, qka");
+  for (const auto& t : spec.terms) {
+    if (!has(kTerms, t.c_str()))
+      check.fail("terms", "unknown term", "'" + t + "'", "qk, qa, ka or qka");
+    if (std::count(spec.terms.begin(), spec.terms.end(), t) > 1)
+      check.fail("terms", "term listed twice", "'" + t + "'", "each term at most once");
+  }
+  if (spec.scale_qk != "none" && !has(spec.terms, "qk"))
+    check.fail("scale_qk", "scales the qk term, which is not among the terms",
+               "'" + spec.scale_qk + "'", "none, or add qk to terms");
+  if (spec.clip < 1) check.fail("clip", "out of range", std::to_string(spec.clip), ">= 1");
+}
+
+std::shared_ptr<PositionEncodingImpl> make_huang(const ModelDims& dims, const HuangSpec& spec,
+                                                 bool direct, const std::string& type) {
+  return std::make_shared<HuangImpl>(dims, spec, direct, type);
+}
+
+void register_huang(Registry& r) {
+  VariantInfo v;
+  v.name = "huang";
+  v.summary = "general Huang et al. 2020 mechanism: chosen terms from {qk,qa,ka,qka}";
+  v.make_params = [] { return std::make_shared<HuangParams>(); };
+  v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
+    const auto& p = static_cast<const HuangParams&>(vp);
+    validate_huang_spec({p.terms, p.scale_qk, p.clip}, c);
+  };
+  v.make = [](const ModelDims& d, const VariantParams& vp, const PositionConfig& cfg) {
+    const auto& p = static_cast<const HuangParams&>(vp);
+    return make_huang(d, {p.terms, p.scale_qk, p.clip}, cfg.relative_impl == "direct", "huang");
+  };
+  r.add(std::move(v));
+}
+
+void register_huang_preset(Registry& r, const std::string& name, const std::string& summary,
+                           bool provisional, std::vector<std::string> terms,
+                           std::string scale_qk) {
+  VariantInfo v;
+  v.name = name;
+  v.summary = summary;
+  v.provisional = provisional;
+  v.make_params = [] { return std::make_shared<PresetParams>(); };
+  v.validate = [terms, scale_qk](const VariantParams& vp, const Config&, const ParamCheck& c) {
+    validate_huang_spec({terms, scale_qk, static_cast<const PresetParams&>(vp).clip}, c);
+  };
+  v.make = [terms, scale_qk, name](const ModelDims& d, const VariantParams& vp,
+                                   const PositionConfig& cfg) {
+    HuangSpec spec{terms, scale_qk, static_cast<const PresetParams&>(vp).clip};
+    return make_huang(d, spec, cfg.relative_impl == "direct", name);
+  };
+  r.add(std::move(v));
+}
+
+}  // namespace relpos

@@ -1,0 +1,17 @@
+// huang_m4 — Huang et al. 2020, method 4 (verified against the first author's code; the same
+// as Hugging Face's position_embedding_type="relative_key_query").
+// Formula: e_ij = (q_i·k_j + q_i·a_{c(j-i)} + k_j·a_{c(j-i)}) / √d
+//               = ((q_i + a)·(k_j + a) - a·a) / √d.
+// Hook: score term (3), via huang.cpp with terms {qk, qa, ka}.
+// Parameters: (2K+1)·d per layer, shared by heads. Param: clip (K).
+// Sign convention: our table row is indexed by j - i; Hugging Face indexes by i - j, so its
+// table is ours flipped along the distance axis.
+#include "core/position/huang.h"
+
+namespace relpos {
+void register_huang_m4(Registry& r) {
+  register_huang_preset(r, "huang_m4",
+                        "q·k + q·a + k·a with relative vectors a (Huang 2020 m4, verified)", false,
+                        {"qk", "qa", "ka"}, "none");
+}
+}  // namespace relpos

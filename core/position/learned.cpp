@@ -1,0 +1,80 @@
+// learned — absolute position embeddings as in BERT (Devlin et al. 2019).
+// Formula: x_i += P_i, P ∈ R^{max_len × E} (E = embedding width), init N(0, init_std²).
+// Hook: embed (1). Parameters: max_len·E.
+// Beyond max_len: an error by default (positions past the table were never trained);
+// `beyond: clamp` reuses the last row for every later position.
+#include <fmt/format.h>
+
+#include "core/config/config.h"
+#include "core/position/position_encoding.h"
+
+namespace relpos {
+namespace {
+
+struct LearnedParams : ParamsOf<LearnedParams> {
+  int64_t max_len = 512;
+  std::string beyond = "error";  // error | clamp
+  template <class V>
+  void visit(V& v) {
+    v("max_len", max_len, "rows of the table");
+    v.choice("beyond", beyond, {"error", "clamp"}, "positions past max_len");
+  }
+};
+
+class LearnedImpl : public PositionEncodingImpl {
+ public:
+  LearnedImpl(const ModelDims& dims, const LearnedParams& p, double init_std)
+      : max_len_(p.max_len), clamp_(p.beyond == "clamp") {
+    table = register_parameter("table", torch::randn({p.max_len, dims.embed_dim}) * init_std);
+  }
+  std::string type() const override { return "learned"; }
+
+  torch::Tensor embed(const torch::Tensor& x, int64_t offset) override {
+    const int64_t T = x.size(1);
+    if (!clamp_ && offset + T > max_len_)
+      throw ConfigError(
+          fmt::format("position.learned: a sequence reaches position {} but the learned table "
+                      "has max_len {}",
+                      offset + T, max_len_),
+          "raise position.learned.max_len before training, or set position.learned.beyond=clamp");
+    auto pos = torch::arange(offset, offset + T, x.options().dtype(torch::kLong))
+                   .clamp_max(max_len_ - 1);           // (T)
+    return x + table.index_select(0, pos).unsqueeze(0);  // (B,T,E)
+  }
+
+  int64_t max_length() const override { return clamp_ ? -1 : max_len_; }
+
+  std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
+    return {{"table", table.detach().to(torch::kCPU, torch::kFloat32).clone(),
+             {"position", "channel"}}};
+  }
+
+  torch::Tensor table;  // (max_len,E)
+
+ private:
+  int64_t max_len_;
+  bool clamp_;
+};
+
+}  // namespace
+
+void register_learned(Registry& r) {
+  VariantInfo v;
+  v.name = "learned";
+  v.summary = "trained absolute table P (max_len x E) added to the input (BERT)";
+  v.translation_invariant = false;
+  v.make_params = [] { return std::make_shared<LearnedParams>(); };
+  v.validate = [](const VariantParams& vp, const Config& cfg, const ParamCheck& c) {
+    const auto& p = static_cast<const LearnedParams&>(vp);
+    if (p.max_len < 1) c.fail("max_len", "out of range", std::to_string(p.max_len), ">= 1");
+    if (cfg.position.has("learned") && p.beyond == "error" && cfg.task.seq_len > p.max_len)
+      c.fail("max_len", "the learned table is shorter than the training sequences",
+             std::to_string(p.max_len), fmt::format(">= task.seq_len ({})", cfg.task.seq_len));
+  };
+  v.make = [](const ModelDims& d, const VariantParams& p, const PositionConfig&) {
+    return std::make_shared<LearnedImpl>(d, static_cast<const LearnedParams&>(p), d.init_std);
+  };
+  r.add(std::move(v));
+}
+
+}  // namespace relpos

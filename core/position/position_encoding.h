@@ -1,0 +1,89 @@
+// The interface every position encoding implements: three hooks that attention calls without
+// knowing which variant it talks to (DESIGN.md §2).
+//
+//   hook 1  embed(x, offset)            add to the token embeddings          (learned, sinusoidal)
+//   hook 2  transform_qk(q, k, ctx)     rotate/transform queries and keys    (rope)
+//   hook 3  score_term(content,q,k,ctx) a term added to the scores           (everything relative)
+//           value_term(probs, ctx)      a term added to the attention output (shaw)
+//
+// Scores of one head: e = content + sum over stacked encodings of score_term, where
+// content = q·k/√d. A variant that rescales or replaces the content score returns the change
+// (e.g. (s - 1)·content), so every stacked term is computed from the same content and each
+// encoding's term is its position contribution, recorded for analysis.
+//
+// Dimension letters: B batch, T tokens, D width, E embedding width, H heads, d head width,
+// L layers, R distinct relative distances.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/position/registry.h"
+
+namespace relpos {
+
+struct AttentionContext {
+  int64_t layer = 0;   // parameter set of this block (0 for every block when layers are shared)
+  int64_t length = 0;  // T
+  int64_t offset = 0;  // absolute position of the first token
+  bool causal = false;
+};
+
+// A position tensor exported for analysis and HDF5 (`position/<variant>/<name>`).
+struct ExportedTensor {
+  std::string name;
+  torch::Tensor value;             // float32 on CPU
+  std::vector<std::string> dims;   // one name per axis, e.g. {"layer", "distance", "channel"}
+};
+
+struct ExportOptions {
+  int64_t length = 128;  // T for tables computed for a length (sinusoidal)
+  int64_t radius = 50;   // R: functions of the distance are evaluated on r in [-R, R]
+};
+
+class PositionEncodingImpl : public torch::nn::Module {
+ public:
+  ~PositionEncodingImpl() override = default;
+
+  // Registry name of this encoding.
+  virtual std::string type() const = 0;
+
+  // Hook 1. x (B,T,E) -> (B,T,E); positions are offset .. offset+T-1.
+  virtual torch::Tensor embed(const torch::Tensor& x, int64_t /*offset*/) { return x; }
+
+  // Hook 2. q, k (B,H,T,d), replaced by their transformed values.
+  virtual void transform_qk(torch::Tensor& /*q*/, torch::Tensor& /*k*/,
+                            const AttentionContext& /*ctx*/) {}
+
+  // Hook 3. The term this encoding adds to the scores, (B,H,T,T) or broadcastable (1,H,T,T);
+  // undefined for none. content = q·k/√d (B,H,T,T), before masking.
+  virtual torch::Tensor score_term(const torch::Tensor& /*content*/, const torch::Tensor& /*q*/,
+                                   const torch::Tensor& /*k*/, const AttentionContext& /*ctx*/) {
+    return {};
+  }
+
+  // Hook 3 (values). A term (B,H,T,d) added to sum_j probs_ij v_j; undefined for none.
+  // probs (B,H,T,T) are the attention probabilities after masking and dropout.
+  virtual torch::Tensor value_term(const torch::Tensor& /*probs*/,
+                                   const AttentionContext& /*ctx*/) {
+    return {};
+  }
+
+  // Longest supported offset + T, or -1 for any length. Going past it is an error unless the
+  // variant was configured to handle it (learned: beyond: clamp).
+  virtual int64_t max_length() const { return -1; }
+
+  // Every learned or fixed position tensor, float32 on CPU.
+  virtual std::vector<ExportedTensor> export_tensors(const ExportOptions& /*opts*/) {
+    return {};
+  }
+
+  // Number of positional parameters (everything this module owns).
+  int64_t parameter_count() const;
+};
+
+}  // namespace relpos

@@ -1,0 +1,89 @@
+// rope — Su et al. 2021, "RoFormer: Enhanced Transformer with Rotary Position Embedding".
+// Formula: each channel pair (2m, 2m+1) of q_i and k_i (m < rotary_dim/2) is rotated by the
+// angle p·θ_m, p the absolute position, θ_m = base^(-2m/rotary_dim); channels past rotary_dim
+// pass unchanged. With rotary_dim = d this is θ_m = base^(-2m/d) of the paper; pairs are
+// interleaved as in the paper (GPT-NeoX rotates the two halves instead). q_i·k_j then depends
+// on positions only through i - j.
+// Hook: transform_qk (2). Parameters: none. Params: rotary_dim (0 = d, even, <= d), base.
+// Beyond the training length: rotations are defined everywhere; unseen angles may hurt.
+#include <fmt/format.h>
+
+#include "core/config/config.h"
+#include "core/position/position_encoding.h"
+
+namespace relpos {
+namespace {
+
+struct RopeParams : ParamsOf<RopeParams> {
+  int64_t rotary_dim = 0;
+  double base = 10000.0;
+  template <class V>
+  void visit(V& v) {
+    v("rotary_dim", rotary_dim, "rotated channels per head, 0 = all");
+    v("base", base, "frequency base");
+  }
+};
+
+class RopeImpl : public PositionEncodingImpl {
+ public:
+  RopeImpl(const ModelDims& dims, const RopeParams& p)
+      : rd_(p.rotary_dim > 0 ? p.rotary_dim : dims.head_dim) {
+    auto m = torch::arange(0, rd_ / 2, torch::kDouble);
+    inv_freq = register_buffer(
+        "inv_freq", torch::pow(p.base, -2.0 * m / static_cast<double>(rd_)).to(torch::kFloat32));
+  }
+  std::string type() const override { return "rope"; }
+
+  torch::Tensor rotate(const torch::Tensor& x, int64_t offset) {
+    const int64_t T = x.size(2);
+    auto pos = torch::arange(offset, offset + T, x.options().dtype(torch::kDouble));   // (T)
+    auto ang = (pos.unsqueeze(1) * inv_freq.to(torch::kDouble).unsqueeze(0)).to(x.dtype());  // (T,rd/2)
+    auto cos = ang.cos(), sin = ang.sin();                                            // (T,rd/2)
+    auto rot = x.narrow(-1, 0, rd_);                                                  // (B,H,T,rd)
+    auto pairs = rot.unflatten(-1, {rd_ / 2, 2});                                     // (B,H,T,rd/2,2)
+    auto x0 = pairs.select(-1, 0), x1 = pairs.select(-1, 1);                          // (B,H,T,rd/2)
+    auto y = torch::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, -1).flatten(-2);  // (B,H,T,rd)
+    if (rd_ == x.size(-1)) return y;
+    return torch::cat({y, x.narrow(-1, rd_, x.size(-1) - rd_)}, -1);                  // (B,H,T,d)
+  }
+
+  void transform_qk(torch::Tensor& q, torch::Tensor& k, const AttentionContext& ctx) override {
+    q = rotate(q, ctx.offset);
+    k = rotate(k, ctx.offset);
+  }
+
+  std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
+    return {{"frequencies", inv_freq.detach().to(torch::kCPU).clone(), {"pair"}}};
+  }
+
+  torch::Tensor inv_freq;  // (rd/2) θ_m
+
+ private:
+  int64_t rd_;
+};
+
+}  // namespace
+
+void register_rope(Registry& r) {
+  VariantInfo v;
+  v.name = "rope";
+  v.summary = "rotary embedding of q and k channel pairs by angle i·θ_m (Su et al. 2021)";
+  v.make_params = [] { return std::make_shared<RopeParams>(); };
+  v.validate = [](const VariantParams& vp, const Config& cfg, const ParamCheck& c) {
+    const auto& p = static_cast<const RopeParams&>(vp);
+    const int64_t d = cfg.model.head_dim();
+    if (p.rotary_dim < 0 || p.rotary_dim % 2 != 0 || p.rotary_dim > d)
+      c.fail("rotary_dim", "rotary width must be even and at most the head width",
+             std::to_string(p.rotary_dim), fmt::format("0 (= d) or an even number <= {}", d));
+    if (p.rotary_dim == 0 && d % 2 != 0)
+      c.fail("rotary_dim", "the head width is odd, so not every channel can be paired",
+             fmt::format("head width {}", d), "an even rotary_dim < head width");
+    if (!(p.base > 1.0)) c.fail("base", "out of range", std::to_string(p.base), "> 1");
+  };
+  v.make = [](const ModelDims& d, const VariantParams& p, const PositionConfig&) {
+    return std::make_shared<RopeImpl>(d, static_cast<const RopeParams&>(p));
+  };
+  r.add(std::move(v));
+}
+
+}  // namespace relpos

@@ -1,0 +1,86 @@
+// shaw — Shaw, Uszkoreit & Vaswani 2018, "Self-Attention with Relative Position Representations".
+// Formula (r = j - i, c(r) = max(-K, min(K, r))):
+//   e_ij = q_i·(k_j + a^K_{c(r)})/√d          -> score term  q_i·a^K_{c(r)}/√d
+//   z_i  = Σ_j α_ij (v_j + a^V_{c(r)})          -> value term  Σ_j α_ij a^V_{c(r)}
+// Hooks: score term (3), value term (3). Parameters per layer, shared by heads:
+// a^K and a^V, each (2K+1)×d (values: false drops a^V). K = clip (distance in tokens).
+// Beyond the training length: distances past K reuse the clipped vectors, so any length works.
+#include <cmath>
+
+#include "core/position/position_encoding.h"
+#include "core/position/relative_ops.h"
+
+namespace relpos {
+namespace {
+
+struct ShawParams : ParamsOf<ShawParams> {
+  int64_t clip = 64;
+  bool values = true;
+  template <class V>
+  void visit(V& v) {
+    v("clip", clip, "clip distance K");
+    v("values", values, "also add relative vectors to the values");
+  }
+};
+
+class ShawImpl : public PositionEncodingImpl {
+ public:
+  ShawImpl(const ModelDims& dims, const ShawParams& p, bool direct)
+      : K_(p.clip), direct_(direct), scale_(1.0 / std::sqrt(static_cast<double>(dims.head_dim))) {
+    const int64_t R = 2 * K_ + 1;
+    keys = register_parameter("keys", torch::randn({dims.param_layers, R, dims.head_dim}) *
+                                          dims.init_std);  // (L,R,d)
+    if (p.values)
+      values = register_parameter("values", torch::randn({dims.param_layers, R, dims.head_dim}) *
+                                                dims.init_std);  // (L,R,d)
+  }
+  std::string type() const override { return "shaw"; }
+
+  torch::Tensor score_term(const torch::Tensor&, const torch::Tensor& q, const torch::Tensor&,
+                           const AttentionContext& ctx) override {
+    return relative_query_term(q, keys[ctx.layer], K_, direct_) * scale_;  // (B,H,T,T)
+  }
+
+  torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& ctx) override {
+    if (!values.defined()) return {};
+    return relative_value_term(probs, values[ctx.layer], K_, direct_);  // (B,H,T,d)
+  }
+
+  std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
+    std::vector<ExportedTensor> out;
+    out.push_back({"distances", torch::arange(-K_, K_ + 1, torch::kFloat32), {"distance"}});
+    out.push_back({"keys", keys.detach().to(torch::kCPU, torch::kFloat32).clone(),
+                   {"layer", "distance", "channel"}});
+    if (values.defined())
+      out.push_back({"values", values.detach().to(torch::kCPU, torch::kFloat32).clone(),
+                     {"layer", "distance", "channel"}});
+    return out;
+  }
+
+  torch::Tensor keys, values;
+
+ private:
+  int64_t K_;
+  bool direct_;
+  double scale_;
+};
+
+}  // namespace
+
+void register_shaw(Registry& r) {
+  VariantInfo v;
+  v.name = "shaw";
+  v.summary = "relative key (and value) vectors per clipped distance (Shaw et al. 2018)";
+  v.make_params = [] { return std::make_shared<ShawParams>(); };
+  v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
+    const auto& p = static_cast<const ShawParams&>(vp);
+    if (p.clip < 1) c.fail("clip", "out of range", std::to_string(p.clip), ">= 1");
+  };
+  v.make = [](const ModelDims& d, const VariantParams& p, const PositionConfig& cfg) {
+    return std::make_shared<ShawImpl>(d, static_cast<const ShawParams&>(p),
+                                      cfg.relative_impl == "direct");
+  };
+  r.add(std::move(v));
+}
+
+}  // namespace relpos

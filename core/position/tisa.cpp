@@ -1,0 +1,81 @@
+// tisa — Wennberg & Henter 2021, "The Case for Translation-Invariant Self-Attention in
+// Transformer-Based Language Models".
+// Formula: e_ij += f_h(r), r = j - i, f_h(r) = Σ_{s=1..S} a_hs · exp(-|b_hs| · (r - c_hs)²).
+// Init: c ~ N(0, 5²), a, b ~ N(0.1, 0.01²) (the paper's). S = kernels (default 5).
+// Hook: score term (3), a bias independent of content (not divided by √d).
+// Parameters per layer: a, b, c, each H×S (3·S·H).
+// Beyond the training length: f is defined at every distance; the Gaussians decay away from c.
+#include "core/position/position_encoding.h"
+
+namespace relpos {
+namespace {
+
+struct TisaParams : ParamsOf<TisaParams> {
+  int64_t kernels = 5;
+  template <class V>
+  void visit(V& v) {
+    v("kernels", kernels, "Gaussian kernels S per head");
+  }
+};
+
+class TisaImpl : public PositionEncodingImpl {
+ public:
+  TisaImpl(const ModelDims& dims, const TisaParams& p) {
+    const int64_t L = dims.param_layers, H = dims.heads, S = p.kernels;
+    a = register_parameter("a", torch::randn({L, H, S}) * 0.01 + 0.1);  // (L,H,S)
+    b = register_parameter("b", torch::randn({L, H, S}) * 0.01 + 0.1);  // (L,H,S)
+    c = register_parameter("c", torch::randn({L, H, S}) * 5.0);         // (L,H,S)
+  }
+  std::string type() const override { return "tisa"; }
+
+  // f_h(r) for the distances r given: (H,N).
+  torch::Tensor profile(int64_t layer, const torch::Tensor& r) {
+    auto diff = r.view({1, -1, 1}) - c[layer].unsqueeze(1);              // (H,N,S)
+    auto g = torch::exp(-b[layer].abs().unsqueeze(1) * diff * diff);     // (H,N,S)
+    return (a[layer].unsqueeze(1) * g).sum(-1);                          // (H,N)
+  }
+
+  torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor&,
+                           const torch::Tensor&, const AttentionContext& ctx) override {
+    const int64_t T = content.size(-1);
+    auto r = torch::arange(-(T - 1), T, content.options());          // (2T-1)
+    auto f = profile(ctx.layer, r);                                  // (H,2T-1)
+    auto pos = torch::arange(T, content.options().dtype(torch::kLong));
+    auto idx = (pos.unsqueeze(0) - pos.unsqueeze(1) + (T - 1)).reshape({-1});  // (T*T)
+    return f.index_select(1, idx).view({1, f.size(0), T, T});       // (1,H,T,T)
+  }
+
+  std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {
+    torch::NoGradGuard guard;
+    auto cpu = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kFloat32).clone(); };
+    auto r = torch::arange(-o.radius, o.radius + 1, a.options());
+    std::vector<torch::Tensor> f;
+    for (int64_t l = 0; l < a.size(0); ++l) f.push_back(profile(l, r));
+    return {{"distances", cpu(r), {"distance"}},
+            {"a", cpu(a), {"layer", "head", "kernel"}},
+            {"b", cpu(b), {"layer", "head", "kernel"}},
+            {"c", cpu(c), {"layer", "head", "kernel"}},
+            {"f", cpu(torch::stack(f)), {"layer", "head", "distance"}}};
+  }
+
+  torch::Tensor a, b, c;
+};
+
+}  // namespace
+
+void register_tisa(Registry& r) {
+  VariantInfo v;
+  v.name = "tisa";
+  v.summary = "per-head sum of Gaussian kernels of j-i added to scores (Wennberg & Henter 2021)";
+  v.make_params = [] { return std::make_shared<TisaParams>(); };
+  v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
+    const auto& p = static_cast<const TisaParams&>(vp);
+    if (p.kernels < 1) c.fail("kernels", "out of range", std::to_string(p.kernels), ">= 1");
+  };
+  v.make = [](const ModelDims& d, const VariantParams& p, const PositionConfig&) {
+    return std::make_shared<TisaImpl>(d, static_cast<const TisaParams&>(p));
+  };
+  r.add(std::move(v));
+}
+
+}  // namespace relpos

@@ -1,0 +1,64 @@
+// Parameters of one position-encoding variant, as read from `position.<name>:` in a config.
+// Each variant declares its own struct (fields through visit(), defaults in the members);
+// the registry parses it, so an unknown parameter is rejected by the variant that owns it.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/fields.h"
+
+namespace relpos {
+
+struct VariantParams {
+  virtual ~VariantParams() = default;
+  virtual void read(const YAML::Node& node, const std::string& path, const SourceMap* src) = 0;
+  virtual void write(YAML::Emitter& out) const = 0;
+  virtual std::shared_ptr<VariantParams> clone() const = 0;
+};
+
+// CRTP helper: a params struct `struct ShawParams : ParamsOf<ShawParams> { ... visit ... }`.
+template <class Derived>
+struct ParamsOf : VariantParams, ConfigSection {
+  void read(const YAML::Node& node, const std::string& path, const SourceMap* src) override {
+    read_value(node, path, src, static_cast<Derived&>(*this));
+  }
+  void write(YAML::Emitter& out) const override {
+    write_value(out, static_cast<const Derived&>(*this));
+  }
+  std::shared_ptr<VariantParams> clone() const override {
+    return std::make_shared<Derived>(static_cast<const Derived&>(*this));
+  }
+};
+
+// A variant without parameters.
+struct NoParams : ParamsOf<NoParams> {
+  template <class V>
+  void visit(V&) {}
+};
+
+// The `position:` section: which encodings are stacked, and the parameters of each.
+struct PositionConfig {
+  // One or more registry names, applied in this order. In YAML: a name, a list of names, or
+  // names joined with '+' ("learned+tisa").
+  std::vector<std::string> types = {"none"};
+  // "fast": relative terms from the (2K+1) distinct relative vectors, then a gather.
+  // "direct": the reference [T,T,d] form (as in Hugging Face); slower, more memory; for tests.
+  std::string relative_impl = "fast";
+  // Parameters of every variant that appears in `types` or has a section of its own.
+  std::map<std::string, std::shared_ptr<const VariantParams>> params;
+
+  bool has(const std::string& type) const;
+  // Parameters of `type` (defaults when the config gave none). Throws when unknown.
+  const VariantParams& params_of(const std::string& type) const;
+};
+
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
+                PositionConfig& v);
+void write_value(YAML::Emitter& out, const PositionConfig& v);
+
+}  // namespace relpos
