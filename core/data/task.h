@@ -1,0 +1,94 @@
+// Task data: what the trainer and evaluator need from the data layer. Implemented in
+// core/data/ (corpora, tokenizers, tasks); the trainer sees only this interface.
+//
+// Determinism: every batch is a pure function of (config, split, index), so a resumed run
+// and an uninterrupted one see the same batches and the data position is just the step.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+
+namespace relpos {
+
+enum class Split { Train, Valid, Test };
+const char* split_name(Split s);
+
+// Reserved token ids. Every tokenizer reserves these at the start of its vocabulary
+// (bytes: ids 0..4 special, then the 256 bytes at 5..260).
+struct SpecialTokens {
+  int64_t pad = 0, unk = 1, cls = 2, sep = 3, mask = 4;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual std::string name() const = 0;  // "bytes", "sentencepiece:<hash>", "wordpiece:<file>"
+  virtual int64_t vocab_size() const = 0;
+  virtual std::vector<int64_t> encode(const std::string& text) const = 0;
+  // Like encode(), plus the byte span [begin, end) of `text` each token covers (span QA).
+  virtual std::vector<int64_t> encode_with_offsets(
+      const std::string& text, std::vector<std::pair<int64_t, int64_t>>* offsets) const = 0;
+  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  const SpecialTokens& special() const { return special_; }
+
+ protected:
+  SpecialTokens special_;
+};
+
+struct Batch {
+  torch::Tensor tokens;      // (B,T) int64
+  torch::Tensor key_mask;    // (B,T) bool, true at real tokens; undefined when nothing is padded
+  torch::Tensor segments;    // (B,T) int64 segment ids; undefined when the task has none
+  // Lm head (mlm, clm, synthetic): (B,T) int64 target per position, -100 where no loss.
+  // Classifier: (B) int64 class. Span: (B,2) int64 start and end token index (inclusive).
+  torch::Tensor targets;
+  torch::Tensor pool_index;  // (B) int64: classifier pools here ([CLS] for encoders, last real token for decoders)
+  std::vector<int64_t> example_ids;  // span_qa / classify: index of each row's example in its split
+  std::vector<int64_t> lengths;      // synthetic: the task length of each row (for accuracy by length)
+};
+
+class TaskData {
+ public:
+  virtual ~TaskData() = default;
+  virtual const Tokenizer& tokenizer() const = 0;
+  int64_t vocab_size() const { return tokenizer().vocab_size(); }
+
+  // Training batch number `index` (the step): deterministic in (config seed, index).
+  virtual Batch train_batch(int64_t index, int64_t batch_size) const = 0;
+
+  // A fixed, ordered list of evaluation batches of `split`, at most `max_batches` (0 = all),
+  // sequence length `length` where the task has one (0 = task.seq_len; synthetic tasks use
+  // the test lengths instead). Deterministic.
+  virtual std::vector<Batch> eval_batches(Split split, int64_t batch_size, int64_t max_batches,
+                                          int64_t length = 0) const = 0;
+
+  // mlm/clm: the token stream of a split (documents concatenated with [SEP]), for perplexity
+  // with nonoverlapping chunks or a sliding window. Empty for other tasks.
+  virtual const std::vector<int64_t>& stream(Split split) const = 0;
+
+  // span_qa: predicted answer text for a token span of an example, and its gold answers.
+  virtual std::string span_text(Split split, int64_t example_id, int64_t start,
+                                int64_t end) const {
+    return {};
+  }
+  virtual std::vector<std::string> gold_answers(Split split, int64_t example_id) const {
+    return {};
+  }
+
+  // A short description for logs and the run file: corpus, sizes of the splits, tokenizer.
+  virtual std::string describe() const = 0;
+  // Document ids of each split, written into the run so the split is on record.
+  virtual std::vector<int64_t> split_documents(Split split) const = 0;
+};
+
+// Loads (fetching/caching what is needed) the corpus and tokenizer of `cfg` and builds its
+// task. Throws DataError naming the file and what is wrong.
+std::unique_ptr<TaskData> make_task_data(const Config& cfg);
+
+}  // namespace relpos

@@ -1,0 +1,39 @@
+// Checkpoints: everything a run needs to continue exactly where it stopped. Written to a
+// temporary name in the same folder, fsync'ed, then renamed, so a crash at any moment leaves
+// either the previous checkpoint or the new one, never a torn file.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <string>
+
+namespace relpos {
+
+struct TrainState {
+  int64_t step = 0;                 // optimizer steps completed
+  double best_metric = 0.0;         // early stopping
+  int64_t evals_without_improvement = 0;
+  bool has_best = false;
+  torch::Tensor cpu_rng_state;      // torch's default CPU generator
+  torch::Tensor cuda_rng_state;     // undefined on CPU-only runs
+};
+
+// Saves model parameters and buffers, optimizer state and train state to `path` atomically.
+void save_checkpoint(const std::string& path, torch::nn::Module& model,
+                     torch::optim::Optimizer& optimizer, const TrainState& state);
+
+// Loads what save_checkpoint wrote. Throws SchemaError naming the file when it is missing,
+// truncated, or does not match the model.
+TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
+                           torch::optim::Optimizer& optimizer);
+
+// Loads only the parameters of `path` whose names and shapes match `model` (fine-tuning from a
+// pre-trained run, switching position variants). Returns the names that were NOT loaded
+// (initialised fresh) and fills `skipped` with the checkpoint's names the model has no use for.
+std::vector<std::string> load_matching_parameters(const std::string& path,
+                                                  torch::nn::Module& model,
+                                                  std::vector<std::string>* skipped);
+
+}  // namespace relpos

@@ -1,0 +1,89 @@
+// The HDF5 run file (DIR/run.h5). Layout, names and versions: docs/hdf5-schema.md; the path
+// constants live in core/io/schema.h only. Writers flush after every snapshot so the file
+// stays readable while a run trains and after it crashes.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace relpos {
+
+struct RunAttributes {
+  std::string config_yaml;     // resolved config
+  std::string position_types;  // "learned+tisa"
+  int64_t seed = 0;
+  std::string torch_version;
+  std::string git_commit;
+  std::string created;         // ISO 8601, UTC
+};
+
+// A tensor with the names of its axes, written as a float32/int64 dataset with a `dims`
+// attribute (comma-separated axis names).
+struct NamedTensor {
+  std::string name;
+  torch::Tensor value;
+  std::vector<std::string> dims;
+};
+
+class RunFileWriter {
+ public:
+  // Creates (truncate) or reopens (append, for --resume) a run file.
+  static std::unique_ptr<RunFileWriter> create(const std::string& path, const RunAttributes& attrs);
+  static std::unique_ptr<RunFileWriter> open_append(const std::string& path);
+  virtual ~RunFileWriter() = default;
+
+  // /metrics/<name>/{step,value}: appends one point (extensible datasets). Points at steps
+  // >= `step` written before (a resumed run repeating steps) are replaced.
+  virtual void append_metric(const std::string& name, int64_t step, double value) = 0;
+  // Drops metric points after `step` (used when resuming from an earlier checkpoint).
+  virtual void truncate_metrics_after(int64_t step) = 0;
+
+  // /probe/tokens (P,T) int64, and /probe/key_mask (P,T) uint8 when given.
+  virtual void write_probe(const torch::Tensor& tokens, const torch::Tensor& key_mask) = 0;
+
+  // /snapshots/step_<N>/ with `attention` (L,H,T,T) float32, position_scores/<variant>
+  // (L',H,T,T), and position/<variant>/<name>. Replaces a snapshot of the same step. Flushes.
+  virtual void write_snapshot(int64_t step, const torch::Tensor& attention,
+                              const std::vector<NamedTensor>& position_scores,
+                              const std::map<std::string, std::vector<NamedTensor>>& position) = 0;
+
+  // /weights/<parameter path> for every parameter (float32). Replaces earlier weights. Flushes.
+  virtual void write_weights(const std::vector<NamedTensor>& parameters, int64_t step) = 0;
+
+  // /eval/<group>/<name>: 1-D datasets of one evaluation table (e.g. group "extrapolation":
+  // "length", "loss", ...), plus string attributes. Replaces the group. Flushes.
+  virtual void write_eval(const std::string& group, const std::vector<NamedTensor>& columns,
+                          const std::map<std::string, std::string>& attrs) = 0;
+
+  virtual void flush() = 0;
+  virtual void close() = 0;
+};
+
+// Read side (analysis, tests, `relpos inspect`). Refuses files with a newer schema version.
+class RunFileReader {
+ public:
+  static std::unique_ptr<RunFileReader> open(const std::string& path);
+  virtual ~RunFileReader() = default;
+
+  virtual int64_t schema_version() const = 0;
+  virtual std::string root_attribute(const std::string& name) const = 0;  // string attrs
+  virtual std::vector<std::string> metric_names() const = 0;
+  // (steps, values) of a metric.
+  virtual std::pair<std::vector<int64_t>, std::vector<double>> metric(const std::string& name) const = 0;
+  virtual std::vector<int64_t> snapshot_steps() const = 0;  // sorted
+  virtual bool exists(const std::string& path) const = 0;
+  // Any dataset as a CPU tensor (float32, float64 or int64 as stored), with its dims attribute.
+  virtual NamedTensor dataset(const std::string& path) const = 0;
+  // Child names of a group, sorted.
+  virtual std::vector<std::string> children(const std::string& group) const = 0;
+};
+
+// `relpos inspect`: the tree with shapes, dtypes and attributes.
+std::string describe_run_file(const std::string& path);
+
+}  // namespace relpos
