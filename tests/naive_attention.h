@@ -102,7 +102,8 @@ inline NaiveResult naive_attend(const NaiveHeads& x, const MultiHeadAttentionImp
       for (int64_t o = 0; o < D; ++o) {
         double s = el(attn.output->bias, o);
         for (int64_t h = 0; h < H; ++h)
-          for (int64_t m = 0; m < d; ++m) s += Z[b][h][t][m] * el(attn.output->weight, o, h * d + m);
+          for (int64_t m = 0; m < d; ++m)
+            s += Z[b][h][t][m] * el(attn.output->weight, o, h * d + m);
         O[b][t][o] = s;
       }
   return r;

@@ -50,7 +50,8 @@ double dot_qk(const NaiveHeads& x, int64_t b, int64_t h, int64_t i, int64_t j) {
 
 ScoreFn content_score(const NaiveHeads& x) {
   const double rsd = 1.0 / std::sqrt(static_cast<double>(x.q.size(3)));
-  return [x, rsd](int64_t b, int64_t h, int64_t i, int64_t j) { return dot_qk(x, b, h, i, j) * rsd; };
+  return
+      [x, rsd](int64_t b, int64_t h, int64_t i, int64_t j) { return dot_qk(x, b, h, i, j) * rsd; };
 }
 
 // Runs the real layer with the variant and the naive loop, and compares scores on visible
@@ -92,7 +93,7 @@ void check_variant(const std::string& type, const std::string& yaml, const Setup
   // The variant's term is its position contribution: e - q·k/√d (position_encoding.h).
   REQUIRE(rec.terms.size() == 1);
   auto scores = rec.terms[0].defined() ? naive.content + rec.terms[0] : naive.content;  // (B,H,T,T)
-  auto visible = torch::ones({s.T, s.T}, torch::kBool);                                // (T,T)
+  auto visible = torch::ones({s.T, s.T}, torch::kBool);                                 // (T,T)
   if (s.causal) visible = visible.tril();
   CHECK(max_abs_diff(scores.masked_fill(visible.logical_not(), 0),
                      naive.scores.masked_fill(visible.logical_not(), 0)) < kTol);
@@ -101,8 +102,7 @@ void check_variant(const std::string& type, const std::string& yaml, const Setup
 }
 
 // Runs `check_variant` bidirectional and causal, with K below T and above T.
-void check_all_modes(const std::string& type,
-                     const std::function<std::string(int64_t K)>& yaml,
+void check_all_modes(const std::string& type, const std::function<std::string(int64_t K)>& yaml,
                      const std::function<Formula(const Setup&)>& formula) {
   for (bool causal : {false, true}) {
     for (auto [H, T, K] : std::vector<std::array<int64_t, 3>>{{2, 6, 2}, {3, 7, 9}, {3, 5, 1}}) {
@@ -123,7 +123,7 @@ Formula huang_formula(const Setup& s, std::set<std::string> terms, const std::st
   Formula f;
   f.score = [s, terms, scale_qk](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
     const bool uses_table = terms.count("qa") || terms.count("ka") || terms.count("qka");
-    auto a = uses_table ? param(enc, "table") : torch::Tensor();          // (L,R,d)
+    auto a = uses_table ? param(enc, "table") : torch::Tensor();           // (L,R,d)
     auto sc = scale_qk != "none" ? param(enc, "scale") : torch::Tensor();  // (L,K+1|R)
     return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
       const int64_t r = j - i, c = clip_offset(r, s.K) + s.K, L = s.layer;
@@ -224,8 +224,10 @@ int64_t naive_t5_bucket(int64_t r, bool causal, int64_t N, int64_t M) {
   }
   const int64_t exact = N / 2;
   if (n < exact) return offset + n;
-  const double lg = std::log(static_cast<double>(n) / exact) / std::log(static_cast<double>(M) / exact);
-  return offset + std::min<int64_t>(N - 1, exact + static_cast<int64_t>(std::floor(lg * (N - exact))));
+  const double lg =
+      std::log(static_cast<double>(n) / exact) / std::log(static_cast<double>(M) / exact);
+  return offset +
+         std::min<int64_t>(N - 1, exact + static_cast<int64_t>(std::floor(lg * (N - exact))));
 }
 
 Formula t5_formula(const Setup& s, int64_t N, int64_t M) {
@@ -245,16 +247,26 @@ Formula t5_formula(const Setup& s, int64_t N, int64_t M) {
 std::vector<double> hand_slopes(int64_t H) {
   auto p = [](double e) { return std::pow(2.0, e); };
   switch (H) {
-    case 1: return {p(-8)};
-    case 2: return {p(-4), p(-8)};
-    case 3: return {p(-4), p(-8), p(-2)};
-    case 4: return {p(-2), p(-4), p(-6), p(-8)};
-    case 5: return {p(-2), p(-4), p(-6), p(-8), p(-1)};
-    case 6: return {p(-2), p(-4), p(-6), p(-8), p(-1), p(-3)};
-    case 8: return {p(-1), p(-2), p(-3), p(-4), p(-5), p(-6), p(-7), p(-8)};
-    case 12: return {p(-1), p(-2), p(-3), p(-4), p(-5), p(-6), p(-7), p(-8),
-                     p(-0.5), p(-1.5), p(-2.5), p(-3.5)};
-    default: FAIL("no hand slopes for H=" << H); return {};
+    case 1:
+      return {p(-8)};
+    case 2:
+      return {p(-4), p(-8)};
+    case 3:
+      return {p(-4), p(-8), p(-2)};
+    case 4:
+      return {p(-2), p(-4), p(-6), p(-8)};
+    case 5:
+      return {p(-2), p(-4), p(-6), p(-8), p(-1)};
+    case 6:
+      return {p(-2), p(-4), p(-6), p(-8), p(-1), p(-3)};
+    case 8:
+      return {p(-1), p(-2), p(-3), p(-4), p(-5), p(-6), p(-7), p(-8)};
+    case 12:
+      return {p(-1), p(-2), p(-3),   p(-4),   p(-5),   p(-6),
+              p(-7), p(-8), p(-0.5), p(-1.5), p(-2.5), p(-3.5)};
+    default:
+      FAIL("no hand slopes for H=" << H);
+      return {};
   }
 }
 
@@ -265,7 +277,8 @@ Formula alibi_formula(const Setup& s) {
     auto content = content_score(x);
     return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
       // causal: -m_h·(i-j) on the visible j <= i; encoder: -m_h·|i-j|.
-      const double dist = s.causal ? static_cast<double>(i - j) : std::abs(static_cast<double>(i - j));
+      const double dist =
+          s.causal ? static_cast<double>(i - j) : std::abs(static_cast<double>(i - j));
       return content(b, h, i, j) - slopes[h] * dist;
     };
   };
@@ -325,14 +338,18 @@ TEST_CASE("naive: shaw with and without value vectors") {
 TEST_CASE("naive: transformer_xl") {
   check_all_modes("transformer_xl", no_yaml,
                   [](const Setup& s) { return transformer_xl_formula(s, 10000.0); });
-  check_all_modes("transformer_xl", [](int64_t) { return "{base: 7.5}"; },
-                  [](const Setup& s) { return transformer_xl_formula(s, 7.5); });
+  check_all_modes(
+      "transformer_xl", [](int64_t) { return "{base: 7.5}"; },
+      [](const Setup& s) { return transformer_xl_formula(s, 7.5); });
 }
 
 TEST_CASE("naive: huang presets m1..m4") {
-  check_all_modes("huang_m1", clip_yaml, [](const Setup& s) { return huang_formula(s, {"qk"}, "abs"); });
-  check_all_modes("huang_m2", clip_yaml, [](const Setup& s) { return huang_formula(s, {"qk"}, "signed"); });
-  check_all_modes("huang_m3", clip_yaml, [](const Setup& s) { return huang_formula(s, {"qka"}, "none"); });
+  check_all_modes("huang_m1", clip_yaml,
+                  [](const Setup& s) { return huang_formula(s, {"qk"}, "abs"); });
+  check_all_modes("huang_m2", clip_yaml,
+                  [](const Setup& s) { return huang_formula(s, {"qk"}, "signed"); });
+  check_all_modes("huang_m3", clip_yaml,
+                  [](const Setup& s) { return huang_formula(s, {"qka"}, "none"); });
   // m4 written as ((q+a)·(k+a) - a·a)/√d, the form verified against the author's code.
   check_all_modes("huang_m4", clip_yaml, [](const Setup& s) {
     Formula f;
@@ -359,16 +376,16 @@ TEST_CASE("naive: huang general mechanism, several term combinations") {
     std::string yaml_terms, scale;
   };
   for (const Combo& c : std::vector<Combo>{{{"qk", "qa", "ka"}, "[qk, qa, ka]", "none"},
-                                          {{"qk", "qka"}, "[qk, qka]", "abs"},
-                                          {{"qk", "qa", "qka"}, "[qk, qa, qka]", "signed"},
-                                          {{"qa", "ka"}, "[qa, ka]", "none"},
-                                          {{"ka", "qka"}, "[ka, qka]", "none"},
-                                          {{"qk", "ka"}, "[ka, qk]", "abs"}}) {
+                                           {{"qk", "qka"}, "[qk, qka]", "abs"},
+                                           {{"qk", "qa", "qka"}, "[qk, qa, qka]", "signed"},
+                                           {{"qa", "ka"}, "[qa, ka]", "none"},
+                                           {{"ka", "qka"}, "[ka, qka]", "none"},
+                                           {{"qk", "ka"}, "[ka, qk]", "abs"}}) {
     check_all_modes(
         "huang",
         [&](int64_t K) {
-          return "{terms: " + c.yaml_terms + ", scale_qk: " + c.scale + ", clip: " +
-                 std::to_string(K) + "}";
+          return "{terms: " + c.yaml_terms + ", scale_qk: " + c.scale +
+                 ", clip: " + std::to_string(K) + "}";
         },
         [&](const Setup& s) { return huang_formula(s, c.terms, c.scale); });
   }
@@ -376,13 +393,15 @@ TEST_CASE("naive: huang general mechanism, several term combinations") {
 
 TEST_CASE("naive: tisa") {
   check_all_modes("tisa", no_yaml, tisa_formula);
-  check_all_modes("tisa", [](int64_t) { return "{kernels: 2}"; }, tisa_formula);
+  check_all_modes(
+      "tisa", [](int64_t) { return "{kernels: 2}"; }, tisa_formula);
 }
 
 TEST_CASE("naive: t5_bias, default and small buckets so the log range is used") {
   check_all_modes("t5_bias", no_yaml, [](const Setup& s) { return t5_formula(s, 32, 128); });
-  check_all_modes("t5_bias", [](int64_t) { return "{buckets: 8, max_distance: 10}"; },
-                  [](const Setup& s) { return t5_formula(s, 8, 10); });
+  check_all_modes(
+      "t5_bias", [](int64_t) { return "{buckets: 8, max_distance: 10}"; },
+      [](const Setup& s) { return t5_formula(s, 8, 10); });
 }
 
 TEST_CASE("naive: alibi") {
@@ -398,15 +417,15 @@ TEST_CASE("naive: alibi") {
 
 TEST_CASE("naive: rope, full and partial rotary width") {
   check_all_modes("rope", no_yaml, [](const Setup& s) { return rope_formula(s, 0, 10000.0); });
-  check_all_modes("rope", [](int64_t) { return "{rotary_dim: 2, base: 100}"; },
-                  [](const Setup& s) { return rope_formula(s, 2, 100.0); });
+  check_all_modes(
+      "rope", [](int64_t) { return "{rotary_dim: 2, base: 100}"; },
+      [](const Setup& s) { return rope_formula(s, 2, 100.0); });
 }
 
 TEST_CASE("naive: every registered variant is covered by this file") {
-  const std::set<std::string> covered = {"none",     "sinusoidal", "learned",  "shaw",
-                                         "transformer_xl", "huang", "huang_m1", "huang_m2",
-                                         "huang_m3", "huang_m4",   "tisa",     "t5_bias",
-                                         "alibi",    "rope"};
+  const std::set<std::string> covered = {
+      "none",     "sinusoidal", "learned",  "shaw", "transformer_xl", "huang", "huang_m1",
+      "huang_m2", "huang_m3",   "huang_m4", "tisa", "t5_bias",        "alibi", "rope"};
   for (const auto& name : Registry::get().names()) {
     CAPTURE(name);
     CHECK(covered.count(name) == 1);

@@ -34,11 +34,12 @@ TEST_CASE("naive: sinusoidal embed adds sin/cos(i / base^(2m/E)) at positions of
         CAPTURE(E);
         CAPTURE(base);
         CAPTURE(offset);
-        auto enc = make_variant("sinusoidal", embed_dims(E), "{base: " + std::to_string(base) + "}");
+        auto enc =
+            make_variant("sinusoidal", embed_dims(E), "{base: " + std::to_string(base) + "}");
         const int64_t B = 2, T = 5;
         auto x = torch::randn({B, T, E}, torch::kDouble);  // (B,T,E)
-        auto y = enc->embed(x, offset);                     // (B,T,E)
-        auto expect = x.clone();                            // (B,T,E)
+        auto y = enc->embed(x, offset);                    // (B,T,E)
+        auto expect = x.clone();                           // (B,T,E)
         auto X = expect.accessor<double, 3>();
         for (int64_t b = 0; b < B; ++b)
           for (int64_t t = 0; t < T; ++t)
@@ -54,12 +55,12 @@ TEST_CASE("naive: sinusoidal embed adds sin/cos(i / base^(2m/E)) at positions of
   }
 }
 
-TEST_CASE("naive: learned embed adds table rows; past max_len an error, or clamp") {
+TEST_CASE("naive: learned embed adds table rows and past max_len errs or clamps") {
   const int64_t E = 5, B = 2, T = 4, max_len = 6;
   for (const char* beyond : {"error", "clamp"}) {
     CAPTURE(beyond);
-    auto enc = make_variant("learned", embed_dims(E),
-                            "{max_len: 6, beyond: " + std::string(beyond) + "}");
+    auto enc =
+        make_variant("learned", embed_dims(E), "{max_len: 6, beyond: " + std::string(beyond) + "}");
     randomize(*enc, 1.0);
     auto table = enc->named_parameters()["table"].detach();  // (max_len,E)
     REQUIRE(table.sizes() == torch::IntArrayRef({max_len, E}));
@@ -78,9 +79,9 @@ TEST_CASE("naive: learned embed adds table rows; past max_len an error, or clamp
     CHECK(max_abs_diff(enc->embed(x, 2), expect(2)) < kTol);  // reaches exactly max_len
     if (std::string(beyond) == "error") {
       CHECK(enc->max_length() == max_len);
-      CHECK_THROWS_WITH_AS(enc->embed(x, 3),
-                           doctest::Contains("reaches position 7 but the learned table has max_len 6"),
-                           ConfigError);
+      CHECK_THROWS_WITH_AS(
+          enc->embed(x, 3),
+          doctest::Contains("reaches position 7 but the learned table has max_len 6"), ConfigError);
     } else {
       CHECK(enc->max_length() == -1);
       CHECK(max_abs_diff(enc->embed(x, 3), expect(3)) < kTol);
@@ -94,12 +95,12 @@ TEST_CASE("naive: t5 buckets at hand-checked distances (32 buckets, max distance
   // Encoder: 16 buckets per sign, exact below 8, log-spaced 8..15 up to distance 128.
   // e.g. r = 12: 8 + floor(ln(12/8)/ln(128/8)·8) = 8 + floor(1.17) = 9, plus 16 since r > 0.
   const std::vector<std::pair<int64_t, int64_t>> encoder = {
-      {0, 0},   {1, 17},  {-1, 1},  {7, 23},   {-7, 7},   {8, 24},   {-8, 8},  {12, 25},
+      {0, 0},   {1, 17},   {-1, 1},  {7, 23},   {-7, 7},    {8, 24},   {-8, 8},   {12, 25},
       {-12, 9}, {-20, 10}, {20, 26}, {100, 31}, {-100, 15}, {200, 31}, {-200, 15}};
   // Decoder: one-sided, 32 buckets for n = max(i - j, 0), exact below 16, log 16..31 up to 128.
   // e.g. r = -20: 16 + floor(ln(20/16)/ln(128/16)·16) = 16 + floor(1.72) = 17.
   const std::vector<std::pair<int64_t, int64_t>> decoder = {
-      {0, 0},    {5, 0},    {200, 0},   {-1, 1},    {-5, 5},    {-15, 15},
+      {0, 0},    {5, 0},    {200, 0},   {-1, 1},    {-5, 5},   {-15, 15},
       {-16, 16}, {-20, 17}, {-100, 30}, {-127, 31}, {-200, 31}};
   for (bool causal : {false, true}) {
     CAPTURE(causal);

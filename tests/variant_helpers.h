@@ -42,10 +42,9 @@ inline PositionConfig single_config(const std::string& type, const std::string& 
 }
 
 // The encoding `type` built through the registry, converted to float64.
-inline std::shared_ptr<PositionEncodingImpl> make_variant(const std::string& type,
-                                                          const ModelDims& dims,
-                                                          const std::string& yaml,
-                                                          const std::string& relative_impl = "fast") {
+inline std::shared_ptr<PositionEncodingImpl> make_variant(
+    const std::string& type, const ModelDims& dims, const std::string& yaml,
+    const std::string& relative_impl = "fast") {
   auto enc = make_position_encoding(type, dims, single_config(type, yaml, relative_impl));
   enc->to(torch::kDouble);
   return enc;
