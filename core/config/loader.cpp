@@ -56,6 +56,11 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
 }
 
 YAML::Node parse_file(const std::string& file) {
+  // An ifstream opens a folder without complaint and reads nothing from it, which would pass
+  // for an empty config.
+  if (fs::is_directory(file))
+    throw ConfigError(fmt::format("{}: is a folder, not a config file", file),
+                      "give a .yaml file, for example configs/base.yaml");
   std::ifstream in(file);
   if (!in)
     throw ConfigError(fmt::format("{}: cannot open config file", file),
