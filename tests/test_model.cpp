@@ -290,6 +290,19 @@ TEST_CASE("model: padded tokens do not affect real tokens (encoder, every varian
     CHECK(torch::isfinite(e).all().item<bool>());
     CHECK(max_diff(e[1], a[1]) == 0.0);
   }
+  // ...and finite gradients: the NaN of a softmax over no visible key must not flow back.
+  for (bool causal : {false, true}) {
+    Model m = test::small_model(small_config("shaw", causal), kVocab);
+    auto empty = mask.clone();
+    empty[0].fill_(false);
+    ForwardOptions o;
+    o.key_mask = empty;
+    m->zero_grad();
+    m->lm_logits(m->hidden(tokens, o)).sum().backward();
+    for (const auto& p : m->named_parameters())
+      if (p.value().grad().defined())
+        CHECK_MESSAGE(torch::isfinite(p.value().grad()).all().item<bool>(), p.key());
+  }
 }
 
 namespace {
