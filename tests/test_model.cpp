@@ -207,7 +207,7 @@ TEST_CASE("model: the LM head is tied to the token embeddings") {
 }
 
 TEST_CASE("model: classifier and span heads with hand-set weights") {
-  const Config cfg = small_config("none", false, {"task.type=classify", "task.num_classes=3",
+  const Config cfg = small_config("none", false, {"task.type=classify", "data.corpus=sentiment", "task.num_classes=3",
                                                   "model.width=4", "model.heads=2"});
   Model m = build(cfg);
   REQUIRE(m->classifier_head);
@@ -250,7 +250,7 @@ TEST_CASE("model: classifier and span heads with hand-set weights") {
     }
   }
 
-  const Config scfg = small_config("none", false, {"task.type=span_qa", "model.width=4", "model.heads=2"});
+  const Config scfg = small_config("none", false, {"task.type=span_qa", "data.corpus=wordnet_qa", "model.width=4", "model.heads=2"});
   Model s = build(scfg);
   REQUIRE(s->span_head);
   s->span_head->span->weight.copy_(torch::tensor({{1.0, 0.0, -1.0, 2.0}, {0.0, 0.5, 0.5, 0.0}}));
