@@ -7,25 +7,22 @@
 //                       Optimizer::load restores the state but not the group options)
 //   train_state         step, best_metric, evals_without_improvement, has_best,
 //                       cpu_rng_state, cuda_rng_state (when CUDA was available)
-// Written to `<path>.tmp.<pid>`, fsync'ed, renamed over `path`, and the folder fsync'ed.
+// The file around the archive (checksum trailer, atomic replacement): checkpoint_file.cpp.
 #include "core/io/checkpoint.h"
 
 #include <ATen/Context.h>
 #include <ATen/core/Generator.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
 
+#include "core/io/checkpoint_file.h"
 #include "core/util/errors.h"
 
 namespace relpos {
@@ -60,68 +57,6 @@ at::Generator cuda_generator() {
   return at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::CUDA));
 }
 
-// Writes all bytes to `fd`; remembers the first error (errno) instead of throwing through the
-// zip writer.
-struct FdSink {
-  int fd = -1;
-  int error = 0;
-  size_t operator()(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    size_t left = n;
-    while (left > 0 && error == 0) {
-      const ssize_t w = ::write(fd, p, left);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        error = w < 0 ? errno : EIO;
-        return n - left;
-      }
-      p += w;
-      left -= static_cast<size_t>(w);
-    }
-    return n - left;
-  }
-};
-
-void fsync_folder(const std::filesystem::path& folder) {
-  const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // best effort: the rename itself is atomic
-  ::fsync(fd);
-  ::close(fd);
-}
-
-void write_atomically(const std::string& path, OutputArchive& archive) {
-  const std::filesystem::path target(path);
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  auto fail = [&](const std::string& why) {
-    ::unlink(tmp.c_str());
-    return RunError(fmt::format("cannot write checkpoint '{}': {}", path, why),
-                    "check that the folder exists, is writable and has free space; the previous "
-                    "checkpoint, if any, is unchanged");
-  };
-  FdSink sink;
-  sink.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (sink.fd < 0) throw fail(std::strerror(errno));
-  try {
-    archive.save_to([&sink](const void* data, size_t n) { return sink(data, n); });
-  } catch (const c10::Error& e) {
-    ::close(sink.fd);
-    throw fail(sink.error ? std::strerror(sink.error) : e.what_without_backtrace());
-  }
-  if (sink.error) {
-    ::close(sink.fd);
-    throw fail(std::strerror(sink.error));
-  }
-  if (::fsync(sink.fd) != 0) {
-    const int err = errno;
-    ::close(sink.fd);
-    throw fail(std::string("fsync: ") + std::strerror(err));
-  }
-  if (::close(sink.fd) != 0) throw fail(std::string("close: ") + std::strerror(errno));
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    throw fail(std::string("rename: ") + std::strerror(errno));
-  fsync_folder(target.parent_path());
-}
-
 void write_tensors(OutputArchive& archive, const char* key,
                    const torch::OrderedDict<std::string, torch::Tensor>& tensors) {
   OutputArchive nested(archive.compilation_unit());
@@ -144,16 +79,14 @@ std::map<std::string, torch::Tensor> read_tensors(InputArchive& archive, const c
 }
 
 InputArchive open_archive(const std::string& path, const torch::Device& device) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw SchemaError(fmt::format("checkpoint '{}' does not exist or is not a regular file", path));
+  const std::vector<char> bytes = read_verified_archive(path);
   InputArchive archive;
   try {
-    archive.load_from(path, device);
+    archive.load_from(bytes.data(), bytes.size(), device);
   } catch (const c10::Error& e) {
     throw SchemaError(fmt::format("checkpoint '{}' cannot be read: {}", path,
                                   e.what_without_backtrace()),
-                      "the file is truncated or corrupt, or not a relpos checkpoint");
+                      "the file is corrupt, or not a relpos checkpoint");
   }
   c10::IValue version;
   if (!archive.try_read(kKeyVersion, version) || !version.isInt())
@@ -249,7 +182,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model,
     throw RunError(fmt::format("cannot write checkpoint '{}': {}", path,
                                e.what_without_backtrace()));
   }
-  write_atomically(path, archive);
+  write_archive_atomically(path, archive);
 }
 
 TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
