@@ -41,7 +41,9 @@ inline torch::Tensor sample_tisa_a(int64_t step) {
          static_cast<double>(step);  // (L,H,S)
 }
 inline torch::Tensor sample_buckets() { return torch::arange(11, torch::kInt64) % 4; }
-inline torch::Tensor sample_tokens() { return torch::arange(10, torch::kInt64).reshape({2, 5}) + 3; }
+inline torch::Tensor sample_tokens() {
+  return torch::arange(10, torch::kInt64).reshape({2, 5}) + 3;
+}
 inline torch::Tensor sample_key_mask() {
   return torch::tensor({1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, torch::kBool).reshape({2, 5});
 }

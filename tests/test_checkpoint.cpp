@@ -3,11 +3,11 @@
 // SIGKILL, and SchemaError for missing, truncated, corrupt and mismatched files.
 #include <ATen/CPUGeneratorImpl.h>
 #include <doctest/doctest.h>
+#include <torch/cuda.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
-#include <torch/cuda.h>
 #include <torch/optim/adamw.h>
 #include <torch/serialize.h>
 
@@ -34,9 +34,10 @@ struct NetImpl : torch::nn::Module {
     if (extra) register_parameter("extra", torch::randn({2}));
   }
   torch::Tensor forward(const torch::Tensor& tokens) {
-    auto x = emb(tokens) * scale;                                    // (B,T,D)
-    for (const auto& b : *blocks) x = torch::tanh(b->as<torch::nn::Linear>()->forward(x));  // (B,T,D)
-    return head(x);                                                  // (B,T,C)
+    auto x = emb(tokens) * scale;  // (B,T,D)
+    for (const auto& b : *blocks)
+      x = torch::tanh(b->as<torch::nn::Linear>()->forward(x));  // (B,T,D)
+    return head(x);                                             // (B,T,C)
   }
   torch::nn::Embedding emb{nullptr};
   torch::nn::ModuleList blocks{nullptr};
@@ -87,13 +88,12 @@ TEST_CASE("checkpoint: a save/load round trip restores parameters, buffers and t
   st.evals_without_improvement = 3;
   st.has_best = true;
   save_checkpoint(path, *a, opt_a, st);
-  CHECK(std::vector<std::string>{"checkpoint.pt"} ==
-        [&] {
-          std::vector<std::string> names;
-          for (const auto& e : std::filesystem::directory_iterator(dir.path))
-            names.push_back(e.path().filename().string());
-          return names;
-        }());  // no temporary left behind
+  CHECK(std::vector<std::string>{"checkpoint.pt"} == [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path))
+      names.push_back(e.path().filename().string());
+    return names;
+  }());  // no temporary left behind
 
   torch::manual_seed(2);
   Net b;
@@ -179,8 +179,9 @@ TEST_CASE("checkpoint: the RNG state is saved and restored") {
   CHECK(torch::equal(loaded.cpu_rng_state, st.cpu_rng_state));
 }
 
-TEST_CASE("checkpoint: missing, foreign, truncated and corrupt files give SchemaError naming "
-          "the file") {
+TEST_CASE(
+    "checkpoint: missing, foreign, truncated and corrupt files give SchemaError naming "
+    "the file") {
   ScratchDir dir("ckpt_corrupt");
   torch::manual_seed(31);
   Net net;
@@ -277,8 +278,8 @@ TEST_CASE("checkpoint: load_matching_parameters loads what fits by name and shap
   CHECK(skipped == std::vector<std::string>{"extra", "head.bias", "head.weight"});
   const auto src = state_of(*source);
   const auto now = state_of(*target);
-  for (const char* name : {"emb.weight", "blocks.0.weight", "blocks.0.bias", "blocks.1.weight",
-                           "blocks.1.bias"}) {
+  for (const char* name :
+       {"emb.weight", "blocks.0.weight", "blocks.0.bias", "blocks.1.weight", "blocks.1.bias"}) {
     CAPTURE(name);
     CHECK(torch::equal(now.at(name), src.at(name)));
   }

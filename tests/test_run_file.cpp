@@ -56,6 +56,7 @@ TEST_CASE("run file: every documented path round-trips with dtype, shape, dims a
     write_sample_run(*w);
     w->close();
   }
+  CHECK_FALSE(std::filesystem::exists(path + ".shadow"));  // removed by a clean close
   // For the independent check by hand: tests/reference/read_run_file.py check FILE.
   if (const char* keep = std::getenv("RELPOS_SAMPLE_RUN_FILE"))
     std::filesystem::copy_file(path, keep, std::filesystem::copy_options::overwrite_existing);
@@ -115,8 +116,8 @@ TEST_CASE("run file: every documented path round-trips with dtype, shape, dims a
 
   CHECK(r->attribute("/weights", "step") == "10");
   CHECK(r->children("/weights") == std::vector<std::string>{"lm_head.bias", kQueryWeight});
-  check_tensor(*r, std::string("/weights/") + kQueryWeight, sample_query_weight(),
-               torch::kFloat32, {"output", "input"});
+  check_tensor(*r, std::string("/weights/") + kQueryWeight, sample_query_weight(), torch::kFloat32,
+               {"output", "input"});
   check_tensor(*r, "/weights/lm_head.bias", sample_bias(), torch::kFloat32, {"dim0"});
 
   CHECK(r->children("/eval") == std::vector<std::string>{"extrapolation"});
@@ -135,8 +136,9 @@ TEST_CASE("run file: every documented path round-trips with dtype, shape, dims a
   CHECK_THROWS_AS(r->children("/nope"), SchemaError);
 }
 
-TEST_CASE("run file: HDF5-level types: int64 and UTF-8 variable-length attributes, "
-          "extensible metrics") {
+TEST_CASE(
+    "run file: HDF5-level types: int64 and UTF-8 variable-length attributes, "
+    "extensible metrics") {
   ScratchDir dir("runfile_types");
   const std::string path = dir.file("run.h5");
   {
@@ -199,7 +201,7 @@ TEST_CASE("run file: a repeated metric step replaces later points; truncate drop
   }
   // Reopened for --resume: the cached lengths come from the file.
   w = RunFileWriter::open_append(path);
-  w->truncate_metrics_after(3);  // keeps step 0 only
+  w->truncate_metrics_after(3);       // keeps step 0 only
   for (int64_t s = 1; s <= 600; ++s)  // crosses chunk boundaries
     w->append_metric("loss", s, 0.25 * static_cast<double>(s));
   w->append_metric("loss", 600, -6.0);
@@ -250,17 +252,18 @@ TEST_CASE("run file: bad arguments are reported, not written") {
                                     {{"tisa", {{"a", torch::zeros({2, 3}), {"layer"}}}}}),
                   c10::Error);
   CHECK_THROWS_AS(w->write_weights({{"a/b", torch::zeros({2}), {}}}, 1), SchemaError);
-  CHECK_THROWS_AS(w->write_eval("x", {{"a", torch::zeros({2}), {}}, {"b", torch::zeros({3}), {}}},
-                                {}),
-                  c10::Error);
+  CHECK_THROWS_AS(
+      w->write_eval("x", {{"a", torch::zeros({2}), {}}, {"b", torch::zeros({3}), {}}}, {}),
+      c10::Error);
   w->close();
   CHECK_THROWS_WITH_AS(w->append_metric("loss", 1, 1.0), doctest::Contains("closed"), RunError);
   CHECK_THROWS_WITH_AS(RunFileWriter::create(dir.file("missing/run.h5"), sample_attributes()),
                        doctest::Contains("missing/run.h5"), RunError);
 }
 
-TEST_CASE("run file: describe_run_file and `relpos inspect` list datasets with types and "
-          "shapes") {
+TEST_CASE(
+    "run file: describe_run_file and `relpos inspect` list datasets with types and "
+    "shapes") {
   ScratchDir dir("runfile_describe");
   const std::string path = dir.file("run.h5");
   {

@@ -94,7 +94,8 @@ class ShapeExpr {
   }
   int64_t product() {
     int64_t v = factor();
-    while (i_ < s_.size() && (s_[i_] == '*' || s_[i_] == '/' || std::isalpha(static_cast<unsigned char>(s_[i_])))) {
+    while (i_ < s_.size() &&
+           (s_[i_] == '*' || s_[i_] == '/' || std::isalpha(static_cast<unsigned char>(s_[i_])))) {
       if (std::isalpha(static_cast<unsigned char>(s_[i_]))) {
         v *= factor();  // implicit product: 2K
       } else {
@@ -136,8 +137,9 @@ std::vector<int64_t> evaluate_shape(const std::string& shape,
 
 }  // namespace
 
-TEST_CASE("schema doc: every variant's exported position tensors are documented with their "
-          "dims and shapes") {
+TEST_CASE(
+    "schema doc: every variant's exported position tensors are documented with their "
+    "dims and shapes") {
   const auto doc = documented_exports();
   // Per-variant values that differ from every other size, so a wrong symbol shows.
   const std::map<std::string, std::vector<std::string>> params = {
@@ -153,17 +155,23 @@ TEST_CASE("schema doc: every variant's exported position tensors are documented 
       {"rope", {"position.rope.rotary_dim=6"}}};
   test::ScratchDir dir("schema_doc");
   for (bool shared : {false, true}) {
-    const std::map<std::string, int64_t> sym = {
-        {"L", 2},  {"Lp", shared ? 1 : 2}, {"H", 4}, {"d", 8}, {"D", 32}, {"E", 32}, {"T", 12},
-        {"R", 5},  {"K", 3},  {"S", 3},  {"N", 8}, {"M", 20}, {"rd", 6}};
+    const std::map<std::string, int64_t> sym = {{"L", 2},  {"Lp", shared ? 1 : 2},
+                                                {"H", 4},  {"d", 8},
+                                                {"D", 32}, {"E", 32},
+                                                {"T", 12}, {"R", 5},
+                                                {"K", 3},  {"S", 3},
+                                                {"N", 8},  {"M", 20},
+                                                {"rd", 6}};
     for (const auto& name : Registry::get().names()) {
       CAPTURE(name);
       CAPTURE(shared);
-      REQUIRE_MESSAGE(doc.count(name), "variant " << name << " is missing from the table "
+      REQUIRE_MESSAGE(doc.count(name), "variant " << name
+                                                  << " is missing from the table "
                                                      "\"Position tensors by variant\"");
-      std::vector<std::string> sets = {"model.width=32", "model.heads=4", "model.layers=2",
-                                       "model.ff_width=64", "task.seq_len=12",
-                                       std::string("model.share_layers=") + (shared ? "true" : "false")};
+      std::vector<std::string> sets = {
+          "model.width=32",  "model.heads=4",
+          "model.layers=2",  "model.ff_width=64",
+          "task.seq_len=12", std::string("model.share_layers=") + (shared ? "true" : "false")};
       if (params.count(name))
         for (const auto& s : params.at(name)) sets.push_back(s);
       const Config cfg = load_config({test::config_path("base.yaml"),
@@ -183,8 +191,8 @@ TEST_CASE("schema doc: every variant's exported position tensors are documented 
         CAPTURE(x.name);
         auto row = std::find_if(rows.begin(), rows.end(),
                                 [&](const DocRow& r) { return r.dataset == x.name; });
-        REQUIRE_MESSAGE(row != rows.end(), "dataset position/" << name << "/" << x.name
-                                                               << " is not documented");
+        REQUIRE_MESSAGE(row != rows.end(),
+                        "dataset position/" << name << "/" << x.name << " is not documented");
         std::string dims;
         for (size_t i = 0; i < x.dims.size(); ++i) dims += (i ? "," : "") + x.dims[i];
         CHECK(dims == row->dims);

@@ -84,18 +84,19 @@ InputArchive open_archive(const std::string& path, const torch::Device& device) 
   try {
     archive.load_from(bytes.data(), bytes.size(), device);
   } catch (const c10::Error& e) {
-    throw SchemaError(fmt::format("checkpoint '{}' cannot be read: {}", path,
-                                  e.what_without_backtrace()),
-                      "the file is corrupt, or not a relpos checkpoint");
+    throw SchemaError(
+        fmt::format("checkpoint '{}' cannot be read: {}", path, e.what_without_backtrace()),
+        "the file is corrupt, or not a relpos checkpoint");
   }
   c10::IValue version;
   if (!archive.try_read(kKeyVersion, version) || !version.isInt())
-    throw SchemaError(fmt::format("'{}' is not a relpos checkpoint (no '{}' entry)", path,
-                                  kKeyVersion));
+    throw SchemaError(
+        fmt::format("'{}' is not a relpos checkpoint (no '{}' entry)", path, kKeyVersion));
   if (version.toInt() != kCheckpointVersion)
-    throw SchemaError(fmt::format("checkpoint '{}' has format version {}; this relpos reads "
-                                  "version {}",
-                                  path, version.toInt(), kCheckpointVersion));
+    throw SchemaError(
+        fmt::format("checkpoint '{}' has format version {}; this relpos reads "
+                    "version {}",
+                    path, version.toInt(), kCheckpointVersion));
   return archive;
 }
 
@@ -139,9 +140,9 @@ auto reading(const std::string& path, F&& body) -> decltype(body()) {
   } catch (const Error&) {
     throw;
   } catch (const c10::Error& e) {
-    throw SchemaError(fmt::format("checkpoint '{}' cannot be loaded: {}", path,
-                                  e.what_without_backtrace()),
-                      "the file is corrupt or was written for another model or optimizer");
+    throw SchemaError(
+        fmt::format("checkpoint '{}' cannot be loaded: {}", path, e.what_without_backtrace()),
+        "the file is corrupt or was written for another model or optimizer");
   } catch (const std::exception& e) {
     throw SchemaError(fmt::format("checkpoint '{}' cannot be loaded: {}", path, e.what()),
                       "the file is corrupt or was written for another model or optimizer");
@@ -179,8 +180,8 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model,
       ts.write("cuda_rng_state", generator_state(cuda_generator()));
     archive.write(kKeyTrainState, ts);
   } catch (const c10::Error& e) {
-    throw RunError(fmt::format("cannot write checkpoint '{}': {}", path,
-                               e.what_without_backtrace()));
+    throw RunError(
+        fmt::format("cannot write checkpoint '{}': {}", path, e.what_without_backtrace()));
   }
   write_archive_atomically(path, archive);
 }
@@ -214,10 +215,12 @@ TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
     if (archive.try_read(kKeyOptimizerLr, lrs)) {
       const auto list = lrs.toDoubleList();
       if (list.size() != optimizer.param_groups().size())
-        throw SchemaError(fmt::format("checkpoint '{}' has {} optimizer parameter groups, the "
-                                      "optimizer has {}",
-                                      path, list.size(), optimizer.param_groups().size()));
-      for (size_t i = 0; i < list.size(); ++i) optimizer.param_groups()[i].options().set_lr(list[i]);
+        throw SchemaError(
+            fmt::format("checkpoint '{}' has {} optimizer parameter groups, the "
+                        "optimizer has {}",
+                        path, list.size(), optimizer.param_groups().size()));
+      for (size_t i = 0; i < list.size(); ++i)
+        optimizer.param_groups()[i].options().set_lr(list[i]);
     }
     copy_into(params, current_params);
     copy_into(buffers, current_buffers);
@@ -246,8 +249,7 @@ TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
   });
 }
 
-std::vector<std::string> load_matching_parameters(const std::string& path,
-                                                  torch::nn::Module& model,
+std::vector<std::string> load_matching_parameters(const std::string& path, torch::nn::Module& model,
                                                   std::vector<std::string>* skipped) {
   InputArchive archive = open_archive(path, model_device(model));
   return reading(path, [&] {

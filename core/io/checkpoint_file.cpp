@@ -77,7 +77,8 @@ void fsync_folder(const std::filesystem::path& folder) {
 void remove_stale_temporaries(const std::filesystem::path& target) {
   const std::string prefix = target.filename().string() + ".tmp.";
   std::error_code ec;
-  const auto folder = target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path();
+  const auto folder =
+      target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path();
   for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.compare(0, prefix.size(), prefix) == 0) std::filesystem::remove(entry.path(), ec);
@@ -136,7 +137,8 @@ std::vector<char> read_verified_archive(const std::string& path) {
   {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-      throw SchemaError(fmt::format("checkpoint '{}' cannot be opened: {}", path, std::strerror(errno)));
+      throw SchemaError(
+          fmt::format("checkpoint '{}' cannot be opened: {}", path, std::strerror(errno)));
     char buf[1 << 16];
     while (true) {
       const ssize_t r = ::read(fd, buf, sizeof buf);
@@ -144,7 +146,8 @@ std::vector<char> read_verified_archive(const std::string& path) {
       if (r < 0) {
         const int err = errno;
         ::close(fd);
-        throw SchemaError(fmt::format("checkpoint '{}' cannot be read: {}", path, std::strerror(err)));
+        throw SchemaError(
+            fmt::format("checkpoint '{}' cannot be read: {}", path, std::strerror(err)));
       }
       if (r == 0) break;
       bytes.insert(bytes.end(), buf, buf + r);
@@ -156,10 +159,11 @@ std::vector<char> read_verified_archive(const std::string& path) {
       "written; resume from another run or start again";
   if (bytes.size() < kTrailerSize ||
       std::memcmp(bytes.data() + bytes.size() - kTrailerSize, kTrailerMagic, 8) != 0)
-    throw SchemaError(fmt::format("'{}' is not a relpos checkpoint, or it is truncated: it does not "
-                                  "end with the checkpoint marker ({} bytes)",
-                                  path, bytes.size()),
-                      hint);
+    throw SchemaError(
+        fmt::format("'{}' is not a relpos checkpoint, or it is truncated: it does not "
+                    "end with the checkpoint marker ({} bytes)",
+                    path, bytes.size()),
+        hint);
   const char* trailer = bytes.data() + bytes.size() - kTrailerSize;
   const uint64_t length = get_u64(trailer + 8), stored = get_u64(trailer + 16);
   if (length != bytes.size() - kTrailerSize)

@@ -64,11 +64,16 @@ void describe_group(const H5::Group& group, const std::string& indent, std::stri
 }  // namespace
 
 std::string describe_run_file(const std::string& path) {
-  OpenedRunFile opened = open_run_file(path, /*writable=*/false);
+  OpenedRunFile opened = open_run_file_or_shadow(path);
   std::error_code ec;
-  const auto bytes = std::filesystem::file_size(path, ec);
-  std::string out = fmt::format("{}: relpos run file, schema version {}, {} bytes\n", path,
+  const auto bytes = std::filesystem::file_size(opened.path, ec);
+  std::string out = fmt::format("{}: relpos run file, schema version {}, {} bytes\n", opened.path,
                                 opened.version, ec ? 0 : bytes);
+  if (opened.path != path)
+    out += fmt::format(
+        "note: '{}' is damaged (a crash while it was written); this is its shadow "
+        "copy, complete up to the last finished write\n",
+        path);
   try {
     out += "/\n";
     describe_group(opened.file.openGroup(schema::kRoot), "  ", out);

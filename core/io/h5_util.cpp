@@ -65,7 +65,8 @@ std::vector<std::string> split_dims(const std::string& dims) {
   size_t start = 0;
   while (true) {
     const size_t comma = dims.find(',', start);
-    out.push_back(dims.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    out.push_back(
+        dims.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -92,21 +93,34 @@ Stored to_stored(const torch::Tensor& value, Store store) {
   const bool floating = t.is_floating_point();
   torch::ScalarType dtype = torch::kFloat32;
   switch (store) {
-    case Store::Float32: dtype = torch::kFloat32; break;
-    case Store::Float32OrInt64: dtype = floating ? torch::kFloat32 : torch::kInt64; break;
-    case Store::AsGiven:
-      dtype = !floating ? torch::kInt64
-              : t.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+    case Store::Float32:
+      dtype = torch::kFloat32;
       break;
-    case Store::Int64: dtype = torch::kInt64; break;
-    case Store::UInt8: dtype = torch::kUInt8; break;
+    case Store::Float32OrInt64:
+      dtype = floating ? torch::kFloat32 : torch::kInt64;
+      break;
+    case Store::AsGiven:
+      dtype = !floating                            ? torch::kInt64
+              : t.scalar_type() == torch::kFloat64 ? torch::kFloat64
+                                                   : torch::kFloat32;
+      break;
+    case Store::Int64:
+      dtype = torch::kInt64;
+      break;
+    case Store::UInt8:
+      dtype = torch::kUInt8;
+      break;
   }
   t = t.to(dtype).contiguous();
   switch (dtype) {
-    case torch::kFloat64: return {t, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE};
-    case torch::kInt64: return {t, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64};
-    case torch::kUInt8: return {t, H5::PredType::STD_U8LE, H5::PredType::NATIVE_UINT8};
-    default: return {t, H5::PredType::IEEE_F32LE, H5::PredType::NATIVE_FLOAT};
+    case torch::kFloat64:
+      return {t, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE};
+    case torch::kInt64:
+      return {t, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64};
+    case torch::kUInt8:
+      return {t, H5::PredType::STD_U8LE, H5::PredType::NATIVE_UINT8};
+    default:
+      return {t, H5::PredType::IEEE_F32LE, H5::PredType::NATIVE_FLOAT};
   }
 }
 
@@ -120,8 +134,8 @@ H5::DataSpace space_of(const std::vector<hsize_t>& shape) {
 void write_tensor(H5::Group& group, const std::string& name, const torch::Tensor& value,
                   const std::vector<std::string>& dims, Store store) {
   TORCH_CHECK(value.defined(), "dataset '", name, "': the tensor is undefined");
-  TORCH_CHECK(dims.empty() || static_cast<int64_t>(dims.size()) == value.dim(), "dataset '",
-              name, "': ", dims.size(), " axis names (", join_dims(dims), ") for a tensor of shape ",
+  TORCH_CHECK(dims.empty() || static_cast<int64_t>(dims.size()) == value.dim(), "dataset '", name,
+              "': ", dims.size(), " axis names (", join_dims(dims), ") for a tensor of shape ",
               value.sizes());
   check_link_name(name, "dataset");
   Stored s = to_stored(value, store);
@@ -167,9 +181,9 @@ torch::Tensor read_tensor(const H5::DataSet& ds, const std::string& where) {
       mem = H5::PredType::NATIVE_INT64;
     }
   } else {
-    throw SchemaError(fmt::format("{}: element type {} cannot be read as a tensor", where,
-                                  type_name(type)),
-                      "expected float32, float64 or an integer type (docs/hdf5-schema.md)");
+    throw SchemaError(
+        fmt::format("{}: element type {} cannot be read as a tensor", where, type_name(type)),
+        "expected float32, float64 or an integer type (docs/hdf5-schema.md)");
   }
   const H5::DataSpace space = ds.getSpace();
   const int rank = space.getSimpleExtentNdims();
@@ -197,9 +211,7 @@ void write_int_attr(H5::H5Object& obj, const std::string& name, int64_t value) {
   attr.write(H5::PredType::NATIVE_INT64, &value);
 }
 
-bool has_attr(const H5::H5Object& obj, const std::string& name) {
-  return obj.attrExists(name);
-}
+bool has_attr(const H5::H5Object& obj, const std::string& name) { return obj.attrExists(name); }
 
 namespace {
 
@@ -233,18 +245,28 @@ std::optional<int64_t> read_int_attr(const H5::H5Object& obj, const std::string&
 std::string type_name(const H5::DataType& type) {
   const size_t size = type.getSize();
   switch (type.getClass()) {
-    case H5T_FLOAT: return fmt::format("float{}", 8 * size);
+    case H5T_FLOAT:
+      return fmt::format("float{}", 8 * size);
     case H5T_INTEGER:
       return fmt::format("{}int{}", H5Tget_sign(type.getId()) == H5T_SGN_2 ? "" : "u", 8 * size);
-    case H5T_STRING: return "string";
-    case H5T_ENUM: return "enum";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ARRAY: return "array";
-    case H5T_VLEN: return "vlen";
-    case H5T_REFERENCE: return "reference";
-    case H5T_BITFIELD: return "bitfield";
-    case H5T_OPAQUE: return "opaque";
-    default: return "unknown";
+    case H5T_STRING:
+      return "string";
+    case H5T_ENUM:
+      return "enum";
+    case H5T_COMPOUND:
+      return "compound";
+    case H5T_ARRAY:
+      return "array";
+    case H5T_VLEN:
+      return "vlen";
+    case H5T_REFERENCE:
+      return "reference";
+    case H5T_BITFIELD:
+      return "bitfield";
+    case H5T_OPAQUE:
+      return "opaque";
+    default:
+      return "unknown";
   }
 }
 

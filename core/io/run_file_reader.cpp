@@ -18,54 +18,12 @@ namespace relpos {
 
 namespace sc = schema;
 
-OpenedRunFile open_run_file(const std::string& path, bool writable) {
-  h5::quiet();
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw SchemaError(fmt::format("run file '{}' does not exist or is not a regular file", path));
-  const std::string damaged_hint =
-      "the file is truncated or corrupt, or not a relpos run file; a run killed before its first "
-      "flush leaves no readable run.h5";
-  OpenedRunFile out;
-  try {
-    out.file.openFile(path, writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, h5::unlocked_access());
-  } catch (const H5::Exception& e) {
-    throw SchemaError(
-        fmt::format("'{}' cannot be opened as an HDF5 file: {}", path, h5::error_detail(e)),
-        damaged_hint);
-  }
-  try {
-    const H5::Group root = out.file.openGroup(sc::kRoot);
-    if (!h5::has_attr(root, sc::kAttrSchemaVersion))
-      throw SchemaError(fmt::format("'{}' is not a relpos run file: its root has no '{}' attribute",
-                                    path, sc::kAttrSchemaVersion),
-                        "docs/hdf5-schema.md describes the run file");
-    const auto version = h5::read_int_attr(root, sc::kAttrSchemaVersion);
-    if (!version)
-      throw SchemaError(fmt::format("'{}': root attribute '{}' is not an integer", path,
-                                    sc::kAttrSchemaVersion));
-    if (*version > sc::kSchemaVersion)
-      throw SchemaError(fmt::format("run file '{}' has schema version {}, newer than the version "
-                                    "this relpos reads ({})",
-                                    path, *version, sc::kSchemaVersion),
-                        "update relpos to read this file");
-    if (*version < 1)
-      throw SchemaError(fmt::format("run file '{}' has schema version {}; versions start at 1",
-                                    path, *version));
-    out.version = *version;
-  } catch (const H5::Exception& e) {
-    throw SchemaError(fmt::format("'{}' cannot be read: {}", path, h5::error_detail(e)),
-                      damaged_hint);
-  }
-  return out;
-}
-
 namespace {
 
 class H5RunFileReader : public RunFileReader {
  public:
-  H5RunFileReader(std::string path, OpenedRunFile opened)
-      : path_(std::move(path)), file_(opened.file), version_(opened.version) {}
+  explicit H5RunFileReader(OpenedRunFile opened)
+      : path_(opened.path), file_(opened.file), version_(opened.version) {}
 
   int64_t schema_version() const override { return version_; }
 
@@ -105,16 +63,21 @@ class H5RunFileReader : public RunFileReader {
       const std::string& name) const override {
     const torch::Tensor steps = dataset(sc::metric_step_path(name)).value;
     const torch::Tensor values = dataset(sc::metric_value_path(name)).value;
-    if (steps.dim() != 1 || values.dim() != 1 || steps.size(0) != values.size(0))
-      throw SchemaError(fmt::format("run file '{}': metric '{}' has steps of shape {} and values "
-                                    "of shape {}; expected two 1-D datasets of one length",
-                                    path_, name, shape_string(steps), shape_string(values)));
+    if (steps.dim() != 1 || values.dim() != 1)
+      throw SchemaError(
+          fmt::format("run file '{}': metric '{}' has steps of shape {} and values "
+                      "of shape {}; expected two 1-D datasets",
+                      path_, name, shape_string(steps), shape_string(values)));
     if (steps.is_floating_point() || !values.is_floating_point())
-      throw SchemaError(fmt::format("run file '{}': metric '{}' must have integer steps and "
-                                    "floating-point values",
-                                    path_, name));
-    const torch::Tensor s = steps.to(torch::kInt64).contiguous();
-    const torch::Tensor v = values.to(torch::kFloat64).contiguous();
+      throw SchemaError(
+          fmt::format("run file '{}': metric '{}' must have integer steps and "
+                      "floating-point values",
+                      path_, name));
+    // The writer extends `step` first: after a crash between the two, the extra step is not a
+    // point.
+    const int64_t n = std::min(steps.size(0), values.size(0));
+    const torch::Tensor s = steps.slice(0, 0, n).to(torch::kInt64).contiguous();
+    const torch::Tensor v = values.slice(0, 0, n).to(torch::kFloat64).contiguous();
     return {std::vector<int64_t>(s.data_ptr<int64_t>(), s.data_ptr<int64_t>() + s.numel()),
             std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel())};
   }
@@ -128,9 +91,12 @@ class H5RunFileReader : public RunFileReader {
       if (name.compare(0, prefix.size(), prefix) != 0 || digits.empty() || digits.size() > 18 ||
           !std::all_of(digits.begin(), digits.end(),
                        [](unsigned char c) { return std::isdigit(c); }))
-        throw SchemaError(fmt::format("run file '{}': unexpected group '{}/{}'; snapshot groups "
-                                      "are named {}<step>",
-                                      path_, sc::kSnapshots, name, prefix));
+        throw SchemaError(
+            fmt::format("run file '{}': unexpected group '{}/{}'; snapshot groups "
+                        "are named {}<step>",
+                        path_, sc::kSnapshots, name, prefix));
+      // A snapshot gets its step attribute last: a group without it was not completed.
+      if (!exists_attribute(sc::join(sc::kSnapshots, name), sc::kAttrStep)) continue;
       steps.push_back(std::stoll(digits));
     }
     std::sort(steps.begin(), steps.end());
@@ -165,14 +131,19 @@ class H5RunFileReader : public RunFileReader {
   }
 
  private:
+  bool exists_attribute(const std::string& path, const std::string& name) const {
+    return guarded(fmt::format("attribute '{}' of '{}'", name, path),
+                   [&] { return h5::has_attr(file_.openGroup(path), name); });
+  }
+
   template <class F>
   auto guarded(const std::string& what, F&& body) const -> decltype(body()) {
     try {
       return body();
     } catch (const H5::Exception& e) {
-      throw SchemaError(fmt::format("run file '{}': cannot read {}: {}", path_, what,
-                                    h5::error_detail(e)),
-                        "the file may be truncated or corrupt");
+      throw SchemaError(
+          fmt::format("run file '{}': cannot read {}: {}", path_, what, h5::error_detail(e)),
+          "the file may be truncated or corrupt");
     }
   }
 
@@ -188,7 +159,7 @@ class H5RunFileReader : public RunFileReader {
 }  // namespace
 
 std::unique_ptr<RunFileReader> RunFileReader::open(const std::string& path) {
-  return std::make_unique<H5RunFileReader>(path, open_run_file(path, /*writable=*/false));
+  return std::make_unique<H5RunFileReader>(open_run_file_or_shadow(path));
 }
 
 }  // namespace relpos

@@ -1,14 +1,11 @@
-// RunFileWriter over the HDF5 C++ API. Every public write ends with a flush (H5Fflush), so the
-// bytes on disk always describe a complete file as of the last call: a reader can open run.h5
-// while training writes it, and after the process is killed. The file uses HDF5's default
-// (oldest compatible) format: unlike the 1.10 "latest" format it carries no "open for writing"
-// flag that would make a killed run's file unreadable until h5clear is run.
+// The writer of one HDF5 run file. Every public write ends with a flush (H5Fflush). The file
+// uses HDF5's default (oldest compatible) format: unlike the 1.10 "latest" format it carries no
+// "open for writing" flag that would make a killed run's file unreadable until h5clear is run.
+// RunFileWriter::create/open_append (run_file_mirror.cpp) pair two of these: run.h5 and its
+// shadow.
 #include <H5Cpp.h>
 #include <fmt/format.h>
-#include <torch/version.h>
 
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <optional>
 
@@ -24,18 +21,10 @@ namespace {
 
 namespace sc = schema;
 
-std::string now_utc_iso8601() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // Metric points per chunk of the extensible /metrics/<name>/{step,value} datasets.
 constexpr hsize_t kMetricChunk = 256;
 
+// One HDF5 file.
 class H5RunFileWriter : public RunFileWriter {
  public:
   H5RunFileWriter(std::string path, H5::H5File file) : path_(std::move(path)), file_(file) {}
@@ -84,9 +73,8 @@ class H5RunFileWriter : public RunFileWriter {
   void write_probe(const torch::Tensor& tokens, const torch::Tensor& key_mask) override {
     TORCH_CHECK(tokens.defined() && tokens.dim() == 2, "probe tokens must be (P,T), got ",
                 tokens.defined() ? tokens.sizes() : torch::IntArrayRef{});
-    TORCH_CHECK(!key_mask.defined() || key_mask.sizes() == tokens.sizes(),
-                "probe key mask ", key_mask.sizes(), " must have the shape of the tokens ",
-                tokens.sizes());
+    TORCH_CHECK(!key_mask.defined() || key_mask.sizes() == tokens.sizes(), "probe key mask ",
+                key_mask.sizes(), " must have the shape of the tokens ", tokens.sizes());
     guarded("write the probe set", [&] {
       h5::remove_path(*file_, sc::kProbe);
       H5::Group probe = h5::ensure_group(*file_, sc::kProbe);
@@ -101,17 +89,18 @@ class H5RunFileWriter : public RunFileWriter {
   void write_snapshot(int64_t step, const torch::Tensor& attention,
                       const std::vector<NamedTensor>& position_scores,
                       const std::map<std::string, std::vector<NamedTensor>>& position) override {
-    TORCH_CHECK(attention.defined() && attention.dim() == 4 && attention.size(2) == attention.size(3),
-                "snapshot attention must be (L,H,T,T), got ",
-                attention.defined() ? attention.sizes() : torch::IntArrayRef{});
+    TORCH_CHECK(
+        attention.defined() && attention.dim() == 4 && attention.size(2) == attention.size(3),
+        "snapshot attention must be (L,H,T,T), got ",
+        attention.defined() ? attention.sizes() : torch::IntArrayRef{});
     for (const auto& s : position_scores)
       TORCH_CHECK(s.value.defined() && s.value.dim() == 4, "position_scores '", s.name,
-                  "' must be (L,H,T,T), got ", s.value.defined() ? s.value.sizes() : torch::IntArrayRef{});
+                  "' must be (L,H,T,T), got ",
+                  s.value.defined() ? s.value.sizes() : torch::IntArrayRef{});
     guarded(fmt::format("write snapshot {}", step), [&] {
       H5::Group snapshots = h5::ensure_group(*file_, sc::kSnapshots);
       h5::remove_link(snapshots, sc::snapshot_name(step));
       H5::Group group = snapshots.createGroup(sc::snapshot_name(step));
-      h5::write_int_attr(group, sc::kAttrStep, step);
       h5::write_tensor(group, sc::kAttention, attention, h5::split_dims(sc::kDimsAttention),
                        h5::Store::Float32);
       H5::Group scores = group.createGroup(sc::kPositionScores);
@@ -123,8 +112,10 @@ class H5RunFileWriter : public RunFileWriter {
       for (const auto& [variant, list] : position) {
         h5::check_link_name(variant, "position variant");
         H5::Group v = tensors.createGroup(variant);
-        for (const auto& t : list) h5::write_tensor(v, t.name, t.value, t.dims, h5::Store::Float32OrInt64);
+        for (const auto& t : list)
+          h5::write_tensor(v, t.name, t.value, t.dims, h5::Store::Float32OrInt64);
       }
+      h5::write_int_attr(group, sc::kAttrStep, step);  // last: marks the snapshot complete
       file_->flush(H5F_SCOPE_GLOBAL);
     });
   }
@@ -133,9 +124,9 @@ class H5RunFileWriter : public RunFileWriter {
     guarded(fmt::format("write the weights of step {}", step), [&] {
       h5::remove_path(*file_, sc::kWeights);
       H5::Group weights = h5::ensure_group(*file_, sc::kWeights);
-      h5::write_int_attr(weights, sc::kAttrStep, step);
       for (const auto& p : parameters)
         h5::write_tensor(weights, p.name, p.value, p.dims, h5::Store::Float32);
+      h5::write_int_attr(weights, sc::kAttrStep, step);  // last: marks the weights complete
       file_->flush(H5F_SCOPE_GLOBAL);
     });
   }
@@ -144,7 +135,8 @@ class H5RunFileWriter : public RunFileWriter {
                   const std::map<std::string, std::string>& attrs) override {
     for (const auto& c : columns) {
       TORCH_CHECK(c.value.defined() && c.value.dim() == 1, "eval column '", group, "/", c.name,
-                  "' must be 1-D, got ", c.value.defined() ? c.value.sizes() : torch::IntArrayRef{});
+                  "' must be 1-D, got ",
+                  c.value.defined() ? c.value.sizes() : torch::IntArrayRef{});
       TORCH_CHECK(c.value.size(0) == columns.front().value.size(0), "eval column '", group, "/",
                   c.name, "' has ", c.value.size(0), " rows, column '", columns.front().name,
                   "' has ", columns.front().value.size(0));
@@ -263,21 +255,19 @@ class H5RunFileWriter : public RunFileWriter {
 
 }  // namespace
 
-std::unique_ptr<RunFileWriter> RunFileWriter::create(const std::string& path,
-                                                     const RunAttributes& attrs) {
-  h5::quiet();
+std::unique_ptr<RunFileWriter> create_single_run_file(const std::string& path,
+                                                      const RunAttributes& attrs) {
   try {
-    H5::H5File file(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, h5::unlocked_access());
+    const H5::FileAccPropList fapl = h5::unlocked_access();
+    H5::H5File file(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, fapl);
     H5::Group root = file.openGroup(sc::kRoot);
     h5::write_int_attr(root, sc::kAttrSchemaVersion, sc::kSchemaVersion);
     h5::write_string_attr(root, sc::kAttrConfig, attrs.config_yaml);
     h5::write_string_attr(root, sc::kAttrPositionTypes, attrs.position_types);
     h5::write_int_attr(root, sc::kAttrSeed, attrs.seed);
-    h5::write_string_attr(root, sc::kAttrTorchVersion,
-                          attrs.torch_version.empty() ? TORCH_VERSION : attrs.torch_version);
+    h5::write_string_attr(root, sc::kAttrTorchVersion, attrs.torch_version);
     h5::write_string_attr(root, sc::kAttrGitCommit, attrs.git_commit);
-    h5::write_string_attr(root, sc::kAttrCreated,
-                          attrs.created.empty() ? now_utc_iso8601() : attrs.created);
+    h5::write_string_attr(root, sc::kAttrCreated, attrs.created);
     file.flush(H5F_SCOPE_GLOBAL);
     return std::make_unique<H5RunFileWriter>(path, file);
   } catch (const H5::Exception& e) {
@@ -286,14 +276,8 @@ std::unique_ptr<RunFileWriter> RunFileWriter::create(const std::string& path,
   }
 }
 
-std::unique_ptr<RunFileWriter> RunFileWriter::open_append(const std::string& path) {
-  OpenedRunFile opened = open_run_file(path, /*writable=*/true);
-  if (opened.version != sc::kSchemaVersion)
-    throw SchemaError(fmt::format("run file '{}' has schema version {}; this relpos appends only to "
-                                  "version {}",
-                                  path, opened.version, sc::kSchemaVersion),
-                      "start a new run, or resume with the relpos version that wrote the file");
-  return std::make_unique<H5RunFileWriter>(path, opened.file);
+std::unique_ptr<RunFileWriter> single_run_file_writer(const std::string& path, H5::H5File file) {
+  return std::make_unique<H5RunFileWriter>(path, file);
 }
 
 }  // namespace relpos

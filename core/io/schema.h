@@ -35,14 +35,14 @@ inline constexpr const char* kWeights = "/weights";
 inline constexpr const char* kEval = "/eval";
 
 // Datasets and subgroups (names relative to their group).
-inline constexpr const char* kMetricStep = "step";    // /metrics/<name>/step    int64 (N)
-inline constexpr const char* kMetricValue = "value";  // /metrics/<name>/value   float64 (N)
-inline constexpr const char* kProbeTokens = "tokens";      // /probe/tokens    int64 (P,T)
-inline constexpr const char* kProbeKeyMask = "key_mask";   // /probe/key_mask  uint8 (P,T)
-inline constexpr const char* kSnapshotPrefix = "step_";    // /snapshots/step_<N>
-inline constexpr const char* kAttention = "attention";     // float32 (L,H,T,T)
+inline constexpr const char* kMetricStep = "step";        // /metrics/<name>/step    int64 (N)
+inline constexpr const char* kMetricValue = "value";      // /metrics/<name>/value   float64 (N)
+inline constexpr const char* kProbeTokens = "tokens";     // /probe/tokens    int64 (P,T)
+inline constexpr const char* kProbeKeyMask = "key_mask";  // /probe/key_mask  uint8 (P,T)
+inline constexpr const char* kSnapshotPrefix = "step_";   // /snapshots/step_<N>
+inline constexpr const char* kAttention = "attention";    // float32 (L,H,T,T)
 inline constexpr const char* kPositionScores = "position_scores";  // group of (L',H,T,T)
-inline constexpr const char* kPosition = "position";       // group of groups per variant
+inline constexpr const char* kPosition = "position";               // group of groups per variant
 // Evaluation groups under /eval with a documented meaning.
 inline constexpr const char* kEvalExtrapolation = "extrapolation";  // one row per eval length
 
