@@ -106,7 +106,9 @@ TEST_CASE("run file: every documented path round-trips with dtype, shape, dims a
     check_tensor(*r, g + "/position/t5_bias/buckets", sample_buckets(), torch::kInt64,
                  {"distance"});
   }
-  // The schema helpers spell the same paths.
+  // The schema helpers spell the same paths and axis names.
+  CHECK(sc::axis_names(sc::kDimsAttention) == kAttentionDims);
+  CHECK(sc::axis_names("").empty());
   CHECK(sc::attention_path(10) == "/snapshots/step_10/attention");
   CHECK(sc::position_path(10, "tisa", "a") == "/snapshots/step_10/position/tisa/a");
   CHECK(sc::position_scores_path(0, "tisa") == "/snapshots/step_0/position_scores/tisa");

@@ -75,7 +75,7 @@ std::string describe_run_file(const std::string& path) {
         "copy, complete up to the last finished write\n",
         path);
   try {
-    out += "/\n";
+    out += std::string(schema::kRoot) + "\n";
     describe_group(opened.file.openGroup(schema::kRoot), "  ", out);
   } catch (const H5::Exception& e) {
     throw SchemaError(fmt::format("run file '{}' cannot be read: {}", path, h5::error_detail(e)),

@@ -53,25 +53,40 @@ H5::FileAccPropList unlocked_access() {
   return fapl;
 }
 
+H5::FileAccPropList writer_access() {
+  H5::FileAccPropList fapl = unlocked_access();
+  // No evictions: the metadata cache writes dirty entries only when the file is flushed, so
+  // between flushes the metadata on disk stays what the last flush wrote.
+  H5AC_cache_config_t config;
+  config.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+  H5Pget_mdc_config(fapl.getId(), &config);
+  config.evictions_enabled = false;
+  config.incr_mode = H5C_incr__off;
+  config.flash_incr_mode = H5C_flash_incr__off;
+  config.decr_mode = H5C_decr__off;
+  if (H5Pset_mdc_config(fapl.getId(), &config) < 0)
+    throw H5::PropListIException("writer_access", "H5Pset_mdc_config failed");
+  return fapl;
+}
+
+H5::FileCreatPropList writer_creation() {
+  H5::FileCreatPropList fcpl;
+  // No reuse of freed space. A flush is not atomic: after a crash in the middle of one, the
+  // disk can hold old metadata that points at space freed and then filled with new data (a
+  // replaced /weights showing its old step with the new values). Never handing freed space out
+  // again rules that out; files of replaced objects grow instead (replacing is rare).
+  if (H5Pset_file_space_strategy(fcpl.getId(), H5F_FSPACE_STRATEGY_NONE, false, 1) < 0)
+    throw H5::PropListIException("writer_creation", "H5Pset_file_space_strategy failed");
+  return fcpl;
+}
+
 std::string join_dims(const std::vector<std::string>& dims) {
   std::string out;
   for (size_t i = 0; i < dims.size(); ++i) out += (i ? "," : "") + dims[i];
   return out;
 }
 
-std::vector<std::string> split_dims(const std::string& dims) {
-  std::vector<std::string> out;
-  if (dims.empty()) return out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = dims.find(',', start);
-    out.push_back(
-        dims.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
+std::vector<std::string> split_dims(const std::string& dims) { return schema::axis_names(dims); }
 
 void check_link_name(const std::string& name, const std::string& what) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
@@ -326,7 +341,7 @@ bool path_exists(const H5::H5File& file, const std::string& path) {
 }
 
 H5::Group ensure_group(H5::H5File& file, const std::string& path) {
-  H5::Group group = file.openGroup("/");
+  H5::Group group = file.openGroup(schema::kRoot);
   size_t start = 1;
   while (start < path.size()) {
     size_t slash = path.find('/', start);

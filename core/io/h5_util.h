@@ -24,6 +24,10 @@ std::string error_detail(const H5::Exception& e);
 // File access without HDF5's file locks, so that a reader can open run.h5 while training
 // writes it (HDF5 1.10 locks a file open for writing against every other process).
 H5::FileAccPropList unlocked_access();
+// For writers: unlocked, and a metadata cache that writes to disk only when flushed.
+H5::FileAccPropList writer_access();
+// For creating run files: space that is freed is never used again.
+H5::FileCreatPropList writer_creation();
 
 // How write_tensor stores a tensor.
 enum class Store {

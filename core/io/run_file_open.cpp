@@ -26,7 +26,7 @@ OpenedRunFile open_run_file(const std::string& path, bool writable) {
       "flush leaves no readable run.h5";
   OpenedRunFile out;
   out.path = path;
-  const H5::FileAccPropList fapl = h5::unlocked_access();
+  const H5::FileAccPropList fapl = writable ? h5::writer_access() : h5::unlocked_access();
   try {
     out.file.openFile(path, writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl);
   } catch (const H5::Exception& e) {

@@ -1,8 +1,9 @@
-// The writer of one HDF5 run file. Every public write ends with a flush (H5Fflush). The file
-// uses HDF5's default (oldest compatible) format: unlike the 1.10 "latest" format it carries no
-// "open for writing" flag that would make a killed run's file unreadable until h5clear is run.
-// RunFileWriter::create/open_append (run_file_mirror.cpp) pair two of these: run.h5 and its
-// shadow.
+// The writer of one HDF5 run file. Every public write ends with a flush (H5Fflush); objects
+// being replaced are removed and flushed first; the file never reuses freed space and its
+// metadata cache writes only at flushes (h5_util.cpp: writer_access, writer_creation). Not the
+// 1.10 "latest" format: it carries an "open for writing" flag that would make a killed run's
+// file unreadable until h5clear is run. RunFileWriter::create/open_append (run_file_mirror.cpp)
+// pair two of these: run.h5 and its shadow.
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
@@ -46,6 +47,7 @@ class H5RunFileWriter : public RunFileWriter {
         hsize_t keep = 0;
         while (keep < steps.size() && steps[keep] < step) ++keep;
         resize(m, keep, steps);
+        file_->flush(H5F_SCOPE_GLOBAL);  // see remove()
       }
       const hsize_t n = m.size;
       write_point(m.step, n, &step, H5::PredType::NATIVE_INT64);
@@ -76,7 +78,7 @@ class H5RunFileWriter : public RunFileWriter {
     TORCH_CHECK(!key_mask.defined() || key_mask.sizes() == tokens.sizes(), "probe key mask ",
                 key_mask.sizes(), " must have the shape of the tokens ", tokens.sizes());
     guarded("write the probe set", [&] {
-      h5::remove_path(*file_, sc::kProbe);
+      remove(sc::kProbe);
       H5::Group probe = h5::ensure_group(*file_, sc::kProbe);
       const auto dims = h5::split_dims(sc::kDimsProbe);
       h5::write_tensor(probe, sc::kProbeTokens, tokens, dims, h5::Store::Int64);
@@ -99,7 +101,7 @@ class H5RunFileWriter : public RunFileWriter {
                   s.value.defined() ? s.value.sizes() : torch::IntArrayRef{});
     guarded(fmt::format("write snapshot {}", step), [&] {
       H5::Group snapshots = h5::ensure_group(*file_, sc::kSnapshots);
-      h5::remove_link(snapshots, sc::snapshot_name(step));
+      remove(sc::snapshot_group(step));
       H5::Group group = snapshots.createGroup(sc::snapshot_name(step));
       h5::write_tensor(group, sc::kAttention, attention, h5::split_dims(sc::kDimsAttention),
                        h5::Store::Float32);
@@ -122,7 +124,7 @@ class H5RunFileWriter : public RunFileWriter {
 
   void write_weights(const std::vector<NamedTensor>& parameters, int64_t step) override {
     guarded(fmt::format("write the weights of step {}", step), [&] {
-      h5::remove_path(*file_, sc::kWeights);
+      remove(sc::kWeights);
       H5::Group weights = h5::ensure_group(*file_, sc::kWeights);
       for (const auto& p : parameters)
         h5::write_tensor(weights, p.name, p.value, p.dims, h5::Store::Float32);
@@ -144,7 +146,7 @@ class H5RunFileWriter : public RunFileWriter {
     guarded(fmt::format("write evaluation '{}'", group), [&] {
       h5::check_link_name(group, "evaluation group");
       H5::Group eval = h5::ensure_group(*file_, sc::kEval);
-      h5::remove_link(eval, group);
+      remove(sc::eval_group(group));
       H5::Group g = eval.createGroup(group);
       for (const auto& c : columns)
         h5::write_tensor(g, c.name, c.value,
@@ -172,6 +174,15 @@ class H5RunFileWriter : public RunFileWriter {
   }
 
  private:
+  // Removes the object at `path` when present, and flushes at once: HDF5 may hand the freed
+  // space to the next allocation, and until a flush the metadata on disk still points there,
+  // so new data written into it would show up, after a crash, as the old object's values.
+  void remove(const std::string& path) {
+    if (!h5::path_exists(*file_, path)) return;
+    file_->unlink(path);
+    file_->flush(H5F_SCOPE_GLOBAL);
+  }
+
   struct Metric {
     H5::DataSet step, value;
     hsize_t size = 0;
@@ -258,8 +269,9 @@ class H5RunFileWriter : public RunFileWriter {
 std::unique_ptr<RunFileWriter> create_single_run_file(const std::string& path,
                                                       const RunAttributes& attrs) {
   try {
-    const H5::FileAccPropList fapl = h5::unlocked_access();
-    H5::H5File file(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, fapl);
+    const H5::FileCreatPropList fcpl = h5::writer_creation();
+    const H5::FileAccPropList fapl = h5::writer_access();
+    H5::H5File file(path, H5F_ACC_TRUNC, fcpl, fapl);
     H5::Group root = file.openGroup(sc::kRoot);
     h5::write_int_attr(root, sc::kAttrSchemaVersion, sc::kSchemaVersion);
     h5::write_string_attr(root, sc::kAttrConfig, attrs.config_yaml);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace relpos::schema {
 
@@ -53,6 +54,18 @@ inline constexpr const char* kDimsAttention = "layer,head,query,key";
 inline constexpr const char* kDimsEvalRow = "row";  // eval columns written without axis names
 // Axis name i of a dataset written without axis names (e.g. /weights): "dim<i>".
 inline constexpr const char* kDimsGenericPrefix = "dim";
+
+// "layer,head,query,key" -> {"layer", "head", "query", "key"}; "" -> {}. For NamedTensor::dims:
+// schema::axis_names(schema::kDimsAttention).
+inline std::vector<std::string> axis_names(const std::string& dims) {
+  std::vector<std::string> out;
+  if (dims.empty()) return out;
+  size_t start = 0;
+  for (size_t comma; (comma = dims.find(',', start)) != std::string::npos; start = comma + 1)
+    out.push_back(dims.substr(start, comma - start));
+  out.push_back(dims.substr(start));
+  return out;
+}
 
 // Paths.
 inline std::string join(const std::string& group, const std::string& name) {
