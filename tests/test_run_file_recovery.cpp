@@ -194,7 +194,7 @@ TEST_CASE("run file: killed at any moment of writing, the run file reads complet
         },
         [&] { std::this_thread::sleep_for(std::chrono::microseconds(delay_us)); });
     CHECK(killed);
-    // About 1 kill in 20 tears run.h5 and the reader goes to the shadow (tested on purpose in
+    // A few kills in a hundred tear run.h5 and the reader goes to the shadow (tested on purpose in
     // the next test case).
     CHECK_NOTHROW(describe_run_file(path));
     {

@@ -104,7 +104,7 @@ struct Stored {
 };
 
 Stored to_stored(const torch::Tensor& value, Store store) {
-  torch::Tensor t = value.detach().to(torch::kCPU);
+  torch::Tensor t = value.detach().to(torch::kCPU);  // shape of value
   const bool floating = t.is_floating_point();
   torch::ScalarType dtype = torch::kFloat32;
   switch (store) {
@@ -126,7 +126,7 @@ Stored to_stored(const torch::Tensor& value, Store store) {
       dtype = torch::kUInt8;
       break;
   }
-  t = t.to(dtype).contiguous();
+  t = t.to(dtype).contiguous();  // shape of value
   switch (dtype) {
     case torch::kFloat64:
       return {t, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE};
@@ -205,7 +205,7 @@ torch::Tensor read_tensor(const H5::DataSet& ds, const std::string& where) {
   std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0)));
   if (rank > 0) space.getSimpleExtentDims(dims.data());
   std::vector<int64_t> shape(dims.begin(), dims.end());
-  torch::Tensor out = torch::empty(shape, torch::TensorOptions().dtype(dtype));
+  torch::Tensor out = torch::empty(shape, torch::TensorOptions().dtype(dtype));  // the stored shape
   if (out.numel() > 0) ds.read(out.data_ptr(), mem);
   return out;
 }

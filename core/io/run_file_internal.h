@@ -3,7 +3,7 @@
 //
 // Why a shadow: HDF5 1.10 has no atomic commit. A flush writes many metadata blocks in place,
 // and a process killed during a write or its flush can leave the file unreadable (in a test
-// that kills a writer writing snapshots back to back, about 1 kill in 20 did). So while a run
+// that kills a writer writing snapshots back to back, a few kills in a hundred did). So while a run
 // writes, the writer applies every change to DIR/run.h5 and then to DIR/run.h5.shadow, each change
 // ending with a flush. At any moment at most one of the two files is being changed, the other is
 // complete. Readers open run.h5 and fall back to the shadow when run.h5 is damaged; open_append

@@ -76,8 +76,8 @@ class H5RunFileReader : public RunFileReader {
     // The writer extends `step` first: after a crash between the two, the extra step is not a
     // point.
     const int64_t n = std::min(steps.size(0), values.size(0));
-    const torch::Tensor s = steps.slice(0, 0, n).to(torch::kInt64).contiguous();
-    const torch::Tensor v = values.slice(0, 0, n).to(torch::kFloat64).contiguous();
+    const torch::Tensor s = steps.slice(0, 0, n).to(torch::kInt64).contiguous();  // (N)
+    const torch::Tensor v = values.slice(0, 0, n).to(torch::kFloat64).contiguous();  // (N)
     return {std::vector<int64_t>(s.data_ptr<int64_t>(), s.data_ptr<int64_t>() + s.numel()),
             std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel())};
   }
