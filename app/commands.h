@@ -31,5 +31,6 @@ std::string config_dir();
 
 Command add_list(CLI::App& app);
 Command add_config(CLI::App& app);
+Command add_inspect(CLI::App& app);
 
 }  // namespace relpos::app

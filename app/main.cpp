@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   const std::vector<app::Command> commands = {
       app::add_list(app),
       app::add_config(app),
+      app::add_inspect(app),
   };
   try {
     app.parse(argc, argv);
