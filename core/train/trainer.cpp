@@ -303,6 +303,16 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       save(step);
       last_checkpoint = step;
     }
+    if (opts.stop_after > 0 && step >= opts.stop_after && !last) {
+      save(step);
+      run_file->flush();
+      run_file->close();
+      progress.finish();
+      result.steps = step;
+      result.valid = last_valid;
+      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+      return result;  // unfinished: no result.json, resumable
+    }
     if (stop_early) {
       progress.message(fmt::format("early stop at step {}: no better valid {} in {} evaluations",
                                    step, pm.name, cfg.train.early_stop));
@@ -318,6 +328,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
 
   result.steps = step;
   result.valid = last_valid;
+  result.finished = true;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   write_result(dir, result, result.seconds, init_note);
   return result;

@@ -21,6 +21,7 @@ struct TrainOptions {
   bool overwrite = false;       // replace a run already in DIR
   std::string init_from;        // a run folder whose parameters initialise this run (by name)
   bool quiet = false;           // no progress line
+  int64_t stop_after = 0;       // stop (checkpointed, unfinished) after this step; 0 = off
 };
 
 struct TrainResult {
@@ -28,6 +29,7 @@ struct TrainResult {
   std::map<std::string, double> valid;   // final validation metrics
   double seconds = 0;                    // wall time of this invocation
   bool stopped_early = false;
+  bool finished = false;                 // false when stopped by stop_after
 };
 
 // Files of a run folder.
