@@ -60,9 +60,11 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     visible = visible & key_mask.view({B, 1, 1, T});  // (B,1,T,T)
   }
   scores = scores.masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity());
-  // A query that sees no key at all (an all-padding row) would get NaN probabilities, which
-  // 0·NaN would then spread to every position of the next layer: give it zero attention.
-  auto probs = torch::softmax(scores, -1).masked_fill(visible.logical_not(), 0.0);  // (B,H,T,T)
+  auto probs = torch::softmax(scores, -1);  // (B,H,T,T)
+  // A query that sees no key at all (a sequence of padding only, or left padding in a causal
+  // model) gets NaN from a softmax over -inf; its row becomes 0 so that no NaN reaches the
+  // real tokens through the next layer (0·NaN is NaN). The causal mask alone never empties a row.
+  if (key_mask.defined()) probs = probs.masked_fill(visible.logical_not(), 0.0);  // (B,H,T,T)
   if (record) record->probs = probs.detach();
   auto dropped = attention_dropout(probs);  // (B,H,T,T)
 
