@@ -37,5 +37,6 @@ Command add_sweep(CLI::App& app);
 
 // The running relpos executable (for child processes).
 std::string self_executable();
+Command add_inspect(CLI::App& app);
 
 }  // namespace relpos::app

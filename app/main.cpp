@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
       app::add_train(app),
       app::add_eval(app),
       app::add_sweep(app),
+      app::add_inspect(app),
   };
   try {
     app.parse(argc, argv);

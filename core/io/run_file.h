@@ -72,6 +72,9 @@ class RunFileReader {
 
   virtual int64_t schema_version() const = 0;
   virtual std::string root_attribute(const std::string& name) const = 0;  // string attrs
+  // A string or integer attribute (integers as decimal text) of the group or dataset at `path`,
+  // e.g. attribute("/snapshots/step_10", "step"); root_attribute(n) is attribute("/", n).
+  virtual std::string attribute(const std::string& path, const std::string& name) const = 0;
   virtual std::vector<std::string> metric_names() const = 0;
   // (steps, values) of a metric.
   virtual std::pair<std::vector<int64_t>, std::vector<double>> metric(const std::string& name) const = 0;
