@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/data/squad_metric.h"
+#include "core/data/tasks.h"
 
 namespace relpos {
 
@@ -17,10 +18,6 @@ PrimaryMetric primary_metric(const std::string& task) {
   if (task == "classify") return {"accuracy", true};
   if (task == "span_qa") return {"f1", true};
   return {"seq_accuracy", true};  // synthetic tasks
-}
-
-bool is_synthetic_task(const std::string& task) {
-  return task != "mlm" && task != "clm" && task != "classify" && task != "span_qa";
 }
 
 Batch to_device(const Batch& b, torch::Device device) {

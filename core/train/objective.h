@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/data/task.h"
+#include "core/data/tasks.h"  // is_synthetic_task
 #include "core/model/model.h"
 
 namespace relpos {
@@ -21,7 +22,6 @@ struct PrimaryMetric {
   bool higher_is_better = true;
 };
 PrimaryMetric primary_metric(const std::string& task);
-bool is_synthetic_task(const std::string& task);
 
 // Copies a batch to `device` (tensors only).
 Batch to_device(const Batch& b, torch::Device device);
