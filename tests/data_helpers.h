@@ -2,7 +2,6 @@
 #pragma once
 
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <cstdint>

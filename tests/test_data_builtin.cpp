@@ -28,7 +28,8 @@ TEST_CASE("built-in sotu: 233 speeches, 1790-2021, one document each") {
   REQUIRE(c.documents.size() == 233);
   CHECK(c.documents.front().name == "1790_george_washington_n");
   CHECK(c.documents.back().name == "2021_joseph_r_biden_d");
-  CHECK(c.documents.front().text.rfind("Fellow-Citizens of the Senate and House of Representatives:", 0) == 0);
+  CHECK(c.documents.front().text.rfind(
+            "Fellow-Citizens of the Senate and House of Representatives:", 0) == 0);
   size_t total = 0;
   for (const auto& d : c.documents) {
     CHECK(d.text.size() > 1000);
@@ -62,7 +63,8 @@ TEST_CASE("built-in sentiment: 3,000 labelled sentences, balanced, stratified sp
   CHECK(positive == 1500);
   CHECK(names.size() == 3000);
   CHECK(c.documents[0].name == "imdb:0");
-  CHECK(c.documents[0].text == "A very, very, very slow-moving, aimless movie about a distressed, drifting young man.");
+  CHECK(c.documents[0].text ==
+        "A very, very, very slow-moving, aimless movie about a distressed, drifting young man.");
   CHECK(c.documents[2999].name == "yelp:999");
 
   Config cfg;

@@ -13,10 +13,12 @@ TEST_CASE("utf8 validation finds the first bad byte") {
   CHECK(utf8_error_offset("plain ascii") == std::string::npos);
   CHECK(utf8_error_offset("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") == std::string::npos);
   CHECK(utf8_error_offset("ab\xFF") == 2);
-  CHECK(utf8_error_offset("ab\xC3") == 2);             // truncated sequence
-  CHECK(utf8_error_offset("x\xC0\xAF") == 1);          // overlong '/'
-  CHECK(utf8_error_offset("\xED\xA0\x80") == 0);       // surrogate U+D800
-  CHECK(utf8_error_offset("\xF4\x90\x80\x80") == 0);   // above U+10FFFF
+  CHECK(utf8_error_offset("ab\xC3") == 2);            // truncated sequence
+  CHECK(utf8_error_offset("x\xC0\xAF") == 1);         // overlong '/'
+  CHECK(utf8_error_offset("\xED\xA0\x80") == 0);      // surrogate U+D800
+  CHECK(utf8_error_offset("\xF4\x90\x80\x80") == 0);  // above U+10FFFF
+  CHECK(printable_utf8("a\xFF"
+                       "b\xC3\xA9") == "a<0xFF>b\xC3\xA9");
   auto [line, col] = line_col("ab\ncd\nef", 7);
   CHECK(line == 3);
   CHECK(col == 2);
@@ -88,6 +90,8 @@ TEST_CASE("TSV errors name the file, line and what was expected") {
   CHECK(e.find("label_range.tsv:3: label 2 out of range (expected 0..1") != std::string::npos);
   e = data_error([&] { load_tsv(data_fixture("tsv/text_labels.tsv"), o); });
   CHECK(e.find("text_labels.tsv:2: label 'entailment' is not an integer") != std::string::npos);
+  e = data_error([&] { load_tsv(data_fixture("tsv/bad_utf8.tsv"), o); });
+  CHECK(e.find("bad_utf8.tsv:3:4: invalid UTF-8 (byte 0xE9") != std::string::npos);
   e = data_error([&] { load_tsv(data_fixture("tsv/header_only.tsv"), o); });
   CHECK(e.find("header_only.tsv: empty corpus") != std::string::npos);
   o.text_columns = {"premise"};
@@ -96,7 +100,8 @@ TEST_CASE("TSV errors name the file, line and what was expected") {
   o.text_columns = {};
   o.label_names = {"yes", "no"};
   e = data_error([&] { load_tsv(data_fixture("tsv/single.tsv"), o); });
-  CHECK(e.find("single.tsv:2: label '1' is not one of data.label_names (yes, no)") != std::string::npos);
+  CHECK(e.find("single.tsv:2: label '1' is not one of data.label_names (yes, no)") !=
+        std::string::npos);
 }
 
 TEST_CASE("sentiment fixture files: dummy last entry dropped, classes checked") {
@@ -108,8 +113,10 @@ TEST_CASE("sentiment fixture files: dummy last entry dropped, classes checked") 
   CHECK(c.documents[1].label == 0);
   CHECK(c.documents[2].name == "amazon:2");
   Corpus bad;
-  std::string e = data_error([&] { load_sentiment_file(data_fixture("sentiment/bad_class.json"), "x", bad); });
-  CHECK(e.find("bad_class.json: record 1: class 3 out of range (expected 0 or 1)") != std::string::npos);
+  std::string e =
+      data_error([&] { load_sentiment_file(data_fixture("sentiment/bad_class.json"), "x", bad); });
+  CHECK(e.find("bad_class.json: record 1: class 3 out of range (expected 0 or 1)") !=
+        std::string::npos);
   e = data_error([&] { load_sentiment_file(data_fixture("squad/bad_json.json"), "x", bad); });
   CHECK(e.find("invalid JSON") != std::string::npos);
 }
@@ -140,12 +147,16 @@ TEST_CASE("SQuAD errors: bad JSON, answer mismatch, answer outside, empty") {
   CHECK(e.find("invalid JSON") != std::string::npos);
   CHECK(e.find("expected SQuAD v1.1") != std::string::npos);
   e = data_error([] { load_squad(data_fixture("squad/answer_mismatch.json")); });
-  CHECK(e.find("data[1].paragraphs[0].qas[0]") != std::string::npos);
-  CHECK(e.find("id 'q3'") != std::string::npos);
-  CHECK(e.find("answer 'north' does not occur at answer_start 4") != std::string::npos);
-  CHECK(e.find("answer_mismatch.json:") != std::string::npos);
+  CHECK(e.find("answer_mismatch.json:45: data[1].paragraphs[0].qas[0] (id 'q3'), answers[0]: "
+               "answer 'north' does not occur at answer_start 4 (the context has 'Rhine' there") !=
+        std::string::npos);
   e = data_error([] { load_squad(data_fixture("squad/answer_outside.json")); });
   CHECK(e.find("answer_start 99 outside the context of 22 characters") != std::string::npos);
+  e = data_error([] { load_squad(data_fixture("squad/bad_utf8.json")); });
+  CHECK(e.find("bad_utf8.json:3:") != std::string::npos);
+  CHECK(e.find("UTF-8") != std::string::npos);
+  CHECK(e.find("<0xE9>") != std::string::npos);  // the bad byte, written printable
+  CHECK(utf8_error_offset(e) == std::string::npos);
   e = data_error([] { load_squad(data_fixture("squad/empty.json")); });
   CHECK(e.find("empty.json: empty corpus") != std::string::npos);
 }
@@ -204,7 +215,8 @@ TEST_CASE("load_corpus: built-in names need the cache, paths by kind, caps") {
   CHECK(data_error([&] { load_corpus(cfg); }).find("corpus 'sentiment': no cached data") !=
         std::string::npos);
   cfg.data.corpus = data_fixture("nope.txt");
-  CHECK(data_error([&] { load_corpus(cfg); }).find("neither a built-in corpus") != std::string::npos);
+  CHECK(data_error([&] { load_corpus(cfg); }).find("neither a built-in corpus") !=
+        std::string::npos);
   cfg.data.corpus = data_fixture("tsv/pair.tsv");
   CHECK(load_corpus(cfg).kind == CorpusKind::Labelled);
   cfg.data.corpus = data_fixture("squad/good.json");

@@ -13,7 +13,8 @@ TEST_CASE("mlm masking: 15% of non-special tokens, 80/10/10, specials never touc
   for (int row = 0; row < 2000; ++row) {
     std::vector<int64_t> tokens(128);
     for (size_t i = 0; i < tokens.size(); ++i)
-      tokens[i] = i % 10 == 0 ? 2 + static_cast<int64_t>(i % 3) : 5 + gen.below(V - 5);  // specials 2..4
+      tokens[i] =
+          i % 10 == 0 ? 2 + static_cast<int64_t>(i % 3) : 5 + gen.below(V - 5);  // specials 2..4
     const std::vector<int64_t> original = tokens;
     std::vector<int64_t> targets;
     mask_row(tokens, targets, 0.15, V, gen);
@@ -32,9 +33,12 @@ TEST_CASE("mlm masking: 15% of non-special tokens, 80/10/10, specials never touc
       ++selected;
       CHECK(targets[i] == original[i]);
       CHECK(tokens[i] >= kNumSpecial - 1);  // [MASK] (4) or a non-special id
-      if (tokens[i] == 4) ++to_mask;
-      else if (tokens[i] == original[i]) ++kept;
-      else ++randomized;
+      if (tokens[i] == 4)
+        ++to_mask;
+      else if (tokens[i] == original[i])
+        ++kept;
+      else
+        ++randomized;
     }
   }
   const double rate = static_cast<double>(selected) / normal;

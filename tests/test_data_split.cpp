@@ -66,6 +66,7 @@ TEST_CASE("split: small corpora") {
   CHECK(three.valid.size() == 1);
   CHECK(three.test.size() == 1);
   CHECK(three.train.size() == 1);
-  std::string e = relpos::test::data_error([] { make_document_split(2, nullptr, 0.5, 0.5, 1, "corpus x"); });
+  std::string e =
+      relpos::test::data_error([] { make_document_split(2, nullptr, 0.5, 0.5, 1, "corpus x"); });
   CHECK(e.find("corpus x: 2 documents leave nothing for training") != std::string::npos);
 }

@@ -116,7 +116,8 @@ TEST_CASE("clm: targets are the next tokens; evaluation covers the stream once")
   int64_t k = 0;
   for (const Batch& e : eval)
     for (int64_t r = 0; r < e.tokens.size(0); ++r, ++k) {
-      CHECK(row(e.tokens, r) == std::vector<int64_t>(test.begin() + 32 * k, test.begin() + 32 * k + 32));
+      CHECK(row(e.tokens, r) ==
+            std::vector<int64_t>(test.begin() + 32 * k, test.begin() + 32 * k + 32));
       CHECK(row(e.targets, r) ==
             std::vector<int64_t>(test.begin() + 32 * k + 1, test.begin() + 32 * k + 33));
     }
@@ -160,11 +161,13 @@ TEST_CASE("classify: [CLS] a [SEP] b [SEP], truncation, pooling, epochs") {
   // Every epoch visits every training example once.
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     std::set<int64_t> seen;
-    for (int64_t i = 0; i < 3; ++i) seen.insert(single->train_batch(epoch * 3 + i, 1).example_ids[0]);
+    for (int64_t i = 0; i < 3; ++i)
+      seen.insert(single->train_batch(epoch * 3 + i, 1).example_ids[0]);
     CHECK(seen == std::set<int64_t>{0, 1, 2});
   }
   c.data.corpus = data_fixture("text/docs.txt");
-  CHECK(data_error([&] { make_task_data(c); }).find("needs a labelled corpus") != std::string::npos);
+  CHECK(data_error([&] { make_task_data(c); }).find("needs a labelled corpus") !=
+        std::string::npos);
 }
 
 TEST_CASE("span_qa: layout, answer spans, truncation and span_text") {
@@ -177,7 +180,8 @@ TEST_CASE("span_qa: layout, answer spans, truncation and span_text") {
   struct Q {
     std::string question, context, answer;
   };
-  const std::string c1 = "The caf\xC3\xA9 in Z\xC3\xBCrich opened in 1905. Its owner was \xC3\x89mile Roux.";
+  const std::string c1 =
+      "The caf\xC3\xA9 in Z\xC3\xBCrich opened in 1905. Its owner was \xC3\x89mile Roux.";
   const std::vector<Q> qs = {{"When did the caf\xC3\xA9 open?", c1, "1905"},
                              {"Who owned it?", c1, "\xC3\x89mile Roux"},
                              {"Which way does the Rhine flow?", "The Rhine flows north.", "north"},
@@ -228,8 +232,8 @@ TEST_CASE("span_qa with WordPiece: offsets map token spans back to the original 
   const std::string vocab = dir.path + "/vocab.txt";
   {
     std::string v = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
-    for (const char* w : {"the", "cafe", "in", "zurich", "opened", "1905", ".", "its", "owner", "was",
-                          "emile", "roux", "when", "did", "open", "?", "who", "owned", "it"})
+    for (const char* w : {"the", "cafe", "in", "zurich", "opened", "1905", ".", "its", "owner",
+                          "was", "emile", "roux", "when", "did", "open", "?", "who", "owned", "it"})
       v += std::string(w) + "\n";
     std::ofstream(vocab) << v;
   }

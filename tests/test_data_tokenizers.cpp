@@ -40,8 +40,8 @@ TEST_CASE("wordpiece: hand-worked ids and offsets") {
   const auto ids = tok->encode_with_offsets(text, &off);
   // the | un ##aff ##able | cafe (Café folded) | , | runn ##ing (longest match first) | !
   CHECK(ids == std::vector<int64_t>{6, 7, 8, 9, 10, 11, 13, 14, 16});
-  CHECK(off == Offsets{{0, 3}, {4, 6}, {6, 9}, {9, 13}, {14, 19}, {19, 20}, {21, 25}, {25, 28},
-                       {28, 29}});
+  CHECK(off ==
+        Offsets{{0, 3}, {4, 6}, {6, 9}, {9, 13}, {14, 19}, {19, 20}, {21, 25}, {25, 28}, {28, 29}});
   CHECK(tok->decode(ids) == "the unaffable cafe , running !");
   CHECK(tok->encode("ab") == std::vector<int64_t>{17, 18});
   CHECK(tok->encode("abx xyz") == std::vector<int64_t>{1, 1});  // no cover: the whole word is [UNK]
@@ -51,14 +51,16 @@ TEST_CASE("wordpiece: hand-worked ids and offsets") {
   CHECK(tok->encode_with_offsets(nfd, &off) == std::vector<int64_t>{10});
   CHECK(off == Offsets{{0, 6}});
   // Control characters vanish; an over-long word is [UNK].
-  CHECK(tok->encode("th\x01" "e") == std::vector<int64_t>{6});
+  CHECK(tok->encode("th\x01"
+                    "e") == std::vector<int64_t>{6});
   CHECK(tok->encode(std::string(101, 'a')) == std::vector<int64_t>{1});
   auto cased = make_wordpiece_tokenizer(data_fixture("vocab.txt"), false);
   CHECK(cased->encode("The the") == std::vector<int64_t>{1, 6});
 }
 
 TEST_CASE("wordpiece: malformed vocabularies") {
-  std::string e = data_error([] { make_wordpiece_tokenizer(data_fixture("vocab_missing.txt"), true); });
+  std::string e =
+      data_error([] { make_wordpiece_tokenizer(data_fixture("vocab_missing.txt"), true); });
   CHECK(e.find("vocab_missing.txt: no [MASK] token") != std::string::npos);
   e = data_error([] { make_wordpiece_tokenizer(data_fixture("vocab_dup.txt"), true); });
   CHECK(e.find("vocab_dup.txt:8: duplicate token 'the' (first on line 6)") != std::string::npos);
@@ -141,7 +143,8 @@ TEST_CASE("sentencepiece: specials at 0..4, exact round trip, byte offsets") {
   for (const auto& l : {lines[0], odd}) CHECK(bpe->decode(bpe->encode(l)) == l);
   check_offsets(*bpe, lines[1]);
   // The model file loads on its own too.
-  const std::string file = cache.path + "/tokenizers/sentencepiece-" + tok->name().substr(14) + ".model";
+  const std::string file =
+      cache.path + "/tokenizers/sentencepiece-" + tok->name().substr(14) + ".model";
   CHECK(load_sentencepiece_tokenizer(file)->encode(lines[2]) == tok->encode(lines[2]));
 }
 

@@ -92,7 +92,8 @@ void validate(const Config& c, const SourceMap* src) {
   for (auto len : t.eval_lengths)
     if (len < t.min_len || len > t.test_max_len)
       config_fail(src, "task.eval_lengths", "test length outside [min_len, test_max_len]",
-                  std::to_string(len), fmt::format("lengths in [{}, {}]", t.min_len, t.test_max_len));
+                  std::to_string(len),
+                  fmt::format("lengths in [{}, {}]", t.min_len, t.test_max_len));
   if (t.type == "recall" && t.synthetic_vocab < t.test_max_len)
     config_fail(src, "task.synthetic_vocab", "recall needs a distinct key per pair at every length",
                 fmt::format("{} symbols with test_max_len {}", t.synthetic_vocab, t.test_max_len),

@@ -16,22 +16,24 @@ class ClassifyTaskData : public TaskData {
  public:
   ClassifyTaskData(const Config& cfg, Corpus corpus) : cfg_(cfg), causal_(cfg.model.causal()) {
     if (corpus.kind != CorpusKind::Labelled)
-      throw DataError(fmt::format("task 'classify' needs a labelled corpus (sentiment or a GLUE-style "
-                                  ".tsv); corpus '{}' is {} data",
-                                  corpus.name, corpus_kind_name(corpus.kind)));
+      throw DataError(
+          fmt::format("task 'classify' needs a labelled corpus (sentiment or a GLUE-style "
+                      ".tsv); corpus '{}' is {} data",
+                      corpus.name, corpus_kind_name(corpus.kind)));
     docs_ = std::move(corpus.documents);
     std::vector<int64_t> labels;
     for (const auto& d : docs_) {
       if (d.label < 0 || d.label >= cfg.task.num_classes)
-        throw DataError(fmt::format("corpus '{}', document '{}': label {} out of range (expected "
-                                    "0..{} for task.num_classes = {})",
-                                    corpus.name, d.name, d.label, cfg.task.num_classes - 1,
-                                    cfg.task.num_classes));
+        throw DataError(fmt::format(
+            "corpus '{}', document '{}': label {} out of range (expected "
+            "0..{} for task.num_classes = {})",
+            corpus.name, d.name, d.label, cfg.task.num_classes - 1, cfg.task.num_classes));
       labels.push_back(d.label);
       pairs_ = pairs_ || !d.text_b.empty();
     }
-    split_ = make_document_split(static_cast<int64_t>(docs_.size()), &labels, cfg.data.valid_fraction,
-                             cfg.data.test_fraction, cfg.data.split_seed, "corpus " + corpus.name);
+    split_ =
+        make_document_split(static_cast<int64_t>(docs_.size()), &labels, cfg.data.valid_fraction,
+                            cfg.data.test_fraction, cfg.data.split_seed, "corpus " + corpus.name);
     std::vector<std::string> train_texts;
     for (int64_t id : split_.train) {
       train_texts.push_back(docs_[id].text);
@@ -48,12 +50,12 @@ class ClassifyTaskData : public TaskData {
     std::string counts;
     for (size_t c = 0; c < per_class.size(); ++c)
       counts += fmt::format("{}{}: {}", c ? ", " : "", c, per_class[c]);
-    describe_ = fmt::format("task classify ({} classes; {}); corpus {} ({}; {} examples: {}, "
-                            "stratified); tokenizer {} (vocab {}); pooling at {}",
-                            cfg.task.num_classes, counts, corpus.name, corpus.source, docs_.size(),
-                            split_sizes(split_.train.size(), split_.valid.size(), split_.test.size()),
-                            tok_->name(), tok_->vocab_size(),
-                            causal_ ? "the last real token" : "[CLS]");
+    describe_ = fmt::format(
+        "task classify ({} classes; {}); corpus {} ({}; {} examples: {}, "
+        "stratified); tokenizer {} (vocab {}); pooling at {}",
+        cfg.task.num_classes, counts, corpus.name, corpus.source, docs_.size(),
+        split_sizes(split_.train.size(), split_.valid.size(), split_.test.size()), tok_->name(),
+        tok_->vocab_size(), causal_ ? "the last real token" : "[CLS]");
   }
 
   const Tokenizer& tokenizer() const override { return *tok_; }
@@ -112,11 +114,11 @@ class ClassifyTaskData : public TaskData {
       segs.push_back(std::move(seg));
     }
     Batch out;
-    out.tokens = pack_rows(toks, sp.pad);                        // (B,T)
-    out.key_mask = key_mask_for(toks);                           // (B,T) or undefined
-    if (pairs_) out.segments = pack_rows(segs, 0);               // (B,T)
-    out.targets = torch::tensor(labels, torch::kInt64);          // (B)
-    out.pool_index = torch::tensor(pool, torch::kInt64);         // (B)
+    out.tokens = pack_rows(toks, sp.pad);                 // (B,T)
+    out.key_mask = key_mask_for(toks);                    // (B,T) or undefined
+    if (pairs_) out.segments = pack_rows(segs, 0);        // (B,T)
+    out.targets = torch::tensor(labels, torch::kInt64);   // (B)
+    out.pool_index = torch::tensor(pool, torch::kInt64);  // (B)
     out.example_ids = positions;
     return out;
   }

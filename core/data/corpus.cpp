@@ -1,9 +1,10 @@
 // load_corpus: built-in names, paths, and the data.max_documents / data.max_chars caps.
+#include "core/data/corpus.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
 
-#include "core/data/corpus.h"
 #include "core/data/text_util.h"
 #include "core/util/errors.h"
 
@@ -62,9 +63,10 @@ Corpus load_corpus(const Config& cfg) {
     if (fs::is_directory(p)) {
       c = load_text_folder(d.corpus);
     } else if (!fs::exists(p)) {
-      throw DataError(fmt::format("data.corpus: '{}' is neither a built-in corpus (sotu, "
-                                  "sentiment, wordnet_qa) nor an existing file or folder",
-                                  d.corpus));
+      throw DataError(
+          fmt::format("data.corpus: '{}' is neither a built-in corpus (sotu, "
+                      "sentiment, wordnet_qa) nor an existing file or folder",
+                      d.corpus));
     } else if (ends_with(d.corpus, ".tsv")) {
       TsvOptions o;
       o.text_columns = d.tsv_text_columns;
@@ -81,9 +83,10 @@ Corpus load_corpus(const Config& cfg) {
   cap_documents(c, d.max_documents);
   cap_chars(c, d.max_chars);
   if (c.documents.empty())
-    throw DataError(fmt::format("corpus '{}': empty after data.max_documents = {} and "
-                                "data.max_chars = {}",
-                                c.name, d.max_documents, d.max_chars));
+    throw DataError(
+        fmt::format("corpus '{}': empty after data.max_documents = {} and "
+                    "data.max_chars = {}",
+                    c.name, d.max_documents, d.max_chars));
   return c;
 }
 

@@ -22,11 +22,11 @@ struct Document {
 struct QaExample {
   std::string id;
   std::string question;
-  int64_t context = 0;                // index into Corpus::contexts
-  int64_t document = 0;               // index into Corpus::documents (the split unit)
-  int64_t answer_begin = 0;           // byte span [begin, end) of the first gold answer
-  int64_t answer_end = 0;             //   in the context
-  std::vector<std::string> answers;   // every gold answer text (EM/F1 take the max over them)
+  int64_t context = 0;               // index into Corpus::contexts
+  int64_t document = 0;              // index into Corpus::documents (the split unit)
+  int64_t answer_begin = 0;          // byte span [begin, end) of the first gold answer
+  int64_t answer_end = 0;            //   in the context
+  std::vector<std::string> answers;  // every gold answer text (EM/F1 take the max over them)
 };
 
 enum class CorpusKind { Text, Labelled, Qa };
@@ -59,7 +59,7 @@ Corpus load_text_folder(const std::string& dir);
 struct TsvOptions {
   std::vector<std::string> text_columns;  // empty: "sentence", else "sentence1","sentence2"
   std::string label_column = "label";
-  std::vector<std::string> label_names;   // empty: labels are integers 0..num_classes-1
+  std::vector<std::string> label_names;  // empty: labels are integers 0..num_classes-1
   int64_t num_classes = 2;
 };
 // GLUE-style TSV: a header row, tab-separated columns, no quoting.

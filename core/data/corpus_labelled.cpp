@@ -43,19 +43,21 @@ Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
     if (!l.empty() && l.back() == '\r') l.pop_back();
   while (!lines.empty() && lines.back().empty()) lines.pop_back();
   if (lines.empty())
-    throw DataError(fmt::format("{}: empty corpus (no header row; expected a GLUE-style TSV with "
-                                "a header such as 'sentence<TAB>label')",
-                                path));
+    throw DataError(
+        fmt::format("{}: empty corpus (no header row; expected a GLUE-style TSV with "
+                    "a header such as 'sentence<TAB>label')",
+                    path));
   const std::vector<std::string> header = split_on(lines[0], '\t');
   const std::string columns = join_names(header);
 
   std::vector<std::string> wanted = opt.text_columns;
   if (wanted.empty())
-    wanted = column_index(header, "sentence") >= 0 ? std::vector<std::string>{"sentence"}
-                                                   : std::vector<std::string>{"sentence1", "sentence2"};
+    wanted = column_index(header, "sentence") >= 0
+                 ? std::vector<std::string>{"sentence"}
+                 : std::vector<std::string>{"sentence1", "sentence2"};
   if (wanted.size() > 2)
-    throw DataError(fmt::format("{}: {} text columns asked for ({}); expected one or two",
-                                path, wanted.size(), join_names(wanted)));
+    throw DataError(fmt::format("{}: {} text columns asked for ({}); expected one or two", path,
+                                wanted.size(), join_names(wanted)));
   std::vector<int64_t> text_idx;
   for (const auto& w : wanted) {
     const int64_t i = column_index(header, w);
@@ -81,9 +83,10 @@ Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
     const std::vector<std::string> cells = split_on(lines[ln], '\t');
     const int64_t line_no = static_cast<int64_t>(ln) + 1;
     if (cells.size() != header.size())
-      throw DataError(fmt::format("{}:{}: {} tab-separated columns (expected {} as in the header: "
-                                  "{})",
-                                  path, line_no, cells.size(), header.size(), columns));
+      throw DataError(
+          fmt::format("{}:{}: {} tab-separated columns (expected {} as in the header: "
+                      "{})",
+                      path, line_no, cells.size(), header.size(), columns));
     Document d;
     d.name = fmt::format("line {}", line_no);
     d.text = cells[text_idx[0]];
@@ -102,9 +105,10 @@ Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
                       "--set data.label_names=entailment,not_entailment");
     }
     if (d.label < 0 || d.label >= opt.num_classes)
-      throw DataError(fmt::format("{}:{}: label {} out of range (expected 0..{} for "
-                                  "task.num_classes = {})",
-                                  path, line_no, d.label, opt.num_classes - 1, opt.num_classes));
+      throw DataError(
+          fmt::format("{}:{}: label {} out of range (expected 0..{} for "
+                      "task.num_classes = {})",
+                      path, line_no, d.label, opt.num_classes - 1, opt.num_classes));
     if (trim(d.text).empty())
       throw DataError(fmt::format("{}:{}: empty text in column '{}'", path, line_no, wanted[0]));
     c.documents.push_back(std::move(d));
@@ -119,7 +123,8 @@ void load_sentiment_file(const std::string& path, const std::string& tag, Corpus
   const char* expected = "a JSON array of {\"text\": string, \"class\": 0 or 1}";
   const nlohmann::json j = parse_json(text, path, expected);
   if (!j.is_array())
-    throw DataError(fmt::format("{}: top level is {} (expected {})", path, j.type_name(), expected));
+    throw DataError(
+        fmt::format("{}: top level is {} (expected {})", path, j.type_name(), expected));
   size_t n = j.size();
   // The package ends each file with {"text": "", "class": null}: a dummy, not a sentence.
   if (n > 0 && j[n - 1].is_object() && j[n - 1].value("text", std::string("x")).empty()) --n;
@@ -134,7 +139,8 @@ void load_sentiment_file(const std::string& path, const std::string& tag, Corpus
                                   r.contains("class") ? describe_json(r["class"]) : "missing"));
     const std::string sentence = trim(r["text"].get<std::string>());
     if (sentence.empty()) throw DataError(where + ": empty text (expected a sentence)");
-    out.documents.push_back({fmt::format("{}:{}", tag, i), sentence, "", r["class"].get<int64_t>()});
+    out.documents.push_back(
+        {fmt::format("{}:{}", tag, i), sentence, "", r["class"].get<int64_t>()});
   }
 }
 

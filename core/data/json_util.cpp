@@ -21,7 +21,7 @@ nlohmann::json parse_json(const std::string& text, const std::string& path,
     const size_t colon = at == std::string::npos ? at : problem.find(": ", at);
     if (colon != std::string::npos) problem = problem.substr(colon + 2);
     throw DataError(fmt::format("{}:{}:{}: invalid JSON: {} (expected {})", path, line, col,
-                                problem, expected));
+                                printable_utf8(problem), expected));
   }
 }
 

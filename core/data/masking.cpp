@@ -15,12 +15,15 @@ void mask_row(std::vector<int64_t>& tokens, std::vector<int64_t>& targets, doubl
   std::vector<size_t> chosen;
   for (size_t i : candidates)
     if (rng.bernoulli(p)) chosen.push_back(i);
-  if (chosen.empty() && !candidates.empty()) chosen.push_back(candidates[rng.below(candidates.size())]);
+  if (chosen.empty() && !candidates.empty())
+    chosen.push_back(candidates[rng.below(candidates.size())]);
   for (size_t i : chosen) {
     targets[i] = tokens[i];
     const double u = rng.uniform();
-    if (u < 0.8) tokens[i] = special.mask;
-    else if (u < 0.9) tokens[i] = kNumSpecial + rng.below(vocab_size - kNumSpecial);
+    if (u < 0.8)
+      tokens[i] = special.mask;
+    else if (u < 0.9)
+      tokens[i] = kNumSpecial + rng.below(vocab_size - kNumSpecial);
   }
 }
 

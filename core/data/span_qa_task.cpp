@@ -24,7 +24,7 @@ struct EncodedContext {
 };
 
 struct EncodedQuestion {
-  std::vector<int64_t> ids;  // truncated to q_cap
+  std::vector<int64_t> ids;                     // truncated to q_cap
   int64_t answer_first = -1, answer_last = -1;  // context token indices; -1: no token covers it
 };
 
@@ -32,17 +32,20 @@ class SpanQaTaskData : public TaskData {
  public:
   SpanQaTaskData(const Config& cfg, Corpus corpus) : cfg_(cfg), corpus_(std::move(corpus)) {
     if (corpus_.kind != CorpusKind::Qa)
-      throw DataError(fmt::format("task 'span_qa' needs span QA data (wordnet_qa or a SQuAD v1.1 "
-                                  ".json); corpus '{}' is {} data",
-                                  corpus_.name, corpus_kind_name(corpus_.kind)));
+      throw DataError(
+          fmt::format("task 'span_qa' needs span QA data (wordnet_qa or a SQuAD v1.1 "
+                      ".json); corpus '{}' is {} data",
+                      corpus_.name, corpus_kind_name(corpus_.kind)));
     const int64_t T = cfg.task.seq_len;
     if (T < 8)
-      throw DataError(fmt::format("task 'span_qa': task.seq_len = {} leaves no room for a question "
-                                  "and a context (expected >= 8)", T));
+      throw DataError(
+          fmt::format("task 'span_qa': task.seq_len = {} leaves no room for a question "
+                      "and a context (expected >= 8)",
+                      T));
     q_cap_ = std::min(cfg.task.max_query_len, T / 2);
     split_ = make_document_split(static_cast<int64_t>(corpus_.documents.size()), nullptr,
-                             cfg.data.valid_fraction, cfg.data.test_fraction, cfg.data.split_seed,
-                             "corpus " + corpus_.name);
+                                 cfg.data.valid_fraction, cfg.data.test_fraction,
+                                 cfg.data.split_seed, "corpus " + corpus_.name);
     std::vector<int> split_of(corpus_.documents.size());
     for (int64_t d : split_.valid) split_of[d] = 1;
     for (int64_t d : split_.test) split_of[d] = 2;
@@ -84,7 +87,8 @@ class SpanQaTaskData : public TaskData {
       if (visible(examples_[0][k], T)) train_kept_.push_back(static_cast<int64_t>(k));
     if (train_kept_.empty())
       throw DataError(fmt::format("corpus '{}': no training example has its answer within "
-                                  "task.seq_len = {} tokens", corpus_.name, T),
+                                  "task.seq_len = {} tokens",
+                                  corpus_.name, T),
                       "raise task.seq_len");
     sampler_ = std::make_unique<EpochSampler>(static_cast<int64_t>(train_kept_.size()), cfg.seed);
     describe_ = fmt::format(
@@ -122,7 +126,8 @@ class SpanQaTaskData : public TaskData {
     return none;
   }
 
-  std::string span_text(Split split, int64_t example_id, int64_t start, int64_t end) const override {
+  std::string span_text(Split split, int64_t example_id, int64_t start,
+                        int64_t end) const override {
     const int64_t q = examples(split).at(example_id);
     const auto& off = contexts_[corpus_.questions[q].context].offsets;
     const int64_t first = start - context_start(q), last = end - context_start(q);
@@ -137,7 +142,9 @@ class SpanQaTaskData : public TaskData {
 
   std::string describe() const override { return describe_; }
   std::vector<int64_t> split_documents(Split split) const override {
-    return split == Split::Train ? split_.train : split == Split::Valid ? split_.valid : split_.test;
+    return split == Split::Train   ? split_.train
+           : split == Split::Valid ? split_.valid
+                                   : split_.test;
   }
 
  private:
@@ -180,9 +187,9 @@ class SpanQaTaskData : public TaskData {
       segs.push_back(std::move(seg));
     }
     Batch out;
-    out.tokens = pack_rows(toks, sp.pad);      // (B,T)
-    out.key_mask = key_mask_for(toks);         // (B,T) or undefined
-    out.segments = pack_rows(segs, 0);         // (B,T)
+    out.tokens = pack_rows(toks, sp.pad);                             // (B,T)
+    out.key_mask = key_mask_for(toks);                                // (B,T) or undefined
+    out.segments = pack_rows(segs, 0);                                // (B,T)
     out.targets = torch::tensor(spans, torch::kInt64).view({-1, 2});  // (B,2)
     out.example_ids = positions;
     return out;

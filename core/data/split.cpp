@@ -21,8 +21,9 @@ int64_t share(int64_t size, double fraction) {
 
 }  // namespace
 
-DocumentSplit make_document_split(int64_t n, const std::vector<int64_t>* labels, double valid_fraction,
-                              double test_fraction, int64_t seed, const std::string& what) {
+DocumentSplit make_document_split(int64_t n, const std::vector<int64_t>* labels,
+                                  double valid_fraction, double test_fraction, int64_t seed,
+                                  const std::string& what) {
   std::map<int64_t, std::vector<int64_t>> groups;  // ordered by class: deterministic
   for (int64_t i = 0; i < n; ++i) groups[labels ? (*labels)[i] : 0].push_back(i);
   DocumentSplit s;

@@ -16,7 +16,8 @@ struct DocumentSplit {
 // round(size * test_fraction) go to test, the next round(size * valid_fraction) to valid, the
 // rest to train. A non-zero fraction of a group of 3 or more documents gets at least one.
 // Throws DataError when nothing is left for training. `what` names the corpus in the message.
-DocumentSplit make_document_split(int64_t n, const std::vector<int64_t>* labels, double valid_fraction,
-                              double test_fraction, int64_t seed, const std::string& what);
+DocumentSplit make_document_split(int64_t n, const std::vector<int64_t>* labels,
+                                  double valid_fraction, double test_fraction, int64_t seed,
+                                  const std::string& what);
 
 }  // namespace relpos

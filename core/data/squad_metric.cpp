@@ -20,7 +20,9 @@ bool is_space(uint32_t cp) { return cp == 0x0B || cp == 0x0C || unicode::is_whit
 
 // Approximates Python's \w for str: letters, digits and '_' of any script.
 bool is_word(uint32_t cp) {
-  if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
+  if (cp < 0x80)
+    return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
+           cp == '_';
   return !is_space(cp) && !unicode::is_punctuation(cp) && !unicode::is_control(cp);
 }
 
@@ -52,8 +54,10 @@ std::string squad_normalize(const std::string& text) {
   // lower(), then remove_punc()
   std::vector<uint32_t> cps;
   for (uint32_t cp : codepoints(text)) {
-    if (cp >= 'A' && cp <= 'Z') cp += 32;
-    else if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) cp += 32;
+    if (cp >= 'A' && cp <= 'Z')
+      cp += 32;
+    else if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)
+      cp += 32;
     if (!ascii_punct(cp)) cps.push_back(cp);
   }
   // remove_articles(): re.sub(r'\b(a|an|the)\b', ' ', text)
@@ -66,7 +70,8 @@ std::string squad_normalize(const std::string& text) {
         const size_t len = std::char_traits<char>::length(art);
         if (i + len > n) continue;
         bool match = true;
-        for (size_t k = 0; k < len && match; ++k) match = cps[i + k] == static_cast<uint32_t>(art[k]);
+        for (size_t k = 0; k < len && match; ++k)
+          match = cps[i + k] == static_cast<uint32_t>(art[k]);
         if (match && (i + len == n || !is_word(cps[i + len]))) {
           kept.push_back(' ');
           i += len;

@@ -44,8 +44,10 @@ SyntheticExample make_synthetic_example(const SyntheticSpec& spec, int64_t n, Rn
     for (int64_t i = 0; i < n; ++i) ex.output[i] = ex.input[(i + spec.shift) % n];
   } else if (spec.type == "recall") {
     if (n > V)
-      throw DataError(fmt::format("recall: {} key-value pairs need {} distinct keys, but "
-                                  "task.synthetic_vocab = {}", n, n, V));
+      throw DataError(
+          fmt::format("recall: {} key-value pairs need {} distinct keys, but "
+                      "task.synthetic_vocab = {}",
+                      n, n, V));
     std::vector<int64_t> keys(V);
     for (int64_t s = 0; s < V; ++s) keys[s] = synthetic_symbol(s);
     rng.shuffle(keys);

@@ -40,9 +40,9 @@ SyntheticExample make_synthetic_example(const SyntheticSpec& spec, int64_t lengt
 
 // Symbols, then for marker_distance the marker and the number tokens.
 int64_t synthetic_vocab_size(const SyntheticSpec& spec);
-int64_t synthetic_symbol(int64_t s);                               // id of symbol s
-int64_t synthetic_marker(const SyntheticSpec& spec);               // id of [M]
-int64_t synthetic_number(const SyntheticSpec& spec, int64_t d);    // id of #d
+int64_t synthetic_symbol(int64_t s);                             // id of symbol s
+int64_t synthetic_marker(const SyntheticSpec& spec);             // id of [M]
+int64_t synthetic_number(const SyntheticSpec& spec, int64_t d);  // id of #d
 
 // Tokens and targets of one row (see the layout above).
 void synthetic_layout(const SyntheticExample& ex, bool causal, std::vector<int64_t>& tokens,

@@ -20,16 +20,16 @@ class SyntheticTaskData : public TaskData {
     const TaskConfig& t = cfg.task;
     spec_ = SyntheticSpec{t.type, t.synthetic_vocab, t.shift, t.max_len};
     tok_ = make_synthetic_tokenizer(spec_);
-    lengths_ = t.eval_lengths.empty() ? synthetic_test_lengths(t.max_len, t.test_max_len)
-                                      : t.eval_lengths;
+    lengths_ =
+        t.eval_lengths.empty() ? synthetic_test_lengths(t.max_len, t.test_max_len) : t.eval_lengths;
     std::string ls;
     for (auto L : lengths_) ls += (ls.empty() ? "" : ", ") + std::to_string(L);
-    describe_ = fmt::format("task {} (synthetic; {} symbols; vocab {}; train lengths {}..{}; test "
-                            "lengths {}; {} examples per test length; {} layout)",
-                            t.type, t.synthetic_vocab, tok_->vocab_size(), t.min_len, t.max_len,
-                            ls, t.eval_examples,
-                            causal_ ? "decoder: input [SEP] output, teacher forcing"
-                                    : "encoder: input [SEP] [MASK]...");
+    describe_ = fmt::format(
+        "task {} (synthetic; {} symbols; vocab {}; train lengths {}..{}; test "
+        "lengths {}; {} examples per test length; {} layout)",
+        t.type, t.synthetic_vocab, tok_->vocab_size(), t.min_len, t.max_len, ls, t.eval_examples,
+        causal_ ? "decoder: input [SEP] output, teacher forcing"
+                : "encoder: input [SEP] [MASK]...");
   }
 
   const Tokenizer& tokenizer() const override { return *tok_; }

@@ -10,9 +10,12 @@ namespace relpos {
 
 const char* split_name(Split s) {
   switch (s) {
-    case Split::Train: return "train";
-    case Split::Valid: return "valid";
-    case Split::Test: return "test";
+    case Split::Train:
+      return "train";
+    case Split::Valid:
+      return "valid";
+    case Split::Test:
+      return "test";
   }
   return "?";
 }

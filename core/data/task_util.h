@@ -16,7 +16,11 @@ namespace relpos {
 constexpr int64_t kIgnoreIndex = -100;  // target of positions without loss
 
 // Tags that keep the random streams of different uses apart.
-enum : uint64_t { kTagTrain = 0x747261696eULL, kTagEval = 0x6576616cULL, kTagEpoch = 0x65706f63ULL };
+enum : uint64_t {
+  kTagTrain = 0x747261696eULL,
+  kTagEval = 0x6576616cULL,
+  kTagEpoch = 0x65706f63ULL
+};
 
 // The generator of training batch `index`: a pure function of (seed, index).
 inline Rng train_rng(int64_t seed, int64_t index) {

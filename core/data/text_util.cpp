@@ -53,6 +53,17 @@ size_t utf8_error_offset(const std::string& text) {
   return std::string::npos;
 }
 
+std::string printable_utf8(const std::string& text) {
+  std::string out;
+  std::string rest = text;
+  while (true) {
+    const size_t bad = utf8_error_offset(rest);
+    if (bad == std::string::npos) return out + rest;
+    out += rest.substr(0, bad) + fmt::format("<0x{:02X}>", static_cast<unsigned char>(rest[bad]));
+    rest = rest.substr(bad + 1);
+  }
+}
+
 std::pair<int64_t, int64_t> line_col(const std::string& text, size_t offset) {
   int64_t line = 1, col = 1;
   for (size_t i = 0; i < offset && i < text.size(); ++i) {
@@ -137,7 +148,8 @@ std::vector<std::string> split_on(const std::string& s, char sep) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace relpos

@@ -20,6 +20,9 @@ size_t utf8_error_offset(const std::string& text);
 // `where` names the file (and record) the text came from.
 void check_utf8(const std::string& text, const std::string& where);
 
+// `text` with every byte that breaks UTF-8 written as <0xNN> (for error messages).
+std::string printable_utf8(const std::string& text);
+
 // 1-based line and column (in bytes) of byte `offset` of `text`.
 std::pair<int64_t, int64_t> line_col(const std::string& text, size_t offset);
 

@@ -17,7 +17,8 @@ class BytesTokenizer : public Tokenizer {
   int64_t vocab_size() const override { return kNumSpecial + 256; }
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int64_t> ids(text.size());
-    for (size_t i = 0; i < text.size(); ++i) ids[i] = kNumSpecial + static_cast<unsigned char>(text[i]);
+    for (size_t i = 0; i < text.size(); ++i)
+      ids[i] = kNumSpecial + static_cast<unsigned char>(text[i]);
     return ids;
   }
   std::vector<int64_t> encode_with_offsets(
@@ -30,8 +31,10 @@ class BytesTokenizer : public Tokenizer {
   std::string decode(const std::vector<int64_t>& ids) const override {
     std::string out;
     for (int64_t id : ids) {
-      if (id >= kNumSpecial && id < vocab_size()) out += static_cast<char>(id - kNumSpecial);
-      else if (id != special_.pad) out += special_token_name(id);
+      if (id >= kNumSpecial && id < vocab_size())
+        out += static_cast<char>(id - kNumSpecial);
+      else if (id != special_.pad)
+        out += special_token_name(id);
     }
     return out;
   }

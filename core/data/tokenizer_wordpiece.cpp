@@ -16,8 +16,8 @@ namespace {
 constexpr size_t kMaxWordChars = 100;
 
 struct Char {
-  uint32_t cp;     // after folding
-  int64_t b, e;    // source byte span
+  uint32_t cp;   // after folding
+  int64_t b, e;  // source byte span
 };
 using Word = std::vector<Char>;
 
@@ -34,7 +34,8 @@ class WordPieceTokenizer : public Tokenizer {
       if (!tok.empty() && tok.back() == '\r') tok.pop_back();
       if (tok.empty()) {
         if (i + 1 == lines.size()) break;  // final newline
-        throw DataError(fmt::format("{}:{}: empty token (expected one token per line)", path, i + 1));
+        throw DataError(
+            fmt::format("{}:{}: empty token (expected one token per line)", path, i + 1));
       }
       if (seen_.count(tok))
         throw DataError(fmt::format("{}:{}: duplicate token '{}' (first on line {})", path, i + 1,
@@ -43,16 +44,19 @@ class WordPieceTokenizer : public Tokenizer {
       int64_t special = -1;
       for (int64_t s = 0; s < kNumSpecial; ++s)
         if (tok == special_token_name(s)) special = s;
-      if (special >= 0) ++specials_found;
-      else ordinary.push_back(tok);
+      if (special >= 0)
+        ++specials_found;
+      else
+        ordinary.push_back(tok);
     }
     if (specials_found != kNumSpecial) {
       std::vector<std::string> missing;
       for (int64_t s = 0; s < kNumSpecial; ++s)
         if (!seen_.count(special_token_name(s))) missing.push_back(special_token_name(s));
-      throw DataError(fmt::format("{}: no {} token (expected BERT's special tokens [PAD] [UNK] "
-                                  "[CLS] [SEP] [MASK] in the vocabulary)",
-                                  path, join_names(missing)));
+      throw DataError(
+          fmt::format("{}: no {} token (expected BERT's special tokens [PAD] [UNK] "
+                      "[CLS] [SEP] [MASK] in the vocabulary)",
+                      path, join_names(missing)));
     }
     pieces_.resize(kNumSpecial);
     for (int64_t s = 0; s < kNumSpecial; ++s) pieces_[s] = special_token_name(s);
@@ -181,7 +185,8 @@ class WordPieceTokenizer : public Tokenizer {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> make_wordpiece_tokenizer(const std::string& vocab_path, bool lower_case) {
+std::unique_ptr<Tokenizer> make_wordpiece_tokenizer(const std::string& vocab_path,
+                                                    bool lower_case) {
   return std::make_unique<WordPieceTokenizer>(vocab_path, lower_case);
 }
 

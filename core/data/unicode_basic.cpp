@@ -10,9 +10,9 @@ bool is_whitespace(uint32_t cp) {
 
 bool is_control(uint32_t cp) {
   if (cp == '\t' || cp == '\n' || cp == '\r') return false;
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x00AD || (cp >= 0x200B && cp <= 0x200F) ||
-         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x2064) || cp == 0xFEFF ||
-         cp == 0xFFFD;
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x00AD ||
+         (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x2064) || cp == 0xFEFF || cp == 0xFFFD;
 }
 
 bool is_punctuation(uint32_t cp) {
@@ -70,27 +70,59 @@ uint32_t fold(uint32_t cp) {
   }
   // Greek.
   switch (cp) {
-    case 0x0386: case 0x03AC: return 0x03B1;
-    case 0x0388: case 0x03AD: return 0x03B5;
-    case 0x0389: case 0x03AE: return 0x03B7;
-    case 0x038A: case 0x03AF: case 0x03AA: case 0x03CA: case 0x0390: return 0x03B9;
-    case 0x038C: case 0x03CC: return 0x03BF;
-    case 0x038E: case 0x03CD: case 0x03AB: case 0x03CB: case 0x03B0: return 0x03C5;
-    case 0x038F: case 0x03CE: return 0x03C9;
-    default: break;
+    case 0x0386:
+    case 0x03AC:
+      return 0x03B1;
+    case 0x0388:
+    case 0x03AD:
+      return 0x03B5;
+    case 0x0389:
+    case 0x03AE:
+      return 0x03B7;
+    case 0x038A:
+    case 0x03AF:
+    case 0x03AA:
+    case 0x03CA:
+    case 0x0390:
+      return 0x03B9;
+    case 0x038C:
+    case 0x03CC:
+      return 0x03BF;
+    case 0x038E:
+    case 0x03CD:
+    case 0x03AB:
+    case 0x03CB:
+    case 0x03B0:
+      return 0x03C5;
+    case 0x038F:
+    case 0x03CE:
+      return 0x03C9;
+    default:
+      break;
   }
   if (cp >= 0x0391 && cp <= 0x03A9 && cp != 0x03A2) return cp + 0x20;
   // Cyrillic.
-  if (cp >= 0x0400 && cp <= 0x040F) cp += 0x50;
-  else if (cp >= 0x0410 && cp <= 0x042F) cp += 0x20;
+  if (cp >= 0x0400 && cp <= 0x040F)
+    cp += 0x50;
+  else if (cp >= 0x0410 && cp <= 0x042F)
+    cp += 0x20;
   switch (cp) {
-    case 0x0450: case 0x0451: return 0x0435;  // ѐ ё -> е
-    case 0x0439: case 0x045D: return 0x0438;  // й ѝ -> и
-    case 0x0457: return 0x0456;               // ї -> і
-    case 0x045E: return 0x0443;               // ў -> у
-    case 0x0453: return 0x0433;               // ѓ -> г
-    case 0x045C: return 0x043A;               // ќ -> к
-    default: return cp;
+    case 0x0450:
+    case 0x0451:
+      return 0x0435;  // ѐ ё -> е
+    case 0x0439:
+    case 0x045D:
+      return 0x0438;  // й ѝ -> и
+    case 0x0457:
+      return 0x0456;  // ї -> і
+    case 0x045E:
+      return 0x0443;  // ў -> у
+    case 0x0453:
+      return 0x0433;  // ѓ -> г
+    case 0x045C:
+      return 0x043A;  // ќ -> к
+    default:
+      return cp;
   }
 }
 

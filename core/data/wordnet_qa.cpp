@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -36,7 +36,9 @@ bool is_word_char(char ch) {
   return std::isalnum(u) || u >= 0x80;
 }
 
-bool is_consonant(char ch) { return std::isalpha(static_cast<unsigned char>(ch)) && !std::strchr("aeiou", ch); }
+bool is_consonant(char ch) {
+  return std::isalpha(static_cast<unsigned char>(ch)) && !std::strchr("aeiou", ch);
+}
 
 // Regular inflections of a (lower-case) word or phrase; the last word is inflected.
 std::vector<std::string> regular_forms(const std::string& w) {
@@ -63,7 +65,8 @@ bool find_form(const std::string& lower_ctx, const std::vector<std::string>& for
   for (const auto& form : forms) {
     for (size_t p = lower_ctx.find(form); p != std::string::npos; p = lower_ctx.find(form, p + 1)) {
       const size_t e = p + form.size();
-      if ((p > 0 && is_word_char(lower_ctx[p - 1])) || (e < lower_ctx.size() && is_word_char(lower_ctx[e])))
+      if ((p > 0 && is_word_char(lower_ctx[p - 1])) ||
+          (e < lower_ctx.size() && is_word_char(lower_ctx[e])))
         continue;
       if (!found || p < begin || (p == begin && e > end)) begin = p, end = e, found = true;
       break;
@@ -73,7 +76,8 @@ bool find_form(const std::string& lower_ctx, const std::vector<std::string>& for
 }
 
 // Splits a gloss at ';' outside double quotes: quoted parts are examples, the rest the definition.
-void split_gloss(const std::string& gloss, std::string& definition, std::vector<std::string>& examples) {
+void split_gloss(const std::string& gloss, std::string& definition,
+                 std::vector<std::string>& examples) {
   std::vector<std::string> parts;
   std::string cur;
   bool quoted = false;
@@ -91,7 +95,8 @@ void split_gloss(const std::string& gloss, std::string& definition, std::vector<
     if (p.empty()) continue;
     if (p[0] == '"') {
       const size_t close = p.find('"', 1);
-      const std::string ex = trim(p.substr(1, close == std::string::npos ? std::string::npos : close - 1));
+      const std::string ex =
+          trim(p.substr(1, close == std::string::npos ? std::string::npos : close - 1));
       if (!ex.empty()) examples.push_back(ex);
     } else {
       definition += definition.empty() ? p : "; " + p;
@@ -139,8 +144,9 @@ Corpus load_wordnet_qa(const std::string& dir) {
   const auto exceptions = load_exceptions(dir);
   Corpus c;
   c.name = "wordnet_qa";
-  c.source = "generated from WordNet 3.0 (Debian wordnet-base; question = gloss, context = "
-             "examples, answer = the word's span)";
+  c.source =
+      "generated from WordNet 3.0 (Debian wordnet-base; question = gloss, context = "
+      "examples, answer = the word's span)";
   c.kind = CorpusKind::Qa;
   for (const char* pos : {"noun", "verb", "adj", "adv"}) {
     const std::string path = dir + "/data." + pos;
@@ -154,15 +160,17 @@ Corpus load_wordnet_qa(const std::string& dir) {
       std::istringstream head(line.substr(0, bar));
       std::string offset, lex_file, ss_type, w_hex;
       if (bar == std::string::npos || !(head >> offset >> lex_file >> ss_type >> w_hex))
-        throw DataError(fmt::format("{}:{}: malformed synset line (expected 'offset lex_filenum "
-                                    "ss_type w_cnt word lex_id ... | gloss')",
-                                    path, line_no));
+        throw DataError(
+            fmt::format("{}:{}: malformed synset line (expected 'offset lex_filenum "
+                        "ss_type w_cnt word lex_id ... | gloss')",
+                        path, line_no));
       const long n_words = std::strtol(w_hex.c_str(), nullptr, 16);
       std::vector<std::string> words;
       for (long k = 0; k < n_words; ++k) {
         std::string w, lex_id;
         if (!(head >> w >> lex_id))
-          throw DataError(fmt::format("{}:{}: {} words announced, {} found", path, line_no, n_words, k));
+          throw DataError(
+              fmt::format("{}:{}: {} words announced, {} found", path, line_no, n_words, k));
         const size_t paren = w.find('(');  // adjective markers: word(a), word(p), word(ip)
         if (paren != std::string::npos) w = w.substr(0, paren);
         std::replace(w.begin(), w.end(), '_', ' ');
@@ -198,9 +206,10 @@ Corpus load_wordnet_qa(const std::string& dir) {
     }
   }
   if (c.questions.empty())
-    throw DataError(fmt::format("corpus 'wordnet_qa': no question could be generated from '{}' "
-                                "(expected WordNet 3.0 data files with example sentences)",
-                                dir));
+    throw DataError(
+        fmt::format("corpus 'wordnet_qa': no question could be generated from '{}' "
+                    "(expected WordNet 3.0 data files with example sentences)",
+                    dir));
   return c;
 }
 
