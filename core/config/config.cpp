@@ -169,6 +169,11 @@ void validate(const Config& c, const SourceMap* src) {
       config_fail(src, "snapshots.steps", "snapshot step outside the run", std::to_string(step),
                   fmt::format("steps in [0, {}]", tr.steps));
 
+  k.at_least("sweep.jobs", c.sweep.jobs, 1);
+  for (const auto& axis : c.sweep.grid)
+    if (axis.find('=') == std::string::npos || axis.back() == '=')
+      config_fail(src, "sweep.grid", "malformed grid axis", "'" + axis + "'", "key=value1,value2,...");
+
   k.at_least("threads", c.threads, 0);
   if (!(c.device == "cpu" || c.device == "cuda" || c.device.rfind("cuda:", 0) == 0))
     config_fail(src, "device", "unknown device", "'" + c.device + "'", "cpu, cuda or cuda:N");

@@ -180,6 +180,18 @@ struct SnapshotConfig : ConfigSection {
   }
 };
 
+// A grid written in an experiment's config (used by `relpos sweep` when no --grid is given).
+struct SweepConfig : ConfigSection {
+  std::vector<std::string> grid;   // "key=value1,value2" per axis, e.g. "position.type=none,shaw"
+  int64_t jobs = 1;                // runs at once
+
+  template <class V>
+  void visit(V& v) {
+    v("grid", grid, "axes key=v1,v2,...");
+    v("jobs", jobs, "runs at once");
+  }
+};
+
 struct Config : ConfigSection {
   std::string name = "run";
   int64_t seed = 1;
@@ -191,6 +203,7 @@ struct Config : ConfigSection {
   TaskConfig task;
   TrainConfig train;
   SnapshotConfig snapshots;
+  SweepConfig sweep;
 
   template <class V>
   void visit(V& v) {
@@ -204,6 +217,7 @@ struct Config : ConfigSection {
     v("task", task);
     v("train", train);
     v("snapshots", snapshots);
+    v("sweep", sweep);
   }
 };
 
