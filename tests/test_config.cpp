@@ -290,7 +290,7 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
   }
   // The rules accept what they should.
   CHECK_NOTHROW(load({"model.mode=decoder", "task.type=clm"}));
-  CHECK_NOTHROW(load({"model.mode=decoder", "task.type=classify"}));
+  CHECK_NOTHROW(load({"model.mode=decoder", "task.type=classify", "data.corpus=sentiment"}));
   CHECK_NOTHROW(load({"model.embedding_width=128"}));
   CHECK_NOTHROW(load({"snapshots.steps=0,1000", "device=cuda:1"}));
   CHECK_NOTHROW(load({"data.tokenizer=wordpiece", "data.vocab_file=vocab.txt"}));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/io/schema.h"
 #include "core/train/objective.h"
 
 namespace relpos {
@@ -45,10 +46,10 @@ SnapshotContent compute_snapshot(Model& model, const Batch& probe_cpu, const Sna
     }
     if (layers.size() == records.size() && !layers.empty()) {
       out.position_scores.push_back(
-          {encodings[e]->type(), cpu_float(torch::stack(layers)), {"layer", "head", "query", "key"}});
+          {encodings[e]->type(), cpu_float(torch::stack(layers)), schema::axis_names(schema::kDimsAttention)});
     } else if (input_scores[e].defined()) {
       out.position_scores.push_back({encodings[e]->type(), cpu_float(input_scores[e].unsqueeze(0)),
-                                     {"layer", "head", "query", "key"}});
+                                     schema::axis_names(schema::kDimsAttention)});
     }
     ExportOptions eo;
     eo.length = T;

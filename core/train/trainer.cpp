@@ -4,8 +4,6 @@
 #include <torch/cuda.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
-#include <ATen/core/Generator.h>
-#include <ATen/CPUGeneratorImpl.h>
 
 #include <chrono>
 #include <cmath>
@@ -150,10 +148,6 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   std::string init_note;
   if (opts.resume) {
     state = load_checkpoint(run_checkpoint_path(dir), *model, *optimizer);
-    if (state.cpu_rng_state.defined()) {
-      at::Generator gen = at::detail::getDefaultCPUGenerator();
-      gen.set_state(state.cpu_rng_state);
-    }
     progress.message(fmt::format("resuming {} at step {}", dir, state.step));
   } else {
     write_text_atomic(run_config_path(dir), to_yaml(cfg));
@@ -202,7 +196,6 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   };
   auto save = [&](int64_t step) {
     state.step = step;
-    state.cpu_rng_state = at::detail::getDefaultCPUGenerator().get_state();
     save_checkpoint(run_checkpoint_path(dir), *model, *optimizer, state);
   };
 
