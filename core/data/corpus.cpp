@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/data/text_util.h"
@@ -48,15 +49,24 @@ void cap_chars(Corpus& c, int64_t max_chars) {
 
 }  // namespace
 
+std::string resolve_cache_dir(const DataConfig& d) {
+  const char* env = std::getenv("RELPOS_DATA_DIR");
+  if (env && *env && d.cache_dir == DataConfig{}.cache_dir) return env;
+  const std::filesystem::path p(d.cache_dir);
+  if (p.is_absolute()) return p.string();
+  return (std::filesystem::path(RELPOS_SOURCE_DIR) / p).lexically_normal().string();
+}
+
 Corpus load_corpus(const Config& cfg) {
   const DataConfig& d = cfg.data;
+  const std::string cache = resolve_cache_dir(d);
   Corpus c;
   if (d.corpus == "sotu") {
-    c = load_sotu(d.cache_dir + "/sotu");
+    c = load_sotu(cache + "/sotu");
   } else if (d.corpus == "sentiment") {
-    c = load_sentiment(d.cache_dir + "/sentiment");
+    c = load_sentiment(cache + "/sentiment");
   } else if (d.corpus == "wordnet_qa") {
-    c = load_wordnet_qa(wordnet_dir(d.cache_dir));
+    c = load_wordnet_qa(wordnet_dir(cache));
   } else {
     namespace fs = std::filesystem;
     const fs::path p(d.corpus);

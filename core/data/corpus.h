@@ -49,6 +49,11 @@ const char* corpus_kind_name(CorpusKind k);
 // corpus is not in data.cache_dir.
 Corpus load_corpus(const Config& cfg);
 
+// The data cache folder of a config: a relative data.cache_dir is relative to the repository
+// (where scripts/fetch_data.sh writes), not to the working directory; $RELPOS_DATA_DIR replaces
+// the default "data" (as it does for the fetch script).
+std::string resolve_cache_dir(const DataConfig& d);
+
 // ---- individual loaders (also used directly by the tests) ----------------------------------
 // Documents separated by blank lines (a line with only white space); a file with no blank line
 // is one document.

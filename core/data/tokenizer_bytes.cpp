@@ -1,4 +1,5 @@
 // Byte tokenizer: the quickest runs, no training, exact round trip.
+#include "core/data/corpus.h"
 #include "core/data/tokenizer.h"
 #include "core/util/errors.h"
 
@@ -54,7 +55,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const Config& cfg,
     o.vocab_size = d.vocab_size;
     o.model_type = d.sentencepiece_model;
     o.byte_fallback = d.sentencepiece_byte_fallback;
-    o.cache_dir = d.cache_dir;
+    o.cache_dir = resolve_cache_dir(d);
     return make_sentencepiece_tokenizer(train_texts, o);
   }
   throw DataError("data.tokenizer: unknown tokenizer '" + d.tokenizer +
