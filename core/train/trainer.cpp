@@ -194,8 +194,15 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     auto s = compute_snapshot(model, probe, cfg.snapshots, device);
     run_file->write_snapshot(step, s.attention, s.position_scores, s.position);
   };
+  const auto invocation_start = std::chrono::steady_clock::now();
+  const double elapsed_before = state.elapsed_seconds;
+  auto elapsed = [&] {
+    return elapsed_before +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - invocation_start).count();
+  };
   auto save = [&](int64_t step) {
     state.step = step;
+    state.elapsed_seconds = elapsed();
     save_checkpoint(run_checkpoint_path(dir), *model, *optimizer, state);
   };
 
@@ -282,6 +289,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       logged["train_loss"] = window_loss / std::max<int64_t>(1, window_steps);
       logged["lr"] = learning_rate(cfg.train, step - 1);
       logged["tokens_per_s"] = tps;
+      logged["elapsed_s"] = elapsed();
       for (const auto& [k, v] : logged) run_file->append_metric(k, step, v);
       metrics_log.write(step, logged);
       progress.update(step, logged["train_loss"], tps, metrics_summary(last_valid, pm.name));
@@ -323,7 +331,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   result.valid = last_valid;
   result.finished = true;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  write_result(dir, result, result.seconds, init_note);
+  write_result(dir, result, elapsed(), init_note);
   return result;
 }
 
