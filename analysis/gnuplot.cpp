@@ -218,17 +218,19 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem,
     const auto [y_lo, y_hi] = cell_range(p.y);
     auto& b = s.body;
     b << "  # panel " << k + 1 << "\n"
-      << "  set title " << quote(panel_title(p.title, title, panels.size())) << "\n"
+      << "  set title " << quote(panel_title(p.title, title, panels.size()))
+      << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
       << "  set xlabel " << quote(p.xlabel) << "\n"
       << "  set ylabel " << quote(p.ylabel) << "\n"
       << "  set cblabel " << quote(p.cblabel) << "\n"
       << "  " << palette_line(p.palette) << "\n"
       << fmt::format("  set cbrange [{}:{}]\n", num(cb_lo), num(cb_hi))
+      << "  set format cb \"%g\"\n"
       << fmt::format("  set xrange [{}:{}]\n", num(x_lo), num(x_hi))
       << (p.top_down ? fmt::format("  set yrange [{}:{}]\n", num(y_hi), num(y_lo))
                      : fmt::format("  set yrange [{}:{}]\n", num(y_lo), num(y_hi)))
       << (p.square ? "  set size ratio -1\n" : "  set size noratio\n")
-      << "  set tics out\n  unset key\n  unset grid\n  set colorbox\n  unset arrow\n"
+      << "  set tics out\n  unset key\n  unset grid\n  set offsets 0, 0, 0, 0\n  set colorbox\n  unset arrow\n"
       << "  unset label\n  unset logscale\n  unset y2tics\n  unset y2label\n"
       << "  plot " << quote(stem + ".dat") << " index " << k
       << " nonuniform matrix with image notitle\n";
@@ -253,11 +255,15 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         std::any_of(p.curves.begin(), p.curves.end(), [](const Curve& c) { return c.y2; });
     auto& b = s.body;
     b << "  # panel " << k + 1 << "\n"
-      << "  set title " << quote(panel_title(p.title, title, panels.size())) << "\n"
+      << "  set title " << quote(panel_title(p.title, title, panels.size()))
+      << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
       << "  set xlabel " << quote(p.xlabel) << "\n"
       << "  set ylabel " << quote(p.ylabel) << "\n"
       << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n"
-      << "  set grid lc rgb '#dddddd'\n  set tics out\n  set autoscale y\n  set autoscale y2\n"
+      << "  set grid lc rgb '#d0d0d0' dt 3\n  set offsets 0, 0, graph 0.04, graph 0.04\n  set tics out\n  set autoscale y2\n"
+      << (p.yrange ? fmt::format("  set yrange [{}:{}]\n", num(p.yrange->first),
+                                 num(p.yrange->second))
+                   : std::string("  set autoscale y\n"))
       << (p.xrange ? fmt::format("  set xrange [{}:{}]\n", num(p.xrange->first),
                                  num(p.xrange->second))
                    : std::string("  set autoscale x\n"))
@@ -268,10 +274,11 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       b << "  unset y2label\n  unset y2tics\n  set ytics mirror\n";
     if (p.key == "off")
       b << "  unset key\n";
-    else if (p.curves.size() > 6)
-      b << "  set key outside right top vertical font \",8\" samplen 2 spacing 0.9\n";
+    else if (p.key.empty())  // outside the plot: a legend never hides a curve
+      b << "  set key outside right top vertical Left reverse font \","
+        << (p.curves.size() > 8 ? 8 : 9) << "\" samplen 2 spacing 0.9\n";
     else
-      b << "  set key " << p.key << " opaque font \",9\"\n";
+      b << "  set key " << p.key << " font \",9\"\n";
     for (const auto& [x, label] : p.vlines)
       b << fmt::format("  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
                        "rgb '#444444' front\n",
@@ -293,7 +300,9 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       const size_t colours = std::size(kLineColours);
       b << (c ? ", \\\n       " : "") << quote(stem + ".dat") << " index " << block
         << " using 1:2" << (cv.y2 ? " axes x1y2" : "")
-        << (cv.points ? " with linespoints" : " with lines")
+        << (cv.style == CurveStyle::lines         ? " with lines"
+            : cv.style == CurveStyle::linespoints ? " with linespoints"
+                                                  : " with points pt 7 ps 1.2")
         << fmt::format(" lt {} dt {}", c % colours + 1, c / colours + 1) << " title "
         << quote(cv.label);
     }

@@ -32,20 +32,22 @@ struct HeatmapPanel {
   std::optional<std::pair<double, double>> cbrange;
 };
 
+enum class CurveStyle { lines, linespoints, points };
+
 struct Curve {
   std::string label;
   std::vector<double> x, y;  // NaN in y leaves a gap
   bool y2 = false;           // drawn against the right-hand axis
-  bool points = false;       // mark the points as well as the line
+  CurveStyle style = CurveStyle::lines;
 };
 
 struct CurvesPanel {
   std::string title, xlabel, ylabel, y2label;
   std::vector<Curve> curves;
   std::vector<std::pair<double, std::string>> vlines;  // dashed vertical line at x, with label
-  std::optional<std::pair<double, double>> xrange;
+  std::optional<std::pair<double, double>> xrange, yrange;
   bool logx = false;
-  std::string key = "top right";  // gnuplot key position, or "off"
+  std::string key;        // gnuplot key position ("top left"), "off", or empty: outside right
   bool zero_line = false;         // a thin horizontal line at y = 0
 };
 
