@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
 #include "analysis/gnuplot.h"
+#include "core/util/errors.h"
 
 namespace relpos::analysis {
 namespace {
@@ -290,6 +292,31 @@ FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant, const
     p.curves.push_back({variant, s.x, s.y, false, CurveStyle::points});
   const auto f = plot_curves(dir, stem, title, {p}, 1, {860, 600});
   return info(f, title + ": one point per run.");
+}
+
+void write_figure_index(const std::string& dir, const std::vector<FigureInfo>& figures) {
+  std::filesystem::create_directories(dir);
+  const auto path = std::filesystem::path(dir) / "index.tsv";
+  std::ofstream f(path);
+  for (const auto& fig : figures) {
+    std::string caption = fig.caption;
+    std::replace(caption.begin(), caption.end(), '\t', ' ');
+    std::replace(caption.begin(), caption.end(), '\n', ' ');
+    f << std::filesystem::path(fig.png).filename().string() << '\t' << caption << '\n';
+  }
+  if (!f) throw Error("cannot write " + path.string());
+}
+
+std::vector<FigureInfo> read_figure_index(const std::string& dir) {
+  std::vector<FigureInfo> out;
+  std::ifstream f(std::filesystem::path(dir) / "index.tsv");
+  std::string line;
+  while (std::getline(f, line)) {
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    out.push_back({(std::filesystem::path(dir) / line.substr(0, tab)).string(), line.substr(tab + 1)});
+  }
+  return out;
 }
 
 }  // namespace relpos::analysis

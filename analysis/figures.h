@@ -56,4 +56,8 @@ FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant, const
                           const std::string& ylabel, const std::string& title,
                           const std::string& dir, const std::string& stem);
 
+// figures/index.tsv: one line per figure, "<file name>\t<caption>", read by `relpos report`.
+void write_figure_index(const std::string& dir, const std::vector<FigureInfo>& figures);
+std::vector<FigureInfo> read_figure_index(const std::string& dir);  // paths made absolute
+
 }  // namespace relpos::analysis

@@ -4,6 +4,7 @@
 #include <torch/types.h>
 
 #include <cmath>
+#include <vector>
 
 #include "analysis/snapshot.h"
 
@@ -44,6 +45,41 @@ inline analysis::SnapshotData sample_snapshot(int64_t step = 100, bool causal = 
   s.position["huang_m1"]["scale_distances"] = {"scale_distances", torch::arange(0, K + 1, torch::kFloat32), {"distance"}};
   s.position["huang_m1"]["scale"] = {"scale", 1 + 0.1f * torch::randn({L, K + 1}), {"layer", "distance"}};
   return s;
+}
+
+// Translation invariance from its definition, by brute force: each entry is compared with the
+// mean of all entries (in the region) on its diagonal. Independent of analysis/invariance.cpp.
+inline double naive_invariance(const torch::Tensor& a, bool lower) {
+  const auto m = a.to(torch::kFloat64).contiguous();
+  const int64_t T = m.size(0);
+  auto acc = m.accessor<double, 2>();
+  double sum = 0, n = 0;
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < T; ++j)
+      if (!lower || j <= i) sum += acc[i][j], n += 1;
+  const double mu = sum / n;
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < T; ++j) {
+      if (lower && j > i) continue;
+      double diag = 0, cnt = 0;
+      for (int64_t p = 0; p < T; ++p)
+        for (int64_t q = 0; q < T; ++q)
+          if (q - p == j - i && (!lower || q <= p)) diag += acc[p][q], cnt += 1;
+      num += std::pow(acc[i][j] - diag / cnt, 2);
+      den += std::pow(acc[i][j] - mu, 2);
+    }
+  return 1 - num / den;
+}
+
+// Pearson correlation written out.
+inline double naive_pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  double mx = 0, my = 0;
+  for (size_t k = 0; k < x.size(); ++k) mx += x[k] / x.size(), my += y[k] / y.size();
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t k = 0; k < x.size(); ++k)
+    sxy += (x[k] - mx) * (y[k] - my), sxx += (x[k] - mx) * (x[k] - mx), syy += (y[k] - my) * (y[k] - my);
+  return sxy / std::sqrt(sxx * syy);
 }
 
 }  // namespace relpos::test

@@ -18,30 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// invariance from the definition, by brute force: for each entry, the mean of all entries
-// (in the region) with the same offset j - i.
-double naive_invariance(const torch::Tensor& a, bool lower) {
-  const auto m = a.to(torch::kFloat64);
-  const int64_t T = m.size(0);
-  auto acc = m.accessor<double, 2>();
-  double sum = 0, n = 0;
-  for (int64_t i = 0; i < T; ++i)
-    for (int64_t j = 0; j < T; ++j)
-      if (!lower || j <= i) sum += acc[i][j], n += 1;
-  const double mu = sum / n;
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < T; ++i)
-    for (int64_t j = 0; j < T; ++j) {
-      if (lower && j > i) continue;
-      double diag = 0, cnt = 0;
-      for (int64_t p = 0; p < T; ++p)
-        for (int64_t q = 0; q < T; ++q)
-          if (q - p == j - i && (!lower || q <= p)) diag += acc[p][q], cnt += 1;
-      num += std::pow(acc[i][j] - diag / cnt, 2);
-      den += std::pow(acc[i][j] - mu, 2);
-    }
-  return 1 - num / den;
-}
+using test::naive_invariance;
 
 const MatrixRow& find(const std::vector<MatrixRow>& rows, const std::string& source,
                       const std::string& variant, int64_t layer, int64_t head) {
@@ -142,6 +119,6 @@ TEST_CASE("every figure kind is drawn from a snapshot") {
       if (fs::exists(p)) CHECK(fs::file_size(p) > 0);
     }
   }
-  CHECK(figs.size() == 13);  // 4 relative + 4 attention + 2 absolute + 2 curves + ... see above
+  CHECK(figs.size() == 13);  // 5 relative weights, 4 attention, 2 absolute, 1 + 1 curves
   if (!std::getenv("RELPOS_KEEP_TEST_FIGURES")) fs::remove_all(dir);
 }
