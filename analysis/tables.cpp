@@ -92,7 +92,12 @@ std::string to_markdown(const Table& t) {
   o << "|";
   for (const auto& c : t.columns) o << ' ' << markdown_escape(c.header) << " |";
   o << "\n|";
-  for (size_t c = 0; c < t.columns.size(); ++c) o << (c == 0 ? ":---|" : "---:|");
+  // Labels (the first column, and any column of text only) left, numbers right.
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    bool text = c == 0 || !t.rows.empty();
+    for (const auto& row : t.rows) text = text && (c == 0 || !row[c].text.empty());
+    o << (text ? ":---|" : "---:|");
+  }
   o << '\n';
   for (const auto& row : t.rows) {
     o << "|";

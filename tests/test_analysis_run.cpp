@@ -4,6 +4,8 @@
 
 #include <H5Cpp.h>
 
+#include <cstdlib>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +13,7 @@
 
 #include "analysis/experiment.h"
 #include "analysis/gnuplot.h"
+#include "analysis/report.h"
 #include "analysis/run_analysis.h"
 #include "tests/analysis_sample.h"
 
@@ -164,4 +167,52 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   CHECK(fs::exists(dir / "tables" / "final_invariance_correlation.tex"));
   CHECK(fs::exists(dir / "run1" / "analysis.h5"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("base64 follows RFC 4648's test vectors") {
+  CHECK(base64("") == "");
+  CHECK(base64("f") == "Zg==");
+  CHECK(base64("fo") == "Zm8=");
+  CHECK(base64("foo") == "Zm9v");
+  CHECK(base64("foob") == "Zm9vYg==");
+  CHECK(base64("fooba") == "Zm9vYmE=");
+  CHECK(base64("foobar") == "Zm9vYmFy");
+  CHECK(base64(std::string("\xff\x00\x10", 3)) == "/wAQ");
+}
+
+TEST_CASE("the report puts commands, provenance, tables and figures together") {
+  const fs::path dir = fs::temp_directory_path() / "relpos_test_report";
+  fs::remove_all(dir);
+  std::vector<MemorySource> srcs;
+  for (int k = 0; k < 2; ++k) {
+    MemorySource s = sample_run(dir / fmt::format("run{}", k));
+    s.run.seed = k + 1;
+    s.run.git_commit = "0123456789abcdef0123";
+    s.run.created = "2024-05-01T12:00:00Z";
+    s.run.torch_version = "1.13.0";
+    srcs.push_back(std::move(s));
+  }
+  std::vector<const RunSource*> ptrs{&srcs[0], &srcs[1]};
+  AnalyzeOptions o;
+  o.figures = !find_gnuplot().empty();
+  analyze_experiment(ptrs, dir.string(), o);
+  std::ofstream(dir / "commands.txt") << "relpos sweep --grid seed=1,2 --out " << dir.string() << "\n";
+  const std::string md = write_report({dir.string(), {srcs[0].run, srcs[1].run}, true});
+  CHECK(md.find("relpos sweep --grid seed=1,2") != std::string::npos);
+  CHECK(md.find("relpos commit `0123456789abcdef0123`") != std::string::npos);
+  CHECK(md.find("| run1 | learned+alibi | 2 | 0123456789ab | 2024-05-01T12:00:00Z | 1.13.0 |") !=
+        std::string::npos);
+  CHECK(md.find("**Results (mean ± sample std over runs)**") != std::string::npos);
+  CHECK(md.find("### run1 — learned+alibi, seed 2") != std::string::npos);
+  std::ifstream h(dir / "report.html");
+  std::stringstream html;
+  html << h.rdbuf();
+  CHECK(html.str().find("<th>variant</th>") != std::string::npos);
+  CHECK(html.str().find("<pre><code>relpos sweep") != std::string::npos);
+  if (o.figures) {
+    CHECK(md.find("](run0/figures/invariance_vs_step.png)") != std::string::npos);
+    CHECK(md.find("](figures/final_invariance_vs_metric.png)") != std::string::npos);
+    CHECK(html.str().find("src=\"data:image/png;base64,iVBORw0KGgo") != std::string::npos);
+  }
+  if (!std::getenv("RELPOS_KEEP_TEST_FIGURES")) fs::remove_all(dir);
 }
