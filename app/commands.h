@@ -31,5 +31,12 @@ std::string config_dir();
 
 Command add_list(CLI::App& app);
 Command add_config(CLI::App& app);
+Command add_train(CLI::App& app);
+Command add_eval(CLI::App& app);
+Command add_sweep(CLI::App& app);
+
+// The running relpos executable (for child processes).
+std::string self_executable();
+Command add_inspect(CLI::App& app);
 
 }  // namespace relpos::app

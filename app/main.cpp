@@ -34,6 +34,10 @@ int main(int argc, char** argv) {
   const std::vector<app::Command> commands = {
       app::add_list(app),
       app::add_config(app),
+      app::add_train(app),
+      app::add_eval(app),
+      app::add_sweep(app),
+      app::add_inspect(app),
   };
   try {
     app.parse(argc, argv);

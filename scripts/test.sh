@@ -4,5 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# The loader tests of the built-in corpora need the cached data (they skip without it).
+scripts/fetch_data.sh
 cd "${RELPOS_BUILD_DIR:-build}"
 ctest --output-on-failure -j"${RELPOS_JOBS:-2}" "$@"

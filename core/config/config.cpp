@@ -87,6 +87,20 @@ void validate(const Config& c, const SourceMap* src) {
   k.at_least("task.test_max_len", t.test_max_len, t.max_len);
   k.at_least("task.synthetic_vocab", t.synthetic_vocab, 2);
   k.at_least("task.shift", t.shift, 0);
+  k.at_least("task.eval_examples", t.eval_examples, 1);
+  k.at_least("task.max_query_len", t.max_query_len, 1);
+  for (auto len : t.eval_lengths)
+    if (len < t.min_len || len > t.test_max_len)
+      config_fail(src, "task.eval_lengths", "test length outside [min_len, test_max_len]",
+                  std::to_string(len),
+                  fmt::format("lengths in [{}, {}]", t.min_len, t.test_max_len));
+  if (t.type == "recall" && t.synthetic_vocab < t.test_max_len)
+    config_fail(src, "task.synthetic_vocab", "recall needs a distinct key per pair at every length",
+                fmt::format("{} symbols with test_max_len {}", t.synthetic_vocab, t.test_max_len),
+                fmt::format(">= {} (task.test_max_len)", t.test_max_len));
+  if (t.type == "marker_distance" && t.min_len < 2)
+    config_fail(src, "task.min_len", "marker_distance needs room for two markers",
+                std::to_string(t.min_len), ">= 2");
   const bool causal_task = t.type == "clm";
   if (causal_task && !m.causal())
     config_fail(src, "task.type", "the clm task needs a causal model", "'clm' with model.mode encoder",
@@ -101,6 +115,30 @@ void validate(const Config& c, const SourceMap* src) {
   k.in_range("data.test_fraction", d.test_fraction, 0, 0.5);
   k.at_least("data.max_documents", d.max_documents, 0);
   k.at_least("data.max_chars", d.max_chars, 0);
+  if (!d.label_names.empty() && static_cast<int64_t>(d.label_names.size()) != t.num_classes)
+    config_fail(src, "data.label_names", "one name per class",
+                fmt::format("{} names ({})", d.label_names.size(), join_names(d.label_names)),
+                fmt::format("task.num_classes = {} names", t.num_classes));
+  if (d.tsv_text_columns.size() > 2)
+    config_fail(src, "data.tsv_text_columns", "too many text columns",
+                join_names(d.tsv_text_columns), "one or two column names");
+  if (d.tokenizer == "sentencepiece" && d.sentencepiece_byte_fallback && d.vocab_size < 300)
+    config_fail(src, "data.vocab_size", "byte fallback takes 256 ids of the vocabulary",
+                std::to_string(d.vocab_size),
+                ">= 300, or data.sentencepiece_byte_fallback: false");
+  {
+    // Built-in corpora have a known kind; paths are checked when they are loaded.
+    const bool lm = t.type == "mlm" || t.type == "clm";
+    std::string need;
+    if (t.type == "classify" && (d.corpus == "sotu" || d.corpus == "wordnet_qa"))
+      need = "a labelled corpus: sentiment or a GLUE-style .tsv";
+    if (t.type == "span_qa" && (d.corpus == "sotu" || d.corpus == "sentiment"))
+      need = "span QA data: wordnet_qa or a SQuAD v1.1 .json";
+    if (lm && d.corpus == "wordnet_qa") need = "text: sotu, sentiment, a text file or a folder";
+    if (!need.empty())
+      config_fail(src, "data.corpus", "corpus does not fit the task",
+                  fmt::format("'{}' for task '{}'", d.corpus, t.type), need);
+  }
   if (d.tokenizer == "wordpiece" && d.vocab_file.empty())
     config_fail(src, "data.vocab_file", "the wordpiece tokenizer needs a BERT vocab.txt", "nothing",
                 "a path to vocab.txt");
@@ -130,6 +168,11 @@ void validate(const Config& c, const SourceMap* src) {
     if (step < 0 || step > tr.steps)
       config_fail(src, "snapshots.steps", "snapshot step outside the run", std::to_string(step),
                   fmt::format("steps in [0, {}]", tr.steps));
+
+  k.at_least("sweep.jobs", c.sweep.jobs, 1);
+  for (const auto& axis : c.sweep.grid)
+    if (axis.find('=') == std::string::npos || axis.back() == '=')
+      config_fail(src, "sweep.grid", "malformed grid axis", "'" + axis + "'", "key=value1,value2,...");
 
   k.at_least("threads", c.threads, 0);
   if (!(c.device == "cpu" || c.device == "cuda" || c.device.rfind("cuda:", 0) == 0))

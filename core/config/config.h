@@ -63,6 +63,11 @@ struct DataConfig : ConfigSection {
   int64_t split_seed = 1234;       // document split, fixed across a sweep
   int64_t max_documents = 0;       // 0 = all
   int64_t max_chars = 0;           // 0 = all; cap on corpus characters (quick runs)
+  bool sentencepiece_byte_fallback = true;  // unknown characters as byte pieces (exact round trip)
+  bool lower_case = true;          // wordpiece: lower-case and strip accents (uncased BERT vocab)
+  std::vector<std::string> tsv_text_columns;  // TSV text column(s); empty = sentence | sentence1,sentence2
+  std::string tsv_label_column = "label";
+  std::vector<std::string> label_names;       // TSV text labels in class order; empty = integer labels
 
   template <class V>
   void visit(V& v) {
@@ -77,6 +82,11 @@ struct DataConfig : ConfigSection {
     v("split_seed", split_seed, "seed of the document split");
     v("max_documents", max_documents, "cap on documents, 0 = all");
     v("max_chars", max_chars, "cap on corpus characters, 0 = all");
+    v("sentencepiece_byte_fallback", sentencepiece_byte_fallback, "sentencepiece byte fallback");
+    v("lower_case", lower_case, "wordpiece: lower-case and strip accents");
+    v("tsv_text_columns", tsv_text_columns, "TSV text columns (one or two)");
+    v("tsv_label_column", tsv_label_column, "TSV label column");
+    v("label_names", label_names, "text labels in class order");
   }
 };
 
@@ -92,6 +102,9 @@ struct TaskConfig : ConfigSection {
   int64_t test_max_len = 128;
   int64_t synthetic_vocab = 16;
   int64_t shift = 3;               // shift-by-k
+  int64_t eval_examples = 256;     // synthetic: evaluation examples per test length
+  std::vector<int64_t> eval_lengths;  // synthetic test lengths; empty = max_len doubling to test_max_len
+  int64_t max_query_len = 64;      // span_qa: question tokens kept
 
   template <class V>
   void visit(V& v) {
@@ -107,6 +120,9 @@ struct TaskConfig : ConfigSection {
     v("test_max_len", test_max_len, "synthetic: longest test length");
     v("synthetic_vocab", synthetic_vocab, "synthetic: symbol count");
     v("shift", shift, "synthetic shift: k");
+    v("eval_examples", eval_examples, "synthetic: evaluation examples per length");
+    v("eval_lengths", eval_lengths, "synthetic: test lengths");
+    v("max_query_len", max_query_len, "span_qa: question tokens kept");
   }
 };
 
@@ -164,6 +180,18 @@ struct SnapshotConfig : ConfigSection {
   }
 };
 
+// A grid written in an experiment's config (used by `relpos sweep` when no --grid is given).
+struct SweepConfig : ConfigSection {
+  std::vector<std::string> grid;   // "key=value1,value2" per axis, e.g. "position.type=none,shaw"
+  int64_t jobs = 1;                // runs at once
+
+  template <class V>
+  void visit(V& v) {
+    v("grid", grid, "axes key=v1,v2,...");
+    v("jobs", jobs, "runs at once");
+  }
+};
+
 struct Config : ConfigSection {
   std::string name = "run";
   int64_t seed = 1;
@@ -175,6 +203,7 @@ struct Config : ConfigSection {
   TaskConfig task;
   TrainConfig train;
   SnapshotConfig snapshots;
+  SweepConfig sweep;
 
   template <class V>
   void visit(V& v) {
@@ -188,6 +217,7 @@ struct Config : ConfigSection {
     v("task", task);
     v("train", train);
     v("snapshots", snapshots);
+    v("sweep", sweep);
   }
 };
 

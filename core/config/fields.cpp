@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <sstream>
 
@@ -141,13 +142,15 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
 
 void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src, bool& v) {
   expect_scalar(n, path, src, "true or false");
-  const std::string& s = n.Scalar();
-  if (s == "true" || s == "True" || s == "yes" || s == "on") {
+  // YAML's spellings of booleans, in any case (true, True, TRUE, yes, On, ...).
+  std::string s = n.Scalar();
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (s == "true" || s == "yes" || s == "on") {
     v = true;
-  } else if (s == "false" || s == "False" || s == "no" || s == "off") {
+  } else if (s == "false" || s == "no" || s == "off") {
     v = false;
   } else {
-    config_fail(src, path, "wrong type", "'" + s + "'", "true or false");
+    config_fail(src, path, "wrong type", "'" + n.Scalar() + "'", "true or false");
   }
 }
 

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace relpos {
@@ -30,7 +32,35 @@ void record_locations(const YAML::Node& node, const std::string& path, const std
   }
 }
 
+// YAML allows no duplicate keys, but yaml-cpp keeps both and the merge would take the last one
+// silently; a repeated key is almost always a mistake (two `model:` sections), so it is an error.
+void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
+                           const std::string& file) {
+  if (node.IsSequence()) {
+    for (const auto& item : node) reject_duplicate_keys(item, path, file);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    const YAML::Mark m = it->first.Mark();
+    auto [prev, fresh] = seen.emplace(key, m);
+    if (!fresh)
+      throw ConfigError(fmt::format("{}:{}:{}: {}: duplicate key (first at line {})", file,
+                                    m.line + 1, m.column + 1, join_path(path, key),
+                                    prev->second.line + 1),
+                        "keep one of the two; a key may appear once per map");
+    reject_duplicate_keys(it->second, join_path(path, key), file);
+  }
+}
+
 YAML::Node parse_file(const std::string& file) {
+  // An ifstream opens a folder without complaint and reads nothing from it, which would pass
+  // for an empty config.
+  if (fs::is_directory(file))
+    throw ConfigError(fmt::format("{}: is a folder, not a config file", file),
+                      "give a .yaml file, for example configs/base.yaml");
   std::ifstream in(file);
   if (!in)
     throw ConfigError(fmt::format("{}: cannot open config file", file),
@@ -43,6 +73,7 @@ YAML::Node parse_file(const std::string& file) {
     if (!node.IsMap())
       throw ConfigError(fmt::format("{}: a config file must be a map of keys (got {})", file,
                                     describe_node(node)));
+    reject_duplicate_keys(node, "", file);
     return node;
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1,
@@ -51,31 +82,44 @@ YAML::Node parse_file(const std::string& file) {
   }
 }
 
+std::string where(const std::string& file, const YAML::Mark& m) {
+  return m.line >= 0 ? fmt::format("{}:{}:{}", file, m.line + 1, m.column + 1) : file;
+}
+
+// `stack` holds the canonical paths of the files being read, outermost first.
 void load_file(const std::string& file, LayeredYaml& out, std::vector<std::string>& stack) {
-  const std::string canon = fs::weakly_canonical(fs::path(file)).string();
-  for (const auto& s : stack)
-    if (s == canon)
-      throw ConfigError(fmt::format("{}: include cycle ({})", file, join_names(stack, " -> ")));
-  stack.push_back(canon);
+  stack.push_back(fs::weakly_canonical(fs::path(file)).string());
   YAML::Node node = parse_file(file);
   if (node["include"]) {
     YAML::Node inc = node["include"];
-    std::vector<std::string> includes;
+    std::vector<std::pair<std::string, YAML::Mark>> includes;
     if (inc.IsScalar()) {
-      includes.push_back(inc.Scalar());
+      includes.emplace_back(inc.Scalar(), inc.Mark());
     } else if (inc.IsSequence()) {
       for (const auto& i : inc) {
         if (!i.IsScalar())
-          throw ConfigError(fmt::format("{}:{}:{}: include: expected a list of file paths",
-                                        file, i.Mark().line + 1, i.Mark().column + 1));
-        includes.push_back(i.Scalar());
+          throw ConfigError(fmt::format("{}: include: expected a list of file paths (got {})",
+                                        where(file, i.Mark()), describe_node(i)));
+        includes.emplace_back(i.Scalar(), i.Mark());
       }
     } else {
-      throw ConfigError(fmt::format("{}:{}:{}: include: expected a file path or a list of them",
-                                    file, inc.Mark().line + 1, inc.Mark().column + 1));
+      throw ConfigError(fmt::format("{}: include: expected a file path or a list of them (got {})",
+                                    where(file, inc.Mark()), describe_node(inc)));
     }
     const fs::path dir = fs::path(file).parent_path();
-    for (const auto& i : includes) load_file((dir / i).lexically_normal().string(), out, stack);
+    for (const auto& [name, mark] : includes) {
+      const std::string path = (dir / name).lexically_normal().string();
+      const std::string canon = fs::weakly_canonical(fs::path(path)).string();
+      if (std::find(stack.begin(), stack.end(), canon) != stack.end())
+        throw ConfigError(fmt::format("{}: include cycle: {} -> {}", where(file, mark),
+                                      join_names(stack, " -> "), canon),
+                          "a file may not include itself, directly or through other files");
+      if (!fs::is_regular_file(path))
+        throw ConfigError(fmt::format("{}: include: cannot open config file {}",
+                                      where(file, mark), path),
+                          "include paths are relative to the including file");
+      load_file(path, out, stack);
+    }
     node.remove("include");
   }
   merge_yaml(out.root, node, "", file, out.sources);

@@ -21,11 +21,16 @@ struct TrainState {
 };
 
 // Saves model parameters and buffers, optimizer state and train state to `path` atomically.
+// RNG states: state.cpu_rng_state / cuda_rng_state when defined, otherwise the current states of
+// torch's default CPU generator (and of the CUDA generator when CUDA is available).
+// Throws RunError when the file cannot be written (the previous checkpoint is then unchanged).
 void save_checkpoint(const std::string& path, torch::nn::Module& model,
                      torch::optim::Optimizer& optimizer, const TrainState& state);
 
-// Loads what save_checkpoint wrote. Throws SchemaError naming the file when it is missing,
-// truncated, or does not match the model.
+// Loads what save_checkpoint wrote, and sets torch's default CPU generator (and the CUDA one,
+// when saved and available) to the saved states, which it also returns. Throws SchemaError naming
+// the file when it is missing, truncated, or does not match the model (each mismatching
+// parameter named with both shapes); the model is left unchanged then.
 TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
                            torch::optim::Optimizer& optimizer);
 

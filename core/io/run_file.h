@@ -1,6 +1,7 @@
 // The HDF5 run file (DIR/run.h5). Layout, names and versions: docs/hdf5-schema.md; the path
-// constants live in core/io/schema.h only. Writers flush after every snapshot so the file
-// stays readable while a run trains and after it crashes.
+// constants live in core/io/schema.h only. Writers flush after every write, and mirror every
+// write to DIR/run.h5.shadow (removed by a clean close), so the file stays readable while a run
+// trains and after it is killed at any moment (core/io/run_file_internal.h).
 #pragma once
 
 #include <torch/types.h>
@@ -32,7 +33,8 @@ struct NamedTensor {
 
 class RunFileWriter {
  public:
-  // Creates (truncate) or reopens (append, for --resume) a run file.
+  // Creates (truncate) or reopens (append, for --resume) a run file. open_append first repairs
+  // a run.h5 damaged by a crash from its shadow. Empty torch_version/created are filled in.
   static std::unique_ptr<RunFileWriter> create(const std::string& path, const RunAttributes& attrs);
   static std::unique_ptr<RunFileWriter> open_append(const std::string& path);
   virtual ~RunFileWriter() = default;
@@ -65,6 +67,8 @@ class RunFileWriter {
 };
 
 // Read side (analysis, tests, `relpos inspect`). Refuses files with a newer schema version.
+// Opens run.h5, or its shadow when a crash left run.h5 damaged. snapshot_steps() lists only
+// completed snapshots.
 class RunFileReader {
  public:
   static std::unique_ptr<RunFileReader> open(const std::string& path);
@@ -72,6 +76,9 @@ class RunFileReader {
 
   virtual int64_t schema_version() const = 0;
   virtual std::string root_attribute(const std::string& name) const = 0;  // string attrs
+  // A string or integer attribute (integers as decimal text) of the group or dataset at `path`,
+  // e.g. attribute("/snapshots/step_10", "step"); root_attribute(n) is attribute("/", n).
+  virtual std::string attribute(const std::string& path, const std::string& name) const = 0;
   virtual std::vector<std::string> metric_names() const = 0;
   // (steps, values) of a metric.
   virtual std::pair<std::vector<int64_t>, std::vector<double>> metric(const std::string& name) const = 0;

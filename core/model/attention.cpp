@@ -61,6 +61,10 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   }
   scores = scores.masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity());
   auto probs = torch::softmax(scores, -1);  // (B,H,T,T)
+  // A query that sees no key at all (a sequence of padding only, or left padding in a causal
+  // model) gets NaN from a softmax over -inf; its row becomes 0 so that no NaN reaches the
+  // real tokens through the next layer (0·NaN is NaN). The causal mask alone never empties a row.
+  if (key_mask.defined()) probs = probs.masked_fill(visible.logical_not(), 0.0);  // (B,H,T,T)
   if (record) record->probs = probs.detach();
   auto dropped = attention_dropout(probs);  // (B,H,T,T)
 

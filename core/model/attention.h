@@ -17,7 +17,8 @@ using EncodingList = std::vector<std::shared_ptr<PositionEncodingImpl>>;
 
 // What one attention layer saw, for analysis (filled only when asked for).
 struct AttentionRecord {
-  torch::Tensor probs;               // (B,H,T,T) softmax probabilities, before dropout
+  torch::Tensor probs;               // (B,H,T,T) softmax probabilities, before dropout; a
+                                     // query with no visible key has a row of zeros
   std::vector<torch::Tensor> terms;  // one per stacked encoding: its score term, (B|1,H,T,T),
                                      // undefined when the encoding adds nothing to the scores
 };

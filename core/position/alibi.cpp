@@ -36,7 +36,8 @@ class AlibiImpl : public PositionEncodingImpl {
  public:
   explicit AlibiImpl(const ModelDims& dims) {
     auto s = alibi_slopes(dims.heads);
-    slopes = register_buffer("slopes", torch::tensor(s, torch::kFloat32));  // (H)
+    // float64: slopes such as 2^-0.5 (H = 12, 16, ...) are not exact in float32.
+    slopes = register_buffer("slopes", torch::tensor(s, torch::kDouble));  // (H)
   }
   std::string type() const override { return "alibi"; }
 

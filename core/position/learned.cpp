@@ -70,6 +70,10 @@ void register_learned(Registry& r) {
     if (cfg.position.has("learned") && p.beyond == "error" && cfg.task.seq_len > p.max_len)
       c.fail("max_len", "the learned table is shorter than the training sequences",
              std::to_string(p.max_len), fmt::format(">= task.seq_len ({})", cfg.task.seq_len));
+    if (cfg.position.has("learned") && p.beyond == "error" && cfg.snapshots.probe_len > p.max_len)
+      c.fail("max_len", "the learned table is shorter than the snapshot probe sequences",
+             std::to_string(p.max_len),
+             fmt::format(">= snapshots.probe_len ({}), or beyond: clamp", cfg.snapshots.probe_len));
   };
   v.make = [](const ModelDims& d, const VariantParams& p, const PositionConfig&) {
     return std::make_shared<LearnedImpl>(d, static_cast<const LearnedParams&>(p), d.init_std);

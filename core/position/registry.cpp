@@ -207,7 +207,13 @@ void write_value(YAML::Emitter& out, const PositionConfig& v) {
   out << YAML::Key << "type" << YAML::Value;
   write_value(out, join_names(v.types, "+"));
   out << YAML::Key << "relative_impl" << YAML::Value << v.relative_impl;
-  for (const auto& [name, params] : v.params) {
+  // Every variant with parameters given, plus the defaults of stacked types without a section
+  // (a config built in code), so the written config always states what was used.
+  std::map<std::string, const VariantParams*> all;
+  for (const auto& [name, params] : v.params) all[name] = params.get();
+  for (const auto& t : v.types)
+    if (!all.count(t)) all[t] = &v.params_of(t);
+  for (const auto& [name, params] : all) {
     out << YAML::Key << name << YAML::Value;
     params->write(out);
   }

@@ -1,0 +1,54 @@
+// relpos eval: length extrapolation of a trained run (core/train/extrapolation.h).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "app/commands.h"
+#include "core/train/extrapolation.h"
+#include "core/util/errors.h"
+
+namespace relpos::app {
+
+Command add_eval(CLI::App& app) {
+  auto* cmd = app.add_subcommand("eval", "evaluate a trained run at several sequence lengths");
+  struct Args {
+    std::string run;
+    std::vector<int64_t> lengths;
+    std::vector<std::string> sets;
+    ExtrapolationOptions opts;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--run,-r", a->run, "run folder (written by relpos train)")->required();
+  cmd->add_option("--lengths,-l", a->lengths, "evaluation lengths, e.g. 64,128,256")
+      ->delimiter(',');
+  cmd->add_option("--stride", a->opts.stride,
+                  "clm: also a sliding-window perplexity with this stride (0 = off)");
+  cmd->add_option("--max-tokens", a->opts.max_tokens, "scored tokens per length (default 65536)");
+  cmd->add_option("--batch", a->opts.batch_size, "sequences per batch at the training length");
+  cmd->add_option("--set,-s", a->sets, "override a key of the run's config (e.g. device=cuda)");
+  return {cmd, [a]() {
+            auto run = load_run(a->run, a->sets);
+            auto opts = a->opts;
+            opts.lengths = a->lengths;
+            if (opts.lengths.empty()) {
+              const int64_t T = run.config.config.task.seq_len;
+              opts.lengths = {T, 2 * T, 4 * T};
+            }
+            auto rows = evaluate_lengths(run, opts);
+            save_extrapolation(a->run, run, rows, opts);
+            std::cout << fmt::format("length extrapolation of {} (trained at T={}):\n", a->run,
+                                     run.config.config.task.seq_len);
+            for (const auto& r : rows) {
+              std::string line = fmt::format("  T={:<6}", r.length);
+              if (!r.applicable) line += "n/a: " + r.note;
+              for (const auto& [k, v] : r.metrics) line += fmt::format("  {} {:.4f}", k, v);
+              std::cout << line << "\n";
+            }
+            std::cout << "written to " << a->run << "/run.h5 (/eval/extrapolation) and "
+                      << a->run << "/eval_extrapolation.csv\n";
+            return 0;
+          }};
+}
+
+}  // namespace relpos::app

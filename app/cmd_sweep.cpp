@@ -1,0 +1,66 @@
+// relpos sweep: a grid of runs (experiments/sweep.h).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <climits>
+#include <fstream>
+#include <iostream>
+
+#include "app/commands.h"
+#include "core/util/errors.h"
+#include "experiments/sweep.h"
+
+namespace relpos::app {
+
+std::string self_executable() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw RunError("cannot find the relpos executable (/proc/self/exe)");
+  buf[n] = '\0';
+  return buf;
+}
+
+Command add_sweep(CLI::App& app) {
+  auto* cmd = app.add_subcommand("sweep", "run a grid of training runs, in parallel");
+  struct Args {
+    ConfigArgs config;
+    std::vector<std::string> grid;
+    int64_t jobs = 0;
+    int64_t threads = 0;
+    std::string out, slurm;
+  };
+  auto a = std::make_shared<Args>();
+  a->config.add_to(cmd);
+  cmd->add_option("--grid,-g", a->grid, "an axis: key=v1,v2,... (repeatable; default: sweep.grid)");
+  cmd->add_option("--jobs,-j", a->jobs, "runs at once (default: sweep.jobs)");
+  cmd->add_option("--threads", a->threads, "threads per run (default: cores / jobs)");
+  cmd->add_option("--out,-o", a->out, "experiment folder; one run folder per point")->required();
+  cmd->add_option("--emit-slurm", a->slurm, "write a SLURM array job to this file instead of running");
+  return {cmd, [a]() {
+            SweepOptions o;
+            o.configs = a->config.configs;
+            if (o.configs.empty()) o.configs.push_back(config_dir() + "/base.yaml");
+            o.sets = a->config.sets;
+            const Config base = a->config.load().config;
+            for (const auto& g : a->grid.empty() ? base.sweep.grid : a->grid)
+              o.grid.push_back(parse_grid_axis(g));
+            o.jobs = a->jobs > 0 ? a->jobs : base.sweep.jobs;
+            o.threads = a->threads;
+            o.out_dir = a->out;
+            o.relpos_binary = self_executable();
+            if (!a->slurm.empty()) {
+              std::ofstream f(a->slurm);
+              if (!f) throw RunError(fmt::format("{}: cannot write", a->slurm));
+              f << slurm_script(o, expand_grid(o.grid));
+              std::cout << fmt::format("wrote {} ({} array elements); submit with: sbatch {}\n",
+                                       a->slurm, expand_grid(o.grid).size(), a->slurm);
+              return 0;
+            }
+            auto runs = run_sweep(o);
+            std::cout << fmt::format("sweep finished: {} runs; summary in {}/summary.md\n",
+                                     runs.size(), o.out_dir);
+            return 0;
+          }};
+}
+
+}  // namespace relpos::app

@@ -1,0 +1,40 @@
+#include "core/data/json_util.h"
+
+#include <fmt/format.h>
+
+#include "core/data/text_util.h"
+#include "core/util/errors.h"
+
+namespace relpos {
+
+nlohmann::json parse_json(const std::string& text, const std::string& path,
+                          const std::string& expected) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is 1-based: the position of the last character read.
+    const size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    auto [line, col] = line_col(text, offset);
+    std::string problem = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line L, column C: ".
+    const size_t at = problem.find("column ");
+    const size_t colon = at == std::string::npos ? at : problem.find(": ", at);
+    if (colon != std::string::npos) problem = problem.substr(colon + 2);
+    throw DataError(fmt::format("{}:{}:{}: invalid JSON: {} (expected {})", path, line, col,
+                                printable_utf8(problem), expected));
+  }
+}
+
+std::string locate(const std::string& text, const std::string& path, const std::string& needle) {
+  const size_t at = needle.empty() ? std::string::npos : text.find(needle);
+  if (at == std::string::npos) return path;
+  return fmt::format("{}:{}", path, line_col(text, at).first);
+}
+
+std::string describe_json(const nlohmann::json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+}  // namespace relpos

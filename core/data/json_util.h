@@ -1,0 +1,21 @@
+// JSON parsing (nlohmann/json, Debian nlohmann-json3-dev) with errors that name the file, line
+// and column. Internal to the data layer.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace relpos {
+
+// Parses `text` (the contents of `path`). Throws DataError "<path>:<line>:<col>: invalid JSON:
+// <problem> (expected <expected>)".
+nlohmann::json parse_json(const std::string& text, const std::string& path,
+                          const std::string& expected);
+
+// "<path>:<line>" where `needle` first occurs in `text` (to point at a record), else "<path>".
+std::string locate(const std::string& text, const std::string& path, const std::string& needle);
+
+// A short rendering of a JSON value for error messages.
+std::string describe_json(const nlohmann::json& v);
+
+}  // namespace relpos

@@ -1,0 +1,118 @@
+#include "core/data/squad_metric.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/data/text_util.h"
+#include "core/data/unicode_basic.h"
+
+namespace relpos {
+
+namespace {
+
+// Python's string.punctuation.
+bool ascii_punct(uint32_t cp) {
+  return (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) ||
+         (cp >= 123 && cp <= 126);
+}
+
+bool is_space(uint32_t cp) { return cp == 0x0B || cp == 0x0C || unicode::is_whitespace(cp); }
+
+// Approximates Python's \w for str: letters, digits and '_' of any script.
+bool is_word(uint32_t cp) {
+  if (cp < 0x80)
+    return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
+           cp == '_';
+  return !is_space(cp) && !unicode::is_punctuation(cp) && !unicode::is_control(cp);
+}
+
+std::vector<uint32_t> codepoints(const std::string& s) {
+  std::vector<uint32_t> out;
+  size_t pos = 0;
+  while (pos < s.size()) out.push_back(next_codepoint(s, pos));
+  return out;
+}
+
+std::vector<std::string> tokens(const std::string& normalized) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (uint32_t cp : codepoints(normalized)) {
+    if (is_space(cp)) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      append_utf8(cur, cp);
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+std::string squad_normalize(const std::string& text) {
+  // lower(), then remove_punc()
+  std::vector<uint32_t> cps;
+  for (uint32_t cp : codepoints(text)) {
+    if (cp >= 'A' && cp <= 'Z')
+      cp += 32;
+    else if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)
+      cp += 32;
+    if (!ascii_punct(cp)) cps.push_back(cp);
+  }
+  // remove_articles(): re.sub(r'\b(a|an|the)\b', ' ', text)
+  std::vector<uint32_t> kept;
+  const size_t n = cps.size();
+  for (size_t i = 0; i < n;) {
+    bool removed = false;
+    if (i == 0 || !is_word(cps[i - 1])) {
+      for (const char* art : {"the", "an", "a"}) {
+        const size_t len = std::char_traits<char>::length(art);
+        if (i + len > n) continue;
+        bool match = true;
+        for (size_t k = 0; k < len && match; ++k)
+          match = cps[i + k] == static_cast<uint32_t>(art[k]);
+        if (match && (i + len == n || !is_word(cps[i + len]))) {
+          kept.push_back(' ');
+          i += len;
+          removed = true;
+          break;
+        }
+      }
+    }
+    if (!removed) kept.push_back(cps[i++]);
+  }
+  // white_space_fix(): ' '.join(text.split())
+  std::string joined;
+  std::string s;
+  for (uint32_t cp : kept) append_utf8(s, cp);
+  for (const auto& t : tokens(s)) joined += (joined.empty() ? "" : " ") + t;
+  return joined;
+}
+
+double squad_exact_match(const std::string& prediction, const std::vector<std::string>& gold) {
+  const std::string p = squad_normalize(prediction);
+  double best = 0;
+  for (const auto& g : gold) best = std::max(best, p == squad_normalize(g) ? 1.0 : 0.0);
+  return best;
+}
+
+double squad_f1(const std::string& prediction, const std::vector<std::string>& gold) {
+  const std::vector<std::string> pred = tokens(squad_normalize(prediction));
+  double best = 0;
+  for (const auto& g : gold) {
+    const std::vector<std::string> truth = tokens(squad_normalize(g));
+    std::map<std::string, int64_t> count;
+    for (const auto& t : truth) ++count[t];
+    int64_t same = 0;
+    for (const auto& t : pred)
+      if (count[t] > 0) --count[t], ++same;
+    if (same == 0) continue;
+    const double precision = static_cast<double>(same) / pred.size();
+    const double recall = static_cast<double>(same) / truth.size();
+    best = std::max(best, 2 * precision * recall / (precision + recall));
+  }
+  return best;
+}
+
+}  // namespace relpos

@@ -1,0 +1,17 @@
+// SQuAD v1.1 exact match and token F1, following the official evaluate-v1.1.py: answers are
+// normalized (lower-cased, ASCII punctuation removed, the articles a/an/the removed, white space
+// collapsed); F1 is over the normalized tokens (a multiset overlap); both take the maximum over
+// the gold answers. Scores are in [0, 1] per question (the official script reports percent).
+// Lower-casing covers ASCII and Latin-1 letters (Python's str.lower covers all of Unicode).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace relpos {
+
+std::string squad_normalize(const std::string& text);
+double squad_exact_match(const std::string& prediction, const std::vector<std::string>& gold);
+double squad_f1(const std::string& prediction, const std::vector<std::string>& gold);
+
+}  // namespace relpos

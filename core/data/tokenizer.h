@@ -1,0 +1,50 @@
+// Tokenizers. All of them reserve the ids of SpecialTokens (task.h): 0 [PAD], 1 [UNK], 2 [CLS],
+// 3 [SEP], 4 [MASK]; text tokens start at id 5. decode() writes the specials by name
+// ([CLS], ...) and leaves [PAD] out.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/data/task.h"
+
+namespace relpos {
+
+constexpr int64_t kNumSpecial = 5;
+// "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]" for ids 0..4.
+const char* special_token_name(int64_t id);
+
+// Raw bytes: id = 5 + byte value, vocabulary 261. decode(encode(x)) == x for any bytes.
+std::unique_ptr<Tokenizer> make_bytes_tokenizer();
+
+// BERT WordPiece from a vocab.txt (one token per line). The five special tokens [PAD] [UNK]
+// [CLS] [SEP] [MASK] must be in the file; they get ids 0..4 and the other entries ids 5.. in
+// file order (so ids differ from BERT's own numbering). Basic tokenization as in BERT: white
+// space and control characters removed, punctuation and CJK characters split off, with
+// `lower_case` lower-casing and accent stripping (Latin, Greek and Cyrillic letters; no full
+// Unicode case folding); then greedy longest-match-first with "##" continuation pieces, and
+// [UNK] for a word that cannot be covered or is longer than 100 characters.
+std::unique_ptr<Tokenizer> make_wordpiece_tokenizer(const std::string& vocab_path, bool lower_case);
+
+struct SentencePieceOptions {
+  int64_t vocab_size = 4000;
+  std::string model_type = "unigram";  // unigram | bpe
+  bool byte_fallback = true;
+  std::string cache_dir = "data";
+};
+// SentencePiece trained on `train_texts` (the training split only) with identity normalization,
+// so decode(encode(x)) == x; [PAD] [UNK] at 0, 1 and [CLS] [SEP] [MASK] as control symbols at
+// 2..4. The model is cached as <cache_dir>/tokenizers/sentencepiece-<hash>.model, the hash
+// covering the texts and the options; a later run with the same text loads it.
+std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::vector<std::string>& train_texts,
+                                                        const SentencePieceOptions& opt);
+// A SentencePiece model file trained by relpos (checks the special-token ids).
+std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& model_path);
+
+// The tokenizer data.tokenizer names; SentencePiece is trained on `train_texts`.
+std::unique_ptr<Tokenizer> make_tokenizer(const Config& cfg,
+                                          const std::vector<std::string>& train_texts);
+
+}  // namespace relpos

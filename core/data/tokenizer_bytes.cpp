@@ -1,0 +1,64 @@
+// Byte tokenizer: the quickest runs, no training, exact round trip.
+#include "core/data/tokenizer.h"
+#include "core/util/errors.h"
+
+namespace relpos {
+
+const char* special_token_name(int64_t id) {
+  static const char* names[kNumSpecial] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  return id >= 0 && id < kNumSpecial ? names[id] : "";
+}
+
+namespace {
+
+class BytesTokenizer : public Tokenizer {
+ public:
+  std::string name() const override { return "bytes"; }
+  int64_t vocab_size() const override { return kNumSpecial + 256; }
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int64_t> ids(text.size());
+    for (size_t i = 0; i < text.size(); ++i)
+      ids[i] = kNumSpecial + static_cast<unsigned char>(text[i]);
+    return ids;
+  }
+  std::vector<int64_t> encode_with_offsets(
+      const std::string& text, std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
+    offsets->resize(text.size());
+    for (size_t i = 0; i < text.size(); ++i)
+      (*offsets)[i] = {static_cast<int64_t>(i), static_cast<int64_t>(i) + 1};
+    return encode(text);
+  }
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    std::string out;
+    for (int64_t id : ids) {
+      if (id >= kNumSpecial && id < vocab_size())
+        out += static_cast<char>(id - kNumSpecial);
+      else if (id != special_.pad)
+        out += special_token_name(id);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> make_bytes_tokenizer() { return std::make_unique<BytesTokenizer>(); }
+
+std::unique_ptr<Tokenizer> make_tokenizer(const Config& cfg,
+                                          const std::vector<std::string>& train_texts) {
+  const DataConfig& d = cfg.data;
+  if (d.tokenizer == "bytes") return make_bytes_tokenizer();
+  if (d.tokenizer == "wordpiece") return make_wordpiece_tokenizer(d.vocab_file, d.lower_case);
+  if (d.tokenizer == "sentencepiece") {
+    SentencePieceOptions o;
+    o.vocab_size = d.vocab_size;
+    o.model_type = d.sentencepiece_model;
+    o.byte_fallback = d.sentencepiece_byte_fallback;
+    o.cache_dir = d.cache_dir;
+    return make_sentencepiece_tokenizer(train_texts, o);
+  }
+  throw DataError("data.tokenizer: unknown tokenizer '" + d.tokenizer +
+                  "' (expected bytes, sentencepiece or wordpiece)");
+}
+
+}  // namespace relpos

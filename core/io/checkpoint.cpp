@@ -1,0 +1,278 @@
+// Checkpoints as one LibTorch archive (a zip file, like torch.save):
+//   relpos_checkpoint   int, the checkpoint format version (kCheckpointVersion)
+//   parameters/<path>   every parameter by its LibTorch path, CPU
+//   buffers/<path>      every buffer by its path, CPU
+//   optimizer           the optimizer's own archive (AdamW: moments and step per parameter)
+//   optimizer_lr        list of float, each parameter group's learning rate (LibTorch 1.13's
+//                       Optimizer::load restores the state but not the group options)
+//   train_state         step, best_metric, evals_without_improvement, has_best,
+//                       cpu_rng_state, cuda_rng_state (when CUDA was available)
+// The file around the archive (checksum trailer, atomic replacement): checkpoint_file.cpp.
+#include "core/io/checkpoint.h"
+
+#include <ATen/Context.h>
+#include <ATen/core/Generator.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "core/io/checkpoint_file.h"
+#include "core/util/errors.h"
+
+namespace relpos {
+
+namespace {
+
+constexpr int64_t kCheckpointVersion = 1;
+constexpr const char* kKeyVersion = "relpos_checkpoint";
+constexpr const char* kKeyParameters = "parameters";
+constexpr const char* kKeyBuffers = "buffers";
+constexpr const char* kKeyOptimizer = "optimizer";
+constexpr const char* kKeyOptimizerLr = "optimizer_lr";
+constexpr const char* kKeyTrainState = "train_state";
+
+using torch::serialize::InputArchive;
+using torch::serialize::OutputArchive;
+
+std::string shape_string(torch::IntArrayRef s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+torch::Tensor generator_state(at::Generator gen) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();  // (bytes) uint8, CPU
+}
+
+void set_generator_state(at::Generator gen, const torch::Tensor& state) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state.to(torch::kCPU));
+}
+
+// The CUDA generator of the current device, through ATen's hooks (no CUDA headers needed).
+at::Generator cuda_generator() {
+  return at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::CUDA));
+}
+
+void write_tensors(OutputArchive& archive, const char* key,
+                   const torch::OrderedDict<std::string, torch::Tensor>& tensors) {
+  OutputArchive nested(archive.compilation_unit());
+  for (const auto& item : tensors)
+    if (item.value().defined()) nested.write(item.key(), item.value().detach().to(torch::kCPU));
+  archive.write(key, nested);
+}
+
+// The tensors of a nested archive by name.
+std::map<std::string, torch::Tensor> read_tensors(InputArchive& archive, const char* key) {
+  InputArchive nested;
+  archive.read(key, nested);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& name : nested.keys()) {
+    torch::Tensor t;
+    nested.read(name, t);
+    out[name] = t;
+  }
+  return out;
+}
+
+InputArchive open_archive(const std::string& path, const torch::Device& device) {
+  const std::vector<char> bytes = read_verified_archive(path);
+  InputArchive archive;
+  try {
+    archive.load_from(bytes.data(), bytes.size(), device);
+  } catch (const c10::Error& e) {
+    throw SchemaError(
+        fmt::format("checkpoint '{}' cannot be read: {}", path, e.what_without_backtrace()),
+        "the file is corrupt, or not a relpos checkpoint");
+  }
+  c10::IValue version;
+  if (!archive.try_read(kKeyVersion, version) || !version.isInt())
+    throw SchemaError(
+        fmt::format("'{}' is not a relpos checkpoint (no '{}' entry)", path, kKeyVersion));
+  if (version.toInt() != kCheckpointVersion)
+    throw SchemaError(
+        fmt::format("checkpoint '{}' has format version {}; this relpos reads "
+                    "version {}",
+                    path, version.toInt(), kCheckpointVersion));
+  return archive;
+}
+
+torch::Device model_device(torch::nn::Module& model) {
+  for (const auto& p : model.parameters()) return p.device();
+  for (const auto& b : model.buffers()) return b.device();
+  return torch::kCPU;
+}
+
+// Every mismatch between the checkpoint's tensors and the model's, one line each.
+void compare(const std::string& kind, const std::map<std::string, torch::Tensor>& saved,
+             const torch::OrderedDict<std::string, torch::Tensor>& current,
+             std::vector<std::string>& problems) {
+  for (const auto& item : current) {
+    auto it = saved.find(item.key());
+    if (it == saved.end())
+      problems.push_back(fmt::format("{} '{}' {} is missing from the checkpoint", kind, item.key(),
+                                     shape_string(item.value().sizes())));
+    else if (it->second.sizes() != item.value().sizes())
+      problems.push_back(fmt::format("{} '{}' has shape {} in the checkpoint and {} in the model",
+                                     kind, item.key(), shape_string(it->second.sizes()),
+                                     shape_string(item.value().sizes())));
+  }
+  for (const auto& [name, t] : saved)
+    if (!current.contains(name))
+      problems.push_back(fmt::format("{} '{}' {} of the checkpoint is not in the model", kind, name,
+                                     shape_string(t.sizes())));
+}
+
+void copy_into(const std::map<std::string, torch::Tensor>& saved,
+               torch::OrderedDict<std::string, torch::Tensor>& current) {
+  torch::NoGradGuard guard;
+  for (auto& item : current) item.value().copy_(saved.at(item.key()));
+}
+
+// Runs `body`, turning LibTorch errors into SchemaError naming the checkpoint.
+template <class F>
+auto reading(const std::string& path, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw SchemaError(
+        fmt::format("checkpoint '{}' cannot be loaded: {}", path, e.what_without_backtrace()),
+        "the file is corrupt or was written for another model or optimizer");
+  } catch (const std::exception& e) {
+    throw SchemaError(fmt::format("checkpoint '{}' cannot be loaded: {}", path, e.what()),
+                      "the file is corrupt or was written for another model or optimizer");
+  }
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, torch::nn::Module& model,
+                     torch::optim::Optimizer& optimizer, const TrainState& state) {
+  OutputArchive archive;
+  try {
+    archive.write(kKeyVersion, c10::IValue(kCheckpointVersion));
+    write_tensors(archive, kKeyParameters, model.named_parameters());
+    write_tensors(archive, kKeyBuffers, model.named_buffers());
+
+    OutputArchive opt(archive.compilation_unit());
+    optimizer.save(opt);
+    archive.write(kKeyOptimizer, opt);
+    c10::List<double> lrs;
+    for (const auto& group : optimizer.param_groups()) lrs.push_back(group.options().get_lr());
+    archive.write(kKeyOptimizerLr, c10::IValue(lrs));
+
+    OutputArchive ts(archive.compilation_unit());
+    ts.write("step", c10::IValue(state.step));
+    ts.write("best_metric", c10::IValue(state.best_metric));
+    ts.write("evals_without_improvement", c10::IValue(state.evals_without_improvement));
+    ts.write("has_best", c10::IValue(state.has_best));
+    ts.write("cpu_rng_state", state.cpu_rng_state.defined()
+                                  ? state.cpu_rng_state.to(torch::kCPU)
+                                  : generator_state(at::detail::getDefaultCPUGenerator()));
+    if (state.cuda_rng_state.defined())
+      ts.write("cuda_rng_state", state.cuda_rng_state.to(torch::kCPU));
+    else if (torch::cuda::is_available())
+      ts.write("cuda_rng_state", generator_state(cuda_generator()));
+    archive.write(kKeyTrainState, ts);
+  } catch (const c10::Error& e) {
+    throw RunError(
+        fmt::format("cannot write checkpoint '{}': {}", path, e.what_without_backtrace()));
+  }
+  write_archive_atomically(path, archive);
+}
+
+TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
+                           torch::optim::Optimizer& optimizer) {
+  const torch::Device device = model_device(model);
+  InputArchive archive = open_archive(path, device);
+  return reading(path, [&] {
+    const auto params = read_tensors(archive, kKeyParameters);
+    const auto buffers = read_tensors(archive, kKeyBuffers);
+    auto current_params = model.named_parameters();
+    auto current_buffers = model.named_buffers();
+    std::vector<std::string> problems;
+    compare("parameter", params, current_params, problems);
+    compare("buffer", buffers, current_buffers, problems);
+    if (!problems.empty()) {
+      std::string list;
+      for (size_t i = 0; i < problems.size() && i < 8; ++i) list += "\n  " + problems[i];
+      if (problems.size() > 8) list += fmt::format("\n  ... and {} more", problems.size() - 8);
+      throw SchemaError(fmt::format("checkpoint '{}' does not match the model:{}", path, list),
+                        "was it written by a run with another config? --init-from loads the "
+                        "matching parameters only");
+    }
+
+    // The optimizer first: if its state does not fit, the model is left untouched.
+    InputArchive opt;
+    archive.read(kKeyOptimizer, opt);
+    optimizer.load(opt);
+    c10::IValue lrs;
+    if (archive.try_read(kKeyOptimizerLr, lrs)) {
+      const auto list = lrs.toDoubleList();
+      if (list.size() != optimizer.param_groups().size())
+        throw SchemaError(
+            fmt::format("checkpoint '{}' has {} optimizer parameter groups, the "
+                        "optimizer has {}",
+                        path, list.size(), optimizer.param_groups().size()));
+      for (size_t i = 0; i < list.size(); ++i)
+        optimizer.param_groups()[i].options().set_lr(list[i]);
+    }
+    copy_into(params, current_params);
+    copy_into(buffers, current_buffers);
+
+    InputArchive ts;
+    archive.read(kKeyTrainState, ts);
+    TrainState state;
+    c10::IValue v;
+    ts.read("step", v);
+    state.step = v.toInt();
+    ts.read("best_metric", v);
+    state.best_metric = v.toDouble();
+    ts.read("evals_without_improvement", v);
+    state.evals_without_improvement = v.toInt();
+    ts.read("has_best", v);
+    state.has_best = v.toBool();
+    ts.read("cpu_rng_state", state.cpu_rng_state);
+    state.cpu_rng_state = state.cpu_rng_state.to(torch::kCPU);
+    set_generator_state(at::detail::getDefaultCPUGenerator(), state.cpu_rng_state);
+    torch::Tensor cuda_state;
+    if (ts.try_read("cuda_rng_state", cuda_state)) {
+      state.cuda_rng_state = cuda_state.to(torch::kCPU);
+      if (torch::cuda::is_available()) set_generator_state(cuda_generator(), state.cuda_rng_state);
+    }
+    return state;
+  });
+}
+
+std::vector<std::string> load_matching_parameters(const std::string& path, torch::nn::Module& model,
+                                                  std::vector<std::string>* skipped) {
+  InputArchive archive = open_archive(path, model_device(model));
+  return reading(path, [&] {
+    const auto params = read_tensors(archive, kKeyParameters);
+    std::vector<std::string> not_loaded;
+    std::set<std::string> used;
+    torch::NoGradGuard guard;
+    for (auto& item : model.named_parameters()) {
+      auto it = params.find(item.key());
+      if (it == params.end() || it->second.sizes() != item.value().sizes()) {
+        not_loaded.push_back(item.key());
+        continue;
+      }
+      item.value().copy_(it->second);
+      used.insert(item.key());
+    }
+    if (skipped) {
+      skipped->clear();
+      for (const auto& [name, t] : params)
+        if (!used.count(name)) skipped->push_back(name);
+    }
+    return not_loaded;
+  });
+}
+
+}  // namespace relpos

@@ -1,0 +1,139 @@
+// RunFileWriter::create and ::open_append: run.h5 and its shadow written in turn, so that a
+// process killed at any moment leaves one of them complete (run_file_internal.h).
+#include <H5Cpp.h>
+#include <fmt/format.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include "core/io/h5_util.h"
+#include "core/io/run_file.h"
+#include "core/io/run_file_internal.h"
+#include "core/io/schema.h"
+#include "core/util/errors.h"
+
+namespace relpos {
+
+namespace {
+
+namespace sc = schema;
+
+std::string now_utc_iso8601() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// run.h5 and its shadow: every call goes to run.h5, then to the shadow. A clean close removes
+// the shadow.
+class MirroredRunFileWriter : public RunFileWriter {
+ public:
+  MirroredRunFileWriter(std::string path, std::unique_ptr<RunFileWriter> primary,
+                        std::unique_ptr<RunFileWriter> shadow)
+      : path_(std::move(path)), primary_(std::move(primary)), shadow_(std::move(shadow)) {}
+  ~MirroredRunFileWriter() override {
+    try {
+      close();
+    } catch (...) {
+      // A destructor must not throw; both files were flushed by the last call.
+    }
+  }
+
+  void append_metric(const std::string& name, int64_t step, double value) override {
+    both([&](RunFileWriter& w) { w.append_metric(name, step, value); });
+  }
+  void truncate_metrics_after(int64_t step) override {
+    both([&](RunFileWriter& w) { w.truncate_metrics_after(step); });
+  }
+  void write_probe(const torch::Tensor& tokens, const torch::Tensor& key_mask) override {
+    both([&](RunFileWriter& w) { w.write_probe(tokens, key_mask); });
+  }
+  void write_snapshot(int64_t step, const torch::Tensor& attention,
+                      const std::vector<NamedTensor>& position_scores,
+                      const std::map<std::string, std::vector<NamedTensor>>& position) override {
+    both([&](RunFileWriter& w) { w.write_snapshot(step, attention, position_scores, position); });
+  }
+  void write_weights(const std::vector<NamedTensor>& parameters, int64_t step) override {
+    both([&](RunFileWriter& w) { w.write_weights(parameters, step); });
+  }
+  void write_eval(const std::string& group, const std::vector<NamedTensor>& columns,
+                  const std::map<std::string, std::string>& attrs) override {
+    both([&](RunFileWriter& w) { w.write_eval(group, columns, attrs); });
+  }
+  void flush() override {
+    both([&](RunFileWriter& w) { w.flush(); });
+  }
+  void close() override {
+    if (!primary_) return;
+    auto primary = std::move(primary_);
+    auto shadow = std::move(shadow_);
+    primary->close();
+    shadow->close();
+    std::error_code ec;
+    std::filesystem::remove(shadow_path(path_), ec);
+  }
+
+ private:
+  template <class F>
+  void both(F&& op) {
+    if (!primary_) throw RunError(fmt::format("run file '{}' is closed", path_));
+    op(*primary_);
+    op(*shadow_);
+  }
+
+  std::string path_;
+  std::unique_ptr<RunFileWriter> primary_, shadow_;
+};
+
+}  // namespace
+
+std::unique_ptr<RunFileWriter> RunFileWriter::create(const std::string& path,
+                                                     const RunAttributes& attrs) {
+  h5::quiet();
+  RunAttributes a = attrs;
+  if (a.torch_version.empty()) a.torch_version = TORCH_VERSION;
+  if (a.created.empty()) a.created = now_utc_iso8601();
+  auto primary = create_single_run_file(path, a);
+  auto shadow = create_single_run_file(shadow_path(path), a);
+  return std::make_unique<MirroredRunFileWriter>(path, std::move(primary), std::move(shadow));
+}
+
+std::unique_ptr<RunFileWriter> RunFileWriter::open_append(const std::string& path) {
+  h5::quiet();
+  // Repair first: run.h5 from an intact shadow when run.h5 is damaged; then the shadow becomes
+  // a fresh copy of run.h5, so the two start equal.
+  std::error_code ec;
+  const std::string shadow = shadow_path(path);
+  try {
+    open_intact_run_file(path, /*writable=*/false);
+  } catch (const DamagedRunFile&) {
+    if (!std::filesystem::is_regular_file(shadow, ec)) throw;
+    try {
+      open_intact_run_file(shadow, /*writable=*/false);
+    } catch (const SchemaError&) {
+      throw DamagedRunFile(
+          fmt::format("run file '{}' and its shadow '{}' are both damaged", path, shadow),
+          "start the run again with --overwrite");
+    }
+    copy_file_atomically(shadow, path);
+  }
+  copy_file_atomically(path, shadow);
+  OpenedRunFile opened = open_run_file(path, /*writable=*/true);
+  if (opened.version != sc::kSchemaVersion)
+    throw SchemaError(
+        fmt::format("run file '{}' has schema version {}; this relpos appends only to "
+                    "version {}",
+                    path, opened.version, sc::kSchemaVersion),
+        "start a new run, or resume with the relpos version that wrote the file");
+  OpenedRunFile opened_shadow = open_run_file(shadow, /*writable=*/true);
+  return std::make_unique<MirroredRunFileWriter>(
+      path, single_run_file_writer(path, opened.file),
+      single_run_file_writer(shadow, opened_shadow.file));
+}
+
+}  // namespace relpos

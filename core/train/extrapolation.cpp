@@ -1,0 +1,193 @@
+#include "core/train/extrapolation.h"
+
+#include <fmt/format.h>
+#include <torch/nn/functional/loss.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+
+#include "core/io/run_file.h"
+#include "core/train/objective.h"
+#include "core/train/trainer.h"
+#include "core/util/errors.h"
+
+namespace relpos {
+
+namespace F = torch::nn::functional;
+
+namespace {
+
+// Summed cross-entropy and count of scored targets over windows of the test stream.
+// Window w covers stream[start_w, start_w + L); targets are the next tokens; positions before
+// `first_scored_w` (relative to the window) are not scored.
+struct LmSum {
+  double loss = 0, count = 0;
+};
+
+LmSum score_windows(LoadedRun& run, const std::vector<int64_t>& stream,
+                    const std::vector<std::pair<int64_t, int64_t>>& windows, int64_t L,
+                    int64_t batch) {
+  torch::NoGradGuard guard;
+  LmSum sum;
+  for (size_t w0 = 0; w0 < windows.size(); w0 += batch) {
+    const int64_t B = std::min<int64_t>(batch, windows.size() - w0);
+    auto tokens = torch::empty({B, L}, torch::kLong);   // (B,L)
+    auto targets = torch::empty({B, L}, torch::kLong);  // (B,L)
+    auto tk = tokens.accessor<int64_t, 2>();
+    auto tg = targets.accessor<int64_t, 2>();
+    for (int64_t b = 0; b < B; ++b) {
+      const auto [start, first] = windows[w0 + b];
+      for (int64_t t = 0; t < L; ++t) {
+        tk[b][t] = stream[start + t];
+        tg[b][t] = t >= first ? stream[start + t + 1] : -100;
+      }
+    }
+    tokens = tokens.to(run.device);
+    targets = targets.to(run.device);
+    auto logits = run.model->lm_logits(run.model->hidden(tokens));  // (B,L,V)
+    sum.loss += F::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
+                                 F::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum))
+                    .item<double>();
+    sum.count += (targets != -100).sum().item<double>();
+  }
+  return sum;
+}
+
+}  // namespace
+
+std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const ExtrapolationOptions& o) {
+  const Config& cfg = run.config.config;
+  const std::string& task = cfg.task.type;
+  const int64_t max_len = run.model->transformer->position->max_length();
+  std::vector<ExtrapolationRow> rows;
+  run.model->eval();
+
+  if (is_synthetic_task(task)) {
+    auto batches = run.data->eval_batches(Split::Test, o.batch_size, 0);
+    std::map<int64_t, std::vector<Batch>> by_len;
+    for (auto& b : batches) {
+      const int64_t len = b.lengths.empty() ? b.tokens.size(1) : b.lengths.front();
+      by_len[len].push_back(b);
+    }
+    std::set<int64_t> wanted(o.lengths.begin(), o.lengths.end());
+    for (auto& [len, bs] : by_len) {
+      if (!wanted.empty() && !wanted.count(len)) continue;
+      ExtrapolationRow row;
+      row.length = len;
+      const int64_t seq = bs.front().tokens.size(1);
+      if (max_len >= 0 && seq > max_len) {
+        row.applicable = false;
+        row.note = fmt::format("sequence length {} beyond the position table ({})", seq, max_len);
+      } else {
+        row.metrics = evaluate(run.model, *run.data, task, Split::Test, bs, run.device);
+      }
+      rows.push_back(row);
+    }
+    return rows;
+  }
+
+  for (int64_t L : o.lengths) {
+    ExtrapolationRow row;
+    row.length = L;
+    if (L < 2) throw ConfigError(fmt::format("eval: length {} is too short", L), "use lengths >= 2");
+    if (max_len >= 0 && L > max_len) {
+      row.applicable = false;
+      row.note = fmt::format("beyond the learned position table (max_len {}); set "
+                             "position.learned.beyond=clamp to evaluate anyway", max_len);
+      rows.push_back(row);
+      continue;
+    }
+    const int64_t batch = std::max<int64_t>(1, o.batch_size * cfg.task.seq_len / L);
+    if (task == "clm") {
+      const auto& stream = run.data->stream(Split::Test);
+      const int64_t N = static_cast<int64_t>(stream.size()) - 1;  // positions with a target
+      if (N < L) {
+        row.applicable = false;
+        row.note = fmt::format("test stream ({} tokens) shorter than the length", N + 1);
+        rows.push_back(row);
+        continue;
+      }
+      std::vector<std::pair<int64_t, int64_t>> chunks;
+      for (int64_t s = 0; s + L <= N && static_cast<int64_t>(chunks.size()) * L < o.max_tokens; s += L)
+        chunks.push_back({s, 0});
+      auto sum = score_windows(run, stream, chunks, L, batch);
+      row.metrics["loss"] = sum.loss / sum.count;
+      row.metrics["ppl"] = std::exp(sum.loss / sum.count);
+      row.metrics["tokens"] = sum.count;
+      if (o.stride > 0) {
+        const int64_t stride = std::min(o.stride, L);
+        std::vector<std::pair<int64_t, int64_t>> windows{{0, 0}};
+        int64_t scored = L;
+        for (int64_t s = stride; s + L <= N && scored < o.max_tokens; s += stride) {
+          windows.push_back({s, L - stride});
+          scored += stride;
+        }
+        auto sl = score_windows(run, stream, windows, L, batch);
+        row.metrics["loss_sliding"] = sl.loss / sl.count;
+        row.metrics["ppl_sliding"] = std::exp(sl.loss / sl.count);
+      }
+    } else if (task == "mlm") {
+      const int64_t max_batches = std::max<int64_t>(1, o.max_tokens / (batch * L));
+      auto batches = run.data->eval_batches(Split::Test, batch, max_batches, L);
+      row.metrics = evaluate(run.model, *run.data, task, Split::Test, batches, run.device);
+    } else {
+      row.applicable = false;
+      row.note = "task '" + task + "' has no length axis to extrapolate along";
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+void save_extrapolation(const std::string& dir, const LoadedRun& run,
+                        const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions& o) {
+  std::vector<std::string> names;
+  for (const auto& r : rows)
+    for (const auto& [k, v] : r.metrics)
+      if (std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
+  const int64_t n = static_cast<int64_t>(rows.size());
+  auto length = torch::empty({n}, torch::kLong), applicable = torch::empty({n}, torch::kLong);
+  std::vector<torch::Tensor> cols(names.size());
+  for (auto& c : cols) c = torch::full({n}, std::numeric_limits<double>::quiet_NaN(), torch::kDouble);
+  std::string notes;
+  for (int64_t i = 0; i < n; ++i) {
+    length[i] = rows[i].length;
+    applicable[i] = rows[i].applicable ? 1 : 0;
+    for (size_t c = 0; c < names.size(); ++c) {
+      auto it = rows[i].metrics.find(names[c]);
+      if (it != rows[i].metrics.end()) cols[c][i] = it->second;
+    }
+    if (!rows[i].applicable) notes += fmt::format("{}{}: {}", notes.empty() ? "" : "; ", rows[i].length, rows[i].note);
+  }
+  std::vector<NamedTensor> columns{{"length", length, {"row"}}, {"applicable", applicable, {"row"}}};
+  for (size_t c = 0; c < names.size(); ++c) columns.push_back({names[c], cols[c], {"row"}});
+  const Config& cfg = run.config.config;
+  std::map<std::string, std::string> attrs{
+      {"task", cfg.task.type},
+      {"train_length", std::to_string(cfg.task.seq_len)},
+      {"split", "test"},
+      {"stride", std::to_string(o.stride)},
+      {"not_applicable", notes}};
+  auto writer = RunFileWriter::open_append(run_h5_path(dir));
+  writer->write_eval("extrapolation", columns, attrs);
+  writer->close();
+
+  std::ofstream csv(std::filesystem::path(dir) / "eval_extrapolation.csv");
+  csv << "length,applicable";
+  for (const auto& nm : names) csv << "," << nm;
+  csv << "\n";
+  for (const auto& r : rows) {
+    csv << r.length << "," << (r.applicable ? 1 : 0);
+    for (const auto& nm : names) {
+      auto it = r.metrics.find(nm);
+      csv << ",";
+      if (it != r.metrics.end()) csv << fmt::format("{}", it->second);
+    }
+    csv << "\n";
+  }
+}
+
+}  // namespace relpos

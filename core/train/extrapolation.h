@@ -1,0 +1,39 @@
+// Length extrapolation: a trained run evaluated at several sequence lengths on held-out text
+// (the test split).
+//   clm: perplexity over the test stream cut into nonoverlapping chunks of length L, and with a
+//        sliding window of length L moved by `stride` tokens where each window scores only its
+//        last `stride` tokens (the first window scores all) — the protocol of Press et al. 2022.
+//   mlm: masked-token loss and accuracy on test windows of length L.
+//   synthetic tasks: sequence accuracy per test length (the task's own length range).
+// A length beyond what the position encodings support (learned without clamp) is reported as
+// not applicable.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/train/run_model.h"
+
+namespace relpos {
+
+struct ExtrapolationOptions {
+  std::vector<int64_t> lengths;
+  int64_t stride = 0;          // sliding window stride (clm); 0 = no sliding-window column
+  int64_t max_tokens = 65536;  // scored tokens per length and protocol (bounds run time)
+  int64_t batch_size = 8;
+};
+
+struct ExtrapolationRow {
+  int64_t length = 0;
+  bool applicable = true;
+  std::string note;                        // why not applicable
+  std::map<std::string, double> metrics;   // e.g. loss, accuracy, ppl, ppl_sliding
+};
+
+std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const ExtrapolationOptions& opts);
+
+// Writes /eval/extrapolation into DIR/run.h5 and DIR/eval_extrapolation.csv.
+void save_extrapolation(const std::string& dir, const LoadedRun& run,
+                        const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions& opts);
+
+}  // namespace relpos

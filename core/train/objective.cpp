@@ -1,0 +1,186 @@
+#include "core/train/objective.h"
+
+#include <torch/nn/functional/loss.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/data/squad_metric.h"
+#include "core/data/tasks.h"
+
+namespace relpos {
+
+namespace F = torch::nn::functional;
+
+PrimaryMetric primary_metric(const std::string& task) {
+  if (task == "mlm") return {"accuracy", true};
+  if (task == "clm") return {"ppl", false};
+  if (task == "classify") return {"accuracy", true};
+  if (task == "span_qa") return {"f1", true};
+  return {"seq_accuracy", true};  // synthetic tasks
+}
+
+Batch to_device(const Batch& b, torch::Device device) {
+  Batch out = b;
+  auto mv = [&](torch::Tensor& t) {
+    if (t.defined()) t = t.to(device);
+  };
+  mv(out.tokens);
+  mv(out.key_mask);
+  mv(out.segments);
+  mv(out.targets);
+  mv(out.pool_index);
+  return out;
+}
+
+namespace {
+
+ForwardOptions forward_options(const Batch& b) {
+  ForwardOptions o;
+  o.segments = b.segments;
+  o.key_mask = b.key_mask;
+  return o;
+}
+
+// Start/end logits (B,T) each, padding masked out.
+std::pair<torch::Tensor, torch::Tensor> span_logits(Model& model, const Batch& b) {
+  auto logits = model->span_logits(model->hidden(b.tokens, forward_options(b)));  // (B,T,2)
+  auto start = logits.select(-1, 0), end = logits.select(-1, 1);                  // (B,T)
+  if (b.key_mask.defined()) {
+    const float neg = -1e9f;
+    start = start.masked_fill(b.key_mask.logical_not(), neg);
+    end = end.masked_fill(b.key_mask.logical_not(), neg);
+  }
+  return {start, end};
+}
+
+}  // namespace
+
+torch::Tensor batch_loss(Model& model, const Batch& b) {
+  switch (model->kind()) {
+    case HeadKind::Lm: {
+      auto logits = model->lm_logits(model->hidden(b.tokens, forward_options(b)));  // (B,T,V)
+      return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), b.targets.reshape({-1}),
+                              F::CrossEntropyFuncOptions().ignore_index(-100));
+    }
+    case HeadKind::Classifier: {
+      auto logits = model->class_logits(model->hidden(b.tokens, forward_options(b)),
+                                        b.pool_index);  // (B,C)
+      return F::cross_entropy(logits, b.targets);
+    }
+    case HeadKind::Span: {
+      auto [start, end] = span_logits(model, b);  // (B,T) each
+      return 0.5 * (F::cross_entropy(start, b.targets.select(1, 0)) +
+                    F::cross_entropy(end, b.targets.select(1, 1)));
+    }
+  }
+  return {};
+}
+
+void MetricAccumulator::add(Model& model, const Batch& b) {
+  torch::NoGradGuard guard;
+  switch (model->kind()) {
+    case HeadKind::Lm: {
+      auto logits = model->lm_logits(model->hidden(b.tokens, forward_options(b)));  // (B,T,V)
+      auto flat = logits.reshape({-1, logits.size(-1)});                            // (BT,V)
+      auto targets = b.targets.reshape({-1});                                       // (BT)
+      auto valid = targets != -100;                                                 // (BT)
+      const double n = valid.sum().item<double>();
+      if (n == 0) return;
+      loss_sum_ += F::cross_entropy(flat, targets,
+                                    F::CrossEntropyFuncOptions().ignore_index(-100).reduction(
+                                        torch::kSum))
+                       .item<double>();
+      loss_count_ += n;
+      auto right = (flat.argmax(-1) == targets) & valid;  // (BT)
+      correct_ += right.sum().item<double>();
+      total_ += n;
+      if (is_synthetic_task(task_)) {
+        auto right_rows = (right | valid.logical_not()).view(b.targets.sizes()).all(1);  // (B)
+        auto rows = right_rows.to(torch::kCPU);
+        for (int64_t i = 0; i < rows.size(0); ++i) {
+          const bool ok = rows[i].item<bool>();
+          seq_correct_ += ok;
+          seq_total_ += 1;
+          if (i < static_cast<int64_t>(b.lengths.size())) {
+            auto& slot = by_length_[b.lengths[i]];
+            slot.first += ok;
+            slot.second += 1;
+          }
+        }
+      }
+      break;
+    }
+    case HeadKind::Classifier: {
+      auto logits = model->class_logits(model->hidden(b.tokens, forward_options(b)),
+                                        b.pool_index);  // (B,C)
+      loss_sum_ += F::cross_entropy(logits, b.targets,
+                                    F::CrossEntropyFuncOptions().reduction(torch::kSum))
+                       .item<double>();
+      loss_count_ += b.targets.size(0);
+      correct_ += (logits.argmax(-1) == b.targets).sum().item<double>();
+      total_ += b.targets.size(0);
+      break;
+    }
+    case HeadKind::Span: {
+      auto [start, end] = span_logits(model, b);  // (B,T)
+      const int64_t B = start.size(0), T = start.size(1);
+      loss_sum_ += 0.5 * (F::cross_entropy(start, b.targets.select(1, 0),
+                                           F::CrossEntropyFuncOptions().reduction(torch::kSum)) +
+                          F::cross_entropy(end, b.targets.select(1, 1),
+                                           F::CrossEntropyFuncOptions().reduction(torch::kSum)))
+                             .item<double>();
+      loss_count_ += B;
+      // Best span with start <= end < start + 30: score(s,e) = start_s + end_e.
+      const int64_t max_len = 30;
+      auto scores = start.unsqueeze(2) + end.unsqueeze(1);  // (B,T,T)
+      auto pos = torch::arange(T, start.options().dtype(torch::kLong));
+      auto diff = pos.unsqueeze(0) - pos.unsqueeze(1);      // (T,T) e - s
+      auto allowed = (diff >= 0) & (diff < max_len);        // (T,T)
+      scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
+      auto best = scores.reshape({B, T * T}).argmax(-1).to(torch::kCPU);  // (B)
+      auto gold = b.targets.to(torch::kCPU);
+      for (int64_t i = 0; i < B; ++i) {
+        const int64_t s = best[i].item<int64_t>() / T, e = best[i].item<int64_t>() % T;
+        correct_ += (s == gold[i][0].item<int64_t>() && e == gold[i][1].item<int64_t>());
+        total_ += 1;
+        if (data_ && i < static_cast<int64_t>(b.example_ids.size())) {
+          const std::string pred = data_->span_text(split_, b.example_ids[i], s, e);
+          const auto answers = data_->gold_answers(split_, b.example_ids[i]);
+          em_sum_ += squad_exact_match(pred, answers);
+          f1_sum_ += squad_f1(pred, answers);
+          qa_count_ += 1;
+        }
+      }
+      break;
+    }
+  }
+}
+
+std::map<std::string, double> MetricAccumulator::result() const {
+  std::map<std::string, double> m;
+  if (loss_count_ > 0) m["loss"] = loss_sum_ / loss_count_;
+  if (total_ > 0) m["accuracy"] = correct_ / total_;
+  if (task_ == "clm" && loss_count_ > 0) m["ppl"] = std::exp(loss_sum_ / loss_count_);
+  if (seq_total_ > 0) m["seq_accuracy"] = seq_correct_ / seq_total_;
+  for (const auto& [len, counts] : by_length_)
+    m["seq_accuracy@" + std::to_string(len)] = counts.first / counts.second;
+  if (qa_count_ > 0) {
+    m["em"] = 100.0 * em_sum_ / qa_count_;
+    m["f1"] = 100.0 * f1_sum_ / qa_count_;
+  }
+  return m;
+}
+
+std::map<std::string, double> evaluate(Model& model, const TaskData& data,
+                                       const std::string& task, Split split,
+                                       const std::vector<Batch>& batches, torch::Device device) {
+  const bool was_training = model->is_training();
+  model->eval();
+  MetricAccumulator metrics(task, &data, split);
+  for (const auto& b : batches) metrics.add(model, to_device(b, device));
+  if (was_training) model->train();
+  return metrics.result();
+}
+
+}  // namespace relpos

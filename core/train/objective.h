@@ -1,0 +1,58 @@
+// Task losses and evaluation metrics, by the model's head kind.
+//   Lm head (mlm, clm, synthetic): cross-entropy over positions with a target (!= -100);
+//     accuracy = correct predictions / targets; clm adds ppl = exp(loss); synthetic tasks add
+//     seq_accuracy = rows whose every target is right.
+//   Classifier: cross-entropy, accuracy.
+//   Span: (CE(start) + CE(end)) / 2; em and f1 (SQuAD v1.1 normalization) of the best span.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/data/task.h"
+#include "core/data/tasks.h"  // is_synthetic_task
+#include "core/model/model.h"
+
+namespace relpos {
+
+// The metric a task is judged by: its name and whether higher is better.
+struct PrimaryMetric {
+  std::string name;
+  bool higher_is_better = true;
+};
+PrimaryMetric primary_metric(const std::string& task);
+
+// Copies a batch to `device` (tensors only).
+Batch to_device(const Batch& b, torch::Device device);
+
+// Forward pass and scalar loss of one batch (the batch must be on the model's device).
+torch::Tensor batch_loss(Model& model, const Batch& b);
+
+// Sums statistics over evaluation batches; result() turns them into metrics.
+class MetricAccumulator {
+ public:
+  MetricAccumulator(const std::string& task, const TaskData* data, Split split)
+      : task_(task), data_(data), split_(split) {}
+  // Runs the model on `b` (already on the model's device) without gradients and adds it up.
+  void add(Model& model, const Batch& b);
+  std::map<std::string, double> result() const;
+
+ private:
+  std::string task_;
+  const TaskData* data_;
+  Split split_;
+  double loss_sum_ = 0;      // summed per-item losses
+  double loss_count_ = 0;    // items the loss is averaged over
+  double correct_ = 0, total_ = 0;
+  double seq_correct_ = 0, seq_total_ = 0;
+  double em_sum_ = 0, f1_sum_ = 0, qa_count_ = 0;
+  std::map<int64_t, std::pair<double, double>> by_length_;  // length -> (rows right, rows)
+};
+
+// Evaluates `batches` (in eval mode, no gradients) and returns the metrics.
+std::map<std::string, double> evaluate(Model& model, const TaskData& data,
+                                       const std::string& task, Split split,
+                                       const std::vector<Batch>& batches, torch::Device device);
+
+}  // namespace relpos

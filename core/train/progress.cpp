@@ -1,0 +1,93 @@
+#include "core/train/progress.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include "core/util/errors.h"
+
+namespace relpos {
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const int64_t t = static_cast<int64_t>(std::llround(s));
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+ProgressLine::ProgressLine(int64_t total_steps, bool quiet)
+    : total_(total_steps), quiet_(quiet), tty_(isatty(fileno(stderr)) != 0),
+      start_(std::chrono::steady_clock::now()) {}
+
+void ProgressLine::update(int64_t step, double loss, double tokens_per_s,
+                          const std::string& valid) {
+  if (quiet_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (start_step_ < 0) {
+    start_step_ = step;
+    start_ = now;
+  }
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double rate = step > start_step_ ? elapsed / static_cast<double>(step - start_step_) : NAN;
+  const double eta = rate * static_cast<double>(total_ - step);
+  std::string line = fmt::format("step {}/{}  loss {:.4f}  {}{:.0f} tok/s  ETA {}", step, total_,
+                                 loss, valid.empty() ? "" : valid + "  ", tokens_per_s,
+                                 format_duration(eta));
+  if (tty_) {
+    std::cerr << "\r\033[K" << line << std::flush;
+    open_line_ = true;
+  } else {
+    std::cerr << line << "\n";
+  }
+}
+
+void ProgressLine::message(const std::string& text) {
+  if (quiet_) return;
+  if (open_line_) std::cerr << "\r\033[K";
+  std::cerr << text << "\n";
+  open_line_ = false;
+}
+
+void ProgressLine::finish() {
+  if (open_line_) std::cerr << "\n";
+  open_line_ = false;
+}
+
+MetricsLog::MetricsLog(const std::string& path, int64_t keep_up_to_step) {
+  std::vector<std::string> kept;
+  if (keep_up_to_step >= 0) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      auto p = line.find("\"step\":");
+      if (p == std::string::npos) continue;
+      const int64_t step = std::atoll(line.c_str() + p + 7);
+      if (step <= keep_up_to_step) kept.push_back(line);
+    }
+  }
+  out_.open(path, std::ios::trunc);
+  if (!out_) throw RunError(fmt::format("{}: cannot write the metrics log", path));
+  for (const auto& l : kept) out_ << l << "\n";
+  out_.flush();
+}
+
+void MetricsLog::write(int64_t step, const std::map<std::string, double>& values) {
+  std::ostringstream s;
+  s << "{\"step\":" << step;
+  for (const auto& [k, v] : values) {
+    if (std::isfinite(v))
+      s << ",\"" << k << "\":" << fmt::format("{}", v);
+    else
+      s << ",\"" << k << "\":null";
+  }
+  s << "}";
+  out_ << s.str() << "\n";
+  out_.flush();
+}
+
+}  // namespace relpos

@@ -1,0 +1,41 @@
+// Terminal progress line and the metrics.jsonl log of a run.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <string>
+
+namespace relpos {
+
+// "step 120/1500  loss 3.412  valid accuracy 0.412  2310 tok/s  ETA 1m02s". Overwrites itself
+// on a terminal; prints one line per update otherwise (logs, CI).
+class ProgressLine {
+ public:
+  ProgressLine(int64_t total_steps, bool quiet);
+  void update(int64_t step, double loss, double tokens_per_s, const std::string& valid);
+  void message(const std::string& text);  // a line of its own, keeping the progress line intact
+  void finish();
+
+ private:
+  int64_t total_;
+  bool quiet_, tty_;
+  bool open_line_ = false;
+  std::chrono::steady_clock::time_point start_;
+  int64_t start_step_ = -1;
+};
+
+std::string format_duration(double seconds);  // "1h02m", "3m05s", "12s"
+
+// Appends one JSON object per line; reopening after a resume first drops lines past a step.
+class MetricsLog {
+ public:
+  MetricsLog(const std::string& path, int64_t keep_up_to_step);
+  void write(int64_t step, const std::map<std::string, double>& values);
+
+ private:
+  std::ofstream out_;
+};
+
+}  // namespace relpos

@@ -1,0 +1,29 @@
+#include "core/train/run_model.h"
+
+#include <fmt/format.h>
+
+#include "core/io/checkpoint.h"
+#include "core/train/trainer.h"
+#include "core/util/errors.h"
+
+namespace relpos {
+
+LoadedRun load_run(const std::string& dir, const std::vector<std::string>& overrides) {
+  LoadedRun run;
+  run.config = load_run_config(dir, overrides);
+  const Config& cfg = run.config.config;
+  run.device = parse_device(cfg.device);
+  run.data = make_task_data(cfg);
+  run.model = Model(cfg, run.data->vocab_size());
+  std::vector<std::string> unused;
+  auto missing = load_matching_parameters(run_checkpoint_path(dir), *run.model, &unused);
+  if (!missing.empty())
+    throw SchemaError(fmt::format("{}: the checkpoint lacks parameters of the model: {}",
+                                  run_checkpoint_path(dir), join_names(missing)),
+                      "was the run folder written by another version of relpos?");
+  run.model->to(run.device);
+  run.model->eval();
+  return run;
+}
+
+}  // namespace relpos

@@ -1,0 +1,85 @@
+#include "core/train/snapshot.h"
+
+#include <algorithm>
+
+#include "core/train/objective.h"
+
+namespace relpos {
+
+namespace {
+
+torch::Tensor cpu_float(const torch::Tensor& t) {
+  return t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+}
+
+}  // namespace
+
+SnapshotContent compute_snapshot(Model& model, const Batch& probe_cpu, const SnapshotConfig& cfg,
+                                 torch::Device device) {
+  torch::NoGradGuard guard;
+  const bool was_training = model->is_training();
+  model->eval();
+  const Batch probe = to_device(probe_cpu, device);
+  std::vector<AttentionRecord> records;
+  ForwardOptions opts;
+  opts.segments = probe.segments;
+  opts.key_mask = probe.key_mask;
+  opts.records = &records;
+  model->hidden(probe.tokens, opts);
+  const int64_t T = probe.tokens.size(1);
+
+  SnapshotContent out;
+  std::vector<torch::Tensor> attention;
+  for (const auto& r : records) attention.push_back(r.probs.mean(0));  // (H,T,T)
+  out.attention = cpu_float(torch::stack(attention));                  // (L,H,T,T)
+
+  auto& transformer = model->transformer;
+  const auto& encodings = transformer->position->encodings();
+  auto input_scores = transformer->input_position_scores(T);  // per encoding (H,T,T) or undefined
+  for (size_t e = 0; e < encodings.size(); ++e) {
+    std::vector<torch::Tensor> layers;
+    for (const auto& r : records) {
+      const auto& term = r.terms.at(e);
+      if (!term.defined()) break;
+      layers.push_back(term.mean(0));  // (H,T,T) (a (1,H,T,T) bias averages to itself)
+    }
+    if (layers.size() == records.size() && !layers.empty()) {
+      out.position_scores.push_back(
+          {encodings[e]->type(), cpu_float(torch::stack(layers)), {"layer", "head", "query", "key"}});
+    } else if (input_scores[e].defined()) {
+      out.position_scores.push_back({encodings[e]->type(), cpu_float(input_scores[e].unsqueeze(0)),
+                                     {"layer", "head", "query", "key"}});
+    }
+    ExportOptions eo;
+    eo.length = T;
+    eo.radius = cfg.profile_radius;
+    std::vector<NamedTensor> tensors;
+    for (auto& x : encodings[e]->export_tensors(eo))
+      tensors.push_back({x.name, x.value.to(torch::kCPU).contiguous(), x.dims});
+    out.position[encodings[e]->type()] = std::move(tensors);
+  }
+  if (was_training) model->train();
+  return out;
+}
+
+std::vector<int64_t> snapshot_steps(const SnapshotConfig& cfg, int64_t steps) {
+  std::vector<int64_t> s;
+  if (cfg.every_percent > 0) {
+    s.push_back(0);
+    for (int64_t p = cfg.every_percent; p < 100; p += cfg.every_percent)
+      s.push_back(steps * p / 100);
+    s.push_back(steps);
+  }
+  for (auto x : cfg.steps) s.push_back(x);
+  std::sort(s.begin(), s.end());
+  s.erase(std::unique(s.begin(), s.end()), s.end());
+  return s;
+}
+
+std::vector<NamedTensor> parameter_tensors(torch::nn::Module& model) {
+  std::vector<NamedTensor> out;
+  for (const auto& p : model.named_parameters()) out.push_back({p.key(), cpu_float(p.value()), {}});
+  return out;
+}
+
+}  // namespace relpos

@@ -1,0 +1,52 @@
+// `relpos train`: one run from a config into a run folder
+//   DIR/config.yaml      the resolved config
+//   DIR/metrics.jsonl    one JSON object per logged step
+//   DIR/checkpoint.pt    the latest checkpoint (atomic)
+//   DIR/run.h5           metrics, probe, snapshots, final weights (docs/hdf5-schema.md)
+//   DIR/result.json      written when the run finished: final metrics, steps, time
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <torch/types.h>
+
+#include "core/config/config.h"
+
+namespace relpos {
+
+struct TrainOptions {
+  std::string out_dir;
+  bool resume = false;          // continue from DIR/checkpoint.pt with DIR/config.yaml
+  bool overwrite = false;       // replace a run already in DIR
+  std::string init_from;        // a run folder whose parameters initialise this run (by name)
+  bool quiet = false;           // no progress line
+  int64_t stop_after = 0;       // stop (checkpointed, unfinished) after this step; 0 = off
+};
+
+struct TrainResult {
+  int64_t steps = 0;                     // steps completed
+  std::map<std::string, double> valid;   // final validation metrics
+  double seconds = 0;                    // wall time of this invocation
+  bool stopped_early = false;
+  bool finished = false;                 // false when stopped by stop_after
+};
+
+// Files of a run folder.
+std::string run_config_path(const std::string& dir);
+std::string run_checkpoint_path(const std::string& dir);
+std::string run_h5_path(const std::string& dir);
+std::string run_result_path(const std::string& dir);
+std::string run_metrics_path(const std::string& dir);
+bool run_finished(const std::string& dir);
+
+// Trains; throws ConfigError/DataError/RunError. An interrupt (SIGINT/SIGTERM) saves a
+// checkpoint and throws RunError with the resume command.
+TrainResult train(const LoadedConfig& cfg, const TrainOptions& opts);
+
+// The config stored in a run folder (for --resume and evaluation), with overrides applied.
+LoadedConfig load_run_config(const std::string& dir, const std::vector<std::string>& overrides = {});
+
+torch::Device parse_device(const std::string& device);
+
+}  // namespace relpos

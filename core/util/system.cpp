@@ -1,0 +1,63 @@
+#include "core/util/system.h"
+
+#include <torch/version.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+namespace relpos {
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+namespace {
+
+std::string run_capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  std::array<char, 256> buf{};
+  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
+  pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::string git_commit() {
+  const std::string dir = RELPOS_SOURCE_DIR;
+  std::string head = run_capture("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
+  if (head.empty()) return "unknown";
+  const std::string dirty =
+      run_capture("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null");
+  return dirty.empty() ? head : head + "-dirty";
+}
+
+std::string torch_version() { return TORCH_VERSION; }
+
+std::string machine_summary() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto c = line.find(':');
+      if (c != std::string::npos) model = line.substr(c + 2);
+      break;
+    }
+  }
+  if (model.empty()) model = "unknown CPU";
+  return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
+}
+
+}  // namespace relpos

@@ -1,0 +1,319 @@
+#include "experiments/sweep.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/config/config.h"
+#include "core/position/position_encoding.h"
+#include "core/train/trainer.h"
+#include "core/util/errors.h"
+#include "core/util/signals.h"
+
+namespace relpos {
+namespace fs = std::filesystem;
+
+GridAxis parse_grid_axis(const std::string& spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+    throw ConfigError(fmt::format("--grid '{}': expected key=value1,value2,...", spec),
+                      "for example --grid position.type=none,shaw,rope");
+  GridAxis axis;
+  axis.key = spec.substr(0, eq);
+  std::stringstream ss(spec.substr(eq + 1));
+  for (std::string v; std::getline(ss, v, ',');) {
+    if (v.empty()) throw ConfigError(fmt::format("--grid '{}': empty value", spec));
+    axis.values.push_back(v);
+  }
+  std::set<std::string> unique(axis.values.begin(), axis.values.end());
+  if (unique.size() != axis.values.size())
+    throw ConfigError(fmt::format("--grid '{}': a value is listed twice", spec));
+  return axis;
+}
+
+namespace {
+
+// "position.type" + "learned+tisa" -> "learned+tisa"; "seed" + "2" -> "seed2".
+std::string slug(const std::string& key, const std::string& value) {
+  std::string s = key == "position.type" ? value : key.substr(key.rfind('.') + 1) + value;
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '_' || c == '.'))
+      c = '_';
+  return s;
+}
+
+}  // namespace
+
+std::vector<SweepPoint> expand_grid(const std::vector<GridAxis>& axes) {
+  std::vector<SweepPoint> points{SweepPoint{}};
+  for (const auto& axis : axes) {
+    std::vector<SweepPoint> next;
+    for (const auto& p : points)
+      for (const auto& v : axis.values) {
+        SweepPoint q = p;
+        q.name += (q.name.empty() ? "" : "-") + slug(axis.key, v);
+        q.overrides.push_back(axis.key + "=" + v);
+        next.push_back(q);
+      }
+    points = next;
+  }
+  if (points.size() == 1 && points[0].name.empty()) points[0].name = "run";
+  return points;
+}
+
+std::vector<std::string> find_run_dirs(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && (fs::exists(e.path() / "run.h5") || fs::exists(e.path() / "result.json")))
+      out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> train_args(const SweepOptions& o, const SweepPoint& p,
+                                    const std::string& dir, bool resume, int64_t threads) {
+  std::vector<std::string> args{o.relpos_binary, "train", "--out", dir, "--quiet"};
+  if (resume) {
+    args.push_back("--resume");
+  } else {
+    for (const auto& c : o.configs) args.insert(args.end(), {"--config", c});
+    args.push_back("--overwrite");  // an unfinished folder without checkpoint: start over
+  }
+  for (const auto& s : o.sets) args.insert(args.end(), {"--set", s});
+  for (const auto& s : p.overrides) args.insert(args.end(), {"--set", s});
+  args.insert(args.end(), {"--set", fmt::format("threads={}", threads)});
+  return args;
+}
+
+pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
+  const pid_t pid = fork();
+  if (pid < 0) throw RunError(fmt::format("cannot start a run: fork failed: {}", std::strerror(errno)));
+  if (pid == 0) {
+    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    std::signal(SIGINT, SIG_IGN);  // the sweep forwards SIGTERM itself
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string quote_args(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) {
+    const bool plain = a.find_first_of(" \t'\"$`\\;&|<>()*?[]{}") == std::string::npos;
+    s += (s.empty() ? "" : " ") + (plain ? a : "'" + a + "'");
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
+  if (o.out_dir.empty()) throw ConfigError("sweep: --out DIR is required");
+  if (o.jobs < 1) throw ConfigError(fmt::format("sweep: --jobs {} (expected >= 1)", o.jobs));
+  // Check the shared config (and every point's overrides) before anything starts.
+  auto points = expand_grid(o.grid);
+  for (const auto& p : points) {
+    std::vector<std::string> sets = o.sets;
+    sets.insert(sets.end(), p.overrides.begin(), p.overrides.end());
+    std::vector<std::string> files = o.configs;
+    if (files.empty()) throw ConfigError("sweep: --config FILE is required");
+    load_config(files, sets);
+  }
+  fs::create_directories(o.out_dir);
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t threads = o.threads > 0 ? o.threads : std::max<int64_t>(1, cores / o.jobs);
+
+  std::vector<SweepRunStatus> runs;
+  for (const auto& p : points) {
+    SweepRunStatus s;
+    s.point = p;
+    s.dir = (fs::path(o.out_dir) / p.name).string();
+    s.finished = s.skipped = run_finished(s.dir);
+    runs.push_back(s);
+  }
+  {
+    std::ofstream cmds(fs::path(o.out_dir) / "commands.txt", std::ios::app);
+    for (const auto& r : runs)
+      cmds << quote_args(train_args(o, r.point, r.dir, false, threads)) << "\n";
+  }
+  const size_t todo = std::count_if(runs.begin(), runs.end(), [](auto& r) { return !r.skipped; });
+  if (!o.quiet)
+    std::cerr << fmt::format("sweep: {} runs ({} already finished), {} at a time, {} thread(s) each -> {}\n",
+                             runs.size(), runs.size() - todo, o.jobs, threads, o.out_dir);
+  install_interrupt_handlers();
+  std::map<pid_t, size_t> active;
+  std::map<pid_t, std::chrono::steady_clock::time_point> started;
+  size_t next = 0, done = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  bool interrupted = false;
+  while (true) {
+    while (!interrupted && static_cast<int64_t>(active.size()) < o.jobs && next < runs.size()) {
+      auto& r = runs[next++];
+      if (r.skipped) continue;
+      fs::create_directories(r.dir);
+      const bool resume = fs::exists(run_checkpoint_path(r.dir));
+      const pid_t pid = spawn(train_args(o, r.point, r.dir, resume, threads),
+                              (fs::path(r.dir) / "train.log").string());
+      active[pid] = next - 1;
+      started[pid] = std::chrono::steady_clock::now();
+      if (!o.quiet)
+        std::cerr << fmt::format("  start  {}{}\n", r.point.name, resume ? " (resuming)" : "");
+    }
+    if (active.empty()) break;
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) {
+        if (interrupt_requested() && !interrupted) {
+          interrupted = true;
+          if (!o.quiet) std::cerr << "sweep: interrupted; asking the running runs to checkpoint...\n";
+          for (const auto& [child, idx] : active) kill(child, SIGTERM);
+        }
+        continue;
+      }
+      break;
+    }
+    auto it = active.find(pid);
+    if (it == active.end()) continue;
+    auto& r = runs[it->second];
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started[pid]).count();
+    r.finished = run_finished(r.dir);
+    active.erase(it);
+    ++done;
+    if (!o.quiet) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double eta = elapsed / done * (todo - done);
+      std::cerr << fmt::format("  {} {} in {:.0f}s ({}/{} done, ETA {:.0f}s){}\n",
+                               r.finished ? "done  " : "FAILED", r.point.name, r.seconds, done, todo,
+                               eta, r.finished ? "" : " — see " + r.dir + "/train.log");
+    }
+  }
+  write_sweep_summary(o.out_dir, runs);
+  if (interrupted)
+    throw RunError(fmt::format("sweep interrupted; finished runs are kept and running ones checkpointed in {}", o.out_dir),
+                   "run the same command again to continue");
+  std::vector<std::string> failed;
+  for (const auto& r : runs)
+    if (!r.finished) failed.push_back(r.point.name + " (" + r.dir + "/train.log)");
+  if (!failed.empty())
+    throw RunError(fmt::format("sweep: {} run(s) failed: {}", failed.size(), join_names(failed)),
+                   "read the logs; run the same command again to retry only those");
+  return runs;
+}
+
+void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunStatus>& runs) {
+  std::vector<std::string> metric_names;
+  std::vector<nlohmann::json> results;
+  std::vector<int64_t> params;
+  for (const auto& r : runs) {
+    nlohmann::json j;
+    std::ifstream in(run_result_path(r.dir));
+    if (in) {
+      try {
+        in >> j;
+      } catch (const std::exception&) {
+        j = nlohmann::json();
+      }
+    }
+    if (j.contains("valid"))
+      for (auto& [k, v] : j["valid"].items())
+        if (std::find(metric_names.begin(), metric_names.end(), k) == metric_names.end())
+          metric_names.push_back(k);
+    results.push_back(j);
+    int64_t count = -1;
+    try {
+      const Config cfg = load_run_config(r.dir).config;
+      count = 0;
+      for (const auto& t : cfg.position.types)
+        count += make_position_encoding(t, model_dims(cfg.model), cfg.position)->parameter_count();
+    } catch (const std::exception&) {
+    }
+    params.push_back(count);
+  }
+  std::ofstream csv(fs::path(out_dir) / "summary.csv"), md(fs::path(out_dir) / "summary.md");
+  csv << "run,overrides,finished,position_params,train_seconds";
+  md << "| run | finished | position params | train s |";
+  for (const auto& m : metric_names) {
+    csv << ",valid_" << m;
+    md << " valid " << m << " |";
+  }
+  csv << "\n";
+  md << "\n|---|---|---|---|" << std::string(metric_names.size() * 4, ' ');
+  for (size_t i = 0; i < metric_names.size(); ++i) md << "---|";
+  md << "\n";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    const auto& j = results[i];
+    const double secs = j.contains("train_seconds") ? j["train_seconds"].get<double>() : r.seconds;
+    csv << r.point.name << ",\"" << join_names(r.point.overrides, " ") << "\","
+        << (r.finished ? 1 : 0) << "," << params[i] << "," << fmt::format("{:.1f}", secs);
+    md << "| " << r.point.name << " | " << (r.finished ? "yes" : "no") << " | " << params[i]
+       << " | " << fmt::format("{:.1f}", secs) << " |";
+    for (const auto& m : metric_names) {
+      std::string v;
+      if (j.contains("valid") && j["valid"].contains(m) && j["valid"][m].is_number())
+        v = fmt::format("{:.4f}", j["valid"][m].get<double>());
+      csv << "," << v;
+      md << " " << v << " |";
+    }
+    csv << "\n";
+    md << "\n";
+  }
+}
+
+std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& points) {
+  std::string s = "#!/bin/bash\n";
+  s += "# SLURM array job written by `relpos sweep --emit-slurm`: one array element per grid point.\n";
+  s += "# Submit with: sbatch THIS_FILE   (adjust the #SBATCH lines to your cluster)\n";
+  s += fmt::format("#SBATCH --job-name=relpos-sweep\n#SBATCH --array=0-{}\n", points.size() - 1);
+  s += "#SBATCH --cpus-per-task=4\n#SBATCH --time=24:00:00\n";
+  s += fmt::format("#SBATCH --output={}/slurm-%A_%a.log\n", o.out_dir);
+  s += "set -euo pipefail\n";
+  s += fmt::format("RELPOS=\"${{RELPOS:-{}}}\"\n", o.relpos_binary);
+  s += "case \"$SLURM_ARRAY_TASK_ID\" in\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string dir = (fs::path(o.out_dir) / points[i].name).string();
+    std::vector<std::string> args{"\"$RELPOS\"", "train", "--out", dir, "--quiet"};
+    for (const auto& c : o.configs) args.insert(args.end(), {"--config", c});
+    for (const auto& x : o.sets) args.insert(args.end(), {"--set", x});
+    for (const auto& x : points[i].overrides) args.insert(args.end(), {"--set", x});
+    args.insert(args.end(), {"--set", "threads=${SLURM_CPUS_PER_TASK:-1}"});
+    std::string cmd;
+    for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
+    // A finished point is skipped; an unfinished one resumes from its checkpoint.
+    s += fmt::format("  {})\n    if [ -f {}/result.json ]; then exit 0; fi\n"
+                     "    if [ -f {}/checkpoint.pt ]; then \"$RELPOS\" train --out {} --resume --quiet; "
+                     "else {}; fi ;;\n",
+                     i, dir, dir, dir, cmd);
+  }
+  s += "esac\n";
+  return s;
+}
+
+}  // namespace relpos

@@ -1,0 +1,62 @@
+// Sweeps: a grid over config keys, one run folder per point, run by child `relpos train`
+// processes in parallel. Every point shares the data split and probe set (they depend on
+// data.split_seed, not on the point). Finished points are skipped and unfinished ones resumed,
+// so an interrupted sweep continues where it stopped when the same command is run again.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace relpos {
+
+// One axis of a grid: "position.type=none,shaw,rope" -> key and values.
+struct GridAxis {
+  std::string key;
+  std::vector<std::string> values;
+};
+GridAxis parse_grid_axis(const std::string& spec);
+
+struct SweepPoint {
+  std::string name;                     // run folder name, e.g. "shaw-seed1"
+  std::vector<std::string> overrides;   // "key=value" for each axis
+};
+
+// The cartesian product of the axes, in order (the last axis varies fastest).
+std::vector<SweepPoint> expand_grid(const std::vector<GridAxis>& axes);
+
+struct SweepOptions {
+  std::vector<std::string> configs;   // --config files for every point
+  std::vector<std::string> sets;      // --set overrides for every point (before the grid's)
+  std::vector<GridAxis> grid;
+  std::string out_dir;
+  int64_t jobs = 1;                   // runs at once
+  int64_t threads = 0;                // intra-op threads per run; 0 = cores / jobs
+  std::string relpos_binary;          // the executable to run (default: this process's own)
+  bool quiet = false;
+};
+
+struct SweepRunStatus {
+  SweepPoint point;
+  std::string dir;
+  bool finished = false;   // result.json present
+  bool skipped = false;    // was finished before this sweep started
+  int exit_code = 0;
+  double seconds = 0;
+};
+
+// Runs every point; returns their status. Throws RunError when a run failed or the sweep
+// was interrupted (after the children have saved their checkpoints).
+std::vector<SweepRunStatus> run_sweep(const SweepOptions& opts);
+
+// Writes DIR/summary.csv and DIR/summary.md: one row per point with its overrides, final
+// validation metrics (from each run's result.json), positional parameter count and time.
+void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunStatus>& runs);
+
+// A SLURM array job running the same `relpos train` commands, one array element per point.
+std::string slurm_script(const SweepOptions& opts, const std::vector<SweepPoint>& points);
+
+// The run folders of an experiment folder (sub-folders holding a run.h5 or result.json).
+std::vector<std::string> find_run_dirs(const std::string& dir);
+
+}  // namespace relpos

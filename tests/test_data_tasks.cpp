@@ -1,0 +1,281 @@
+// mlm, clm, classify and span_qa batches on fixtures, checked against the raw text (the bytes
+// tokenizer makes the expected ids plain: 5 + byte).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "core/data/task.h"
+#include "core/data/text_util.h"
+#include "data_helpers.h"
+
+using namespace relpos;
+using relpos::test::data_error;
+using relpos::test::data_fixture;
+
+namespace {
+
+std::vector<int64_t> bytes_of(const std::string& s) {
+  std::vector<int64_t> v;
+  for (unsigned char ch : s) v.push_back(5 + ch);
+  return v;
+}
+
+std::vector<int64_t> row(const torch::Tensor& t, int64_t r) {
+  torch::Tensor x = t[r].contiguous();
+  return {x.data_ptr<int64_t>(), x.data_ptr<int64_t>() + x.numel()};
+}
+
+// Is `part` a contiguous piece of `whole`?
+bool contains(const std::vector<int64_t>& whole, const std::vector<int64_t>& part) {
+  return std::search(whole.begin(), whole.end(), part.begin(), part.end()) != whole.end();
+}
+
+Config lm_config(const std::string& type) {
+  Config c;
+  c.task.type = type;
+  c.model.mode = type == "clm" ? "decoder" : "encoder";
+  c.data.corpus = data_fixture("spm_train.txt");  // one document: cut into 20 pieces
+  c.data.tokenizer = "bytes";
+  c.data.valid_fraction = 0.1;
+  c.data.test_fraction = 0.1;
+  c.task.seq_len = 32;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("mlm: [CLS] + a window of the training stream, masks undo to the stream") {
+  const Config c = lm_config("mlm");
+  auto data = make_task_data(c);
+  const auto& train = data->stream(Split::Train);
+  // Split by document, on record, disjoint.
+  std::set<int64_t> docs;
+  for (Split s : {Split::Train, Split::Valid, Split::Test})
+    for (int64_t d : data->split_documents(s)) CHECK(docs.insert(d).second);
+  CHECK(docs.size() == 20);
+  CHECK(data->split_documents(Split::Valid).size() == 2);
+  CHECK(std::count(train.begin(), train.end(), 3) == 16);  // a [SEP] after each document
+  const Batch b = data->train_batch(3, 8);
+  CHECK(b.tokens.sizes() == torch::IntArrayRef{8, 32});
+  CHECK(!b.key_mask.defined());
+  for (int64_t r = 0; r < 8; ++r) {
+    auto tok = row(b.tokens, r), tgt = row(b.targets, r);
+    CHECK(tok[0] == 2);
+    CHECK(tgt[0] == -100);
+    for (size_t i = 1; i < tok.size(); ++i)
+      if (tgt[i] != -100) tok[i] = tgt[i];
+    CHECK(contains(train, std::vector<int64_t>(tok.begin() + 1, tok.end())));
+  }
+  // Pure function of (seed, index).
+  CHECK(b.tokens.equal(data->train_batch(3, 8).tokens));
+  CHECK(b.targets.equal(data->train_batch(3, 8).targets));
+  CHECK(!b.tokens.equal(data->train_batch(4, 8).tokens));
+  Config c2 = c;
+  c2.seed = 99;
+  CHECK(!b.tokens.equal(make_task_data(c2)->train_batch(3, 8).tokens));
+}
+
+TEST_CASE("mlm evaluation: consecutive windows, deterministic, any length") {
+  auto data = make_task_data(lm_config("mlm"));
+  const auto& valid = data->stream(Split::Valid);
+  const auto batches = data->eval_batches(Split::Valid, 4, 0);
+  const auto again = data->eval_batches(Split::Valid, 4, 0);
+  REQUIRE(batches.size() == again.size());
+  std::vector<int64_t> restored;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    CHECK(batches[k].tokens.equal(again[k].tokens));
+    CHECK(batches[k].targets.equal(again[k].targets));
+    for (int64_t r = 0; r < batches[k].tokens.size(0); ++r) {
+      auto tok = row(batches[k].tokens, r), tgt = row(batches[k].targets, r);
+      for (size_t i = 0; i < tok.size(); ++i)
+        if (tgt[i] != -100) tok[i] = tgt[i];
+      restored.insert(restored.end(), tok.begin() + 1, tok.end());
+    }
+  }
+  const size_t windows = valid.size() / 31;
+  CHECK(restored.size() == windows * 31);
+  CHECK(std::equal(restored.begin(), restored.end(), valid.begin()));
+  CHECK(data->eval_batches(Split::Valid, 4, 2).size() == 2);
+  CHECK(data->eval_batches(Split::Test, 2, 1, 64)[0].tokens.size(1) == 64);
+}
+
+TEST_CASE("clm: targets are the next tokens; evaluation covers the stream once") {
+  auto data = make_task_data(lm_config("clm"));
+  const auto& train = data->stream(Split::Train);
+  const Batch b = data->train_batch(0, 4);
+  for (int64_t r = 0; r < 4; ++r) {
+    auto tok = row(b.tokens, r), tgt = row(b.targets, r);
+    for (size_t i = 0; i + 1 < tok.size(); ++i) CHECK(tgt[i] == tok[i + 1]);
+    tok.push_back(tgt.back());
+    CHECK(contains(train, tok));
+  }
+  const auto& test = data->stream(Split::Test);
+  const auto eval = data->eval_batches(Split::Test, 3, 0);
+  int64_t k = 0;
+  for (const Batch& e : eval)
+    for (int64_t r = 0; r < e.tokens.size(0); ++r, ++k) {
+      CHECK(row(e.tokens, r) ==
+            std::vector<int64_t>(test.begin() + 32 * k, test.begin() + 32 * k + 32));
+      CHECK(row(e.targets, r) ==
+            std::vector<int64_t>(test.begin() + 32 * k + 1, test.begin() + 32 * k + 33));
+    }
+  CHECK(k == (static_cast<int64_t>(test.size()) - 33) / 32 + 1);
+}
+
+TEST_CASE("classify: [CLS] a [SEP] b [SEP], truncation, pooling, epochs") {
+  Config c;
+  c.task.type = "classify";
+  c.data.corpus = data_fixture("tsv/pair.tsv");
+  c.data.valid_fraction = c.data.test_fraction = 0;
+  c.task.seq_len = 12;
+  auto data = make_task_data(c);
+  const auto batches = data->eval_batches(Split::Train, 2, 0);
+  REQUIRE(batches.size() == 1);
+  const Batch& b = batches[0];
+  // "A man runs." + "A person moves." need 26 + 3 > 12: the longer one is cut first, by turns,
+  // down to 4 + 5 = 9 bytes.
+  std::vector<int64_t> want = {2};
+  for (auto x : bytes_of("A ma")) want.push_back(x);
+  want.push_back(3);
+  for (auto x : bytes_of("A per")) want.push_back(x);
+  want.push_back(3);
+  CHECK(row(b.tokens, 0) == want);
+  CHECK(row(b.segments, 0) == std::vector<int64_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1});
+  CHECK(row(b.targets.view({1, -1}), 0) == std::vector<int64_t>{1, 0});
+  CHECK(row(b.pool_index.view({1, -1}), 0) == std::vector<int64_t>{0, 0});
+  CHECK(b.example_ids == std::vector<int64_t>{0, 1});
+
+  c.data.corpus = data_fixture("tsv/single.tsv");
+  c.model.mode = "decoder";
+  c.task.seq_len = 64;
+  auto single = make_task_data(c);
+  const Batch s = single->eval_batches(Split::Train, 3, 0)[0];
+  CHECK(!s.segments.defined());
+  // Rows "it was great", "it was awful", "meh": decoders pool at the last real token.
+  CHECK(row(s.pool_index.view({1, -1}), 0) == std::vector<int64_t>{13, 13, 4});
+  REQUIRE(s.key_mask.defined());
+  CHECK(s.key_mask[2].sum().item<int64_t>() == 5);
+  CHECK(s.tokens[2][5].item<int64_t>() == 0);
+  // Every epoch visits every training example once.
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    std::set<int64_t> seen;
+    for (int64_t i = 0; i < 3; ++i)
+      seen.insert(single->train_batch(epoch * 3 + i, 1).example_ids[0]);
+    CHECK(seen == std::set<int64_t>{0, 1, 2});
+  }
+  c.data.corpus = data_fixture("text/docs.txt");
+  CHECK(data_error([&] { make_task_data(c); }).find("needs a labelled corpus") !=
+        std::string::npos);
+}
+
+TEST_CASE("span_qa: layout, answer spans, truncation and span_text") {
+  Config c;
+  c.task.type = "span_qa";
+  c.data.corpus = data_fixture("squad/good.json");
+  c.data.valid_fraction = c.data.test_fraction = 0;
+  c.task.seq_len = 48;
+  auto data = make_task_data(c);
+  struct Q {
+    std::string question, context, answer;
+  };
+  const std::string c1 =
+      "The caf\xC3\xA9 in Z\xC3\xBCrich opened in 1905. Its owner was \xC3\x89mile Roux.";
+  const std::vector<Q> qs = {{"When did the caf\xC3\xA9 open?", c1, "1905"},
+                             {"Who owned it?", c1, "\xC3\x89mile Roux"},
+                             {"Which way does the Rhine flow?", "The Rhine flows north.", "north"},
+                             {"Which way does the Danube flow?", "The Danube flows east.", "east"}};
+  for (int64_t T : {48, 128}) {
+    CAPTURE(T);
+    const auto batches = data->eval_batches(Split::Train, 4, 0, T);
+    REQUIRE(batches.size() == 1);
+    const Batch& b = batches[0];
+    CHECK(b.example_ids == std::vector<int64_t>{0, 1, 2, 3});
+    for (int64_t r = 0; r < 4; ++r) {
+      CAPTURE(r);
+      const Q& q = qs[r];
+      // Questions keep min(max_query_len, seq_len / 2) = 24 tokens.
+      const std::string qt = q.question.substr(0, std::min<size_t>(q.question.size(), 24));
+      const int64_t room = T - static_cast<int64_t>(qt.size()) - 3;
+      std::vector<int64_t> want = {2};
+      for (auto x : bytes_of(qt)) want.push_back(x);
+      want.push_back(3);
+      for (auto x : bytes_of(q.context.substr(0, room))) want.push_back(x);
+      want.push_back(3);
+      auto tok = row(b.tokens, r);
+      tok.resize(want.size());
+      CHECK(tok == want);
+      const int64_t start = b.targets[r][0].item<int64_t>(), end = b.targets[r][1].item<int64_t>();
+      const size_t at = q.context.find(q.answer);
+      if (at + q.answer.size() <= static_cast<size_t>(room)) {
+        CHECK(start == static_cast<int64_t>(qt.size() + 2 + at));
+        CHECK(end == static_cast<int64_t>(qt.size() + 2 + at + q.answer.size() - 1));
+        CHECK(data->span_text(Split::Train, r, start, end) == q.answer);
+      } else {
+        CHECK(start == 0);  // the answer is cut away: [CLS]
+        CHECK(end == 0);
+      }
+      CHECK(data->gold_answers(Split::Train, r)[0] == q.answer);
+    }
+  }
+  // At T = 48 only the river questions keep their answers: training uses those two.
+  CHECK(data->describe().find("2 training questions dropped") != std::string::npos);
+  std::set<int64_t> used;
+  for (int64_t i = 0; i < 8; ++i) used.insert(data->train_batch(i, 1).example_ids[0]);
+  CHECK(used == std::set<int64_t>{2, 3});
+  CHECK(data->span_text(Split::Train, 2, 0, 0) == "");  // outside the context
+}
+
+TEST_CASE("span_qa with WordPiece: offsets map token spans back to the original text") {
+  relpos::test::TempDir dir;
+  const std::string vocab = dir.path + "/vocab.txt";
+  {
+    std::string v = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+    for (const char* w : {"the", "cafe", "in", "zurich", "opened", "1905", ".", "its", "owner",
+                          "was", "emile", "roux", "when", "did", "open", "?", "who", "owned", "it"})
+      v += std::string(w) + "\n";
+    std::ofstream(vocab) << v;
+  }
+  Config c;
+  c.task.type = "span_qa";
+  c.data.corpus = data_fixture("squad/good.json");
+  c.data.tokenizer = "wordpiece";
+  c.data.vocab_file = vocab;
+  c.data.valid_fraction = c.data.test_fraction = 0;
+  c.task.seq_len = 40;
+  auto data = make_task_data(c);
+  const Batch b = data->eval_batches(Split::Train, 2, 1)[0];
+  // "Émile Roux" is two word tokens; the text comes back with its accent.
+  const int64_t s = b.targets[1][0].item<int64_t>(), e = b.targets[1][1].item<int64_t>();
+  CHECK(e == s + 1);
+  CHECK(data->span_text(Split::Train, 1, s, e) == "\xC3\x89mile Roux");
+  CHECK(data->span_text(Split::Train, 1, s, s) == "\xC3\x89mile");
+  CHECK(data->span_text(Split::Train, 0, b.targets[0][0].item<int64_t>(),
+                        b.targets[0][1].item<int64_t>()) == "1905");
+}
+
+TEST_CASE("config validation of data and task keys") {
+  auto config_error = [](const Config& c) {
+    try {
+      validate(c, nullptr);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  Config c;
+  c.task.type = "recall";
+  CHECK(config_error(c).find("task.synthetic_vocab") != std::string::npos);
+  c = Config();
+  c.task.type = "classify";
+  CHECK(config_error(c).find("data.corpus: corpus does not fit the task") != std::string::npos);
+  c.data.corpus = "sentiment";
+  CHECK(config_error(c).empty());
+  c.data.label_names = {"a", "b", "c"};
+  CHECK(config_error(c).find("data.label_names") != std::string::npos);
+  c = Config();
+  c.data.tokenizer = "sentencepiece";
+  c.data.vocab_size = 100;
+  CHECK(config_error(c).find("data.vocab_size") != std::string::npos);
+}

@@ -1,0 +1,414 @@
+// The transformer and its heads: LayerNorm placement, ALBERT options (factorized embeddings,
+// shared layers), the tied LM head, classifier/span heads against hand-computed values, key
+// padding, and positional parameter counts against the closed forms of DESIGN.md §2.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/model/model.h"
+#include "core/position/position_encoding.h"
+#include "tests/small_model.h"
+
+using namespace relpos;
+using test::small_config;
+
+namespace {
+
+constexpr int64_t kVocab = 30;
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+int64_t count(const std::vector<torch::Tensor>& ps) {
+  int64_t n = 0;
+  for (const auto& p : ps) n += p.numel();
+  return n;
+}
+
+Model build(const Config& cfg, int64_t vocab = kVocab) {
+  torch::manual_seed(21);
+  Model m(cfg, vocab);
+  m->eval();
+  return m;
+}
+
+AttentionContext context(int64_t layer, int64_t T, bool causal) {
+  AttentionContext c;
+  c.layer = layer;
+  c.length = T;
+  c.causal = causal;
+  return c;
+}
+
+torch::Tensor feed_forward(BlockImpl& b, const torch::Tensor& x) {
+  return b.ff_out(torch::gelu(b.ff_in(x)));  // (B,T,D)
+}
+
+}  // namespace
+
+TEST_CASE("model: pre-LN and post-LN place the norms where they say") {
+  const auto tokens = torch::randint(0, kVocab, {2, 6}, torch::kLong);
+  std::map<std::string, torch::Tensor> out;
+  for (const char* norm : {"pre", "post"}) {
+    CAPTURE(norm);
+    const Config cfg = small_config("shaw", false, {"model.layers=1", std::string("model.norm=") + norm});
+    Model m = build(cfg);
+    auto& tr = *m->transformer;
+    torch::NoGradGuard guard;
+    const auto h = m->hidden(tokens);  // (B,T,D)
+    out[norm] = h;
+    // The same computation written out from the block's parts.
+    auto blk = tr.block(0);
+    const auto ctx = context(0, 6, false);
+    auto x = tr.embed(tokens, {});  // (B,T,D)
+    torch::Tensor expected;
+    if (std::string(norm) == "pre") {
+      CHECK(tr.final_norm);
+      CHECK(!tr.embedding_norm);
+      x = x + blk->attention(blk->attention_norm(x), ctx, tr.position->encodings());
+      x = x + feed_forward(*blk, blk->ff_norm(x));
+      expected = tr.final_norm(x);
+    } else {
+      CHECK(!tr.final_norm);
+      CHECK(tr.embedding_norm);
+      // embed() ends with the embedding LayerNorm: each token has mean 0 and variance 1.
+      CHECK(x.mean(-1).abs().max().item<double>() < 1e-5);
+      x = blk->attention_norm(x + blk->attention(x, ctx, tr.position->encodings()));
+      expected = blk->ff_norm(x + feed_forward(*blk, x));
+    }
+    CHECK(max_diff(h, expected) < 1e-6);
+  }
+  // Same seed, same weights: the placement alone changes the output.
+  CHECK(max_diff(out["pre"], out["post"]) > 1e-2);
+}
+
+TEST_CASE("model: factorized embedding (E < D) projects E-wide embeddings to D") {
+  const auto tokens = torch::randint(0, kVocab, {2, 6}, torch::kLong);
+  {
+    const Config cfg = small_config("learned", false, {"model.embedding_width=8"});
+    Model m = build(cfg);
+    auto& tr = *m->transformer;
+    REQUIRE(tr.embedding_projection);
+    CHECK(tr.token_embedding->weight.sizes() == torch::IntArrayRef({kVocab, 8}));
+    CHECK(tr.embedding_projection->weight.sizes() == torch::IntArrayRef({16, 8}));
+    const auto table = tr.position->named_parameters()["learned.table"];
+    CHECK(table.sizes() == torch::IntArrayRef({32, 8}));  // the learned table is E wide
+    REQUIRE(m->lm_head->dense);
+    CHECK(m->lm_head->dense->weight.sizes() == torch::IntArrayRef({8, 16}));  // back to E
+    // embed = W_p (token + P) + b, written out.
+    torch::NoGradGuard guard;
+    const auto e = tr.token_embedding->weight.index_select(0, tokens.reshape({-1})).view({2, 6, 8}) +
+                   table.narrow(0, 0, 6).unsqueeze(0);  // (B,T,E)
+    const auto expected = torch::matmul(e, tr.embedding_projection->weight.t()) +
+                          tr.embedding_projection->bias;  // (B,T,D)
+    CHECK(max_diff(tr.embed(tokens, {}), expected) < 1e-6);
+    CHECK(m->lm_logits(m->hidden(tokens)).sizes() == torch::IntArrayRef({2, 6, kVocab}));
+  }
+  {
+    const Config cfg = small_config("learned", false, {"model.embedding_width=0"});
+    Model m = build(cfg);
+    CHECK(!m->transformer->embedding_projection);
+    CHECK(m->transformer->token_embedding->weight.sizes() == torch::IntArrayRef({kVocab, 16}));
+  }
+}
+
+TEST_CASE("model: share_layers keeps one block and applies it at every layer") {
+  auto total = [](int64_t layers, bool shared) {
+    const Config cfg = small_config("shaw", false,
+                                    {"model.layers=" + std::to_string(layers),
+                                     std::string("model.share_layers=") + (shared ? "true" : "false")});
+    return count(build(cfg)->parameters());
+  };
+  const int64_t one = total(1, true);
+  CHECK(total(4, true) == one);
+  CHECK(total(1, false) == one);
+  // Not shared: three more blocks and three more Shaw parameter sets (2·(2K+1)·d each).
+  const Config c1 = small_config("shaw", false, {"model.layers=1"});
+  const int64_t block = count(build(c1)->transformer->block(0)->parameters());
+  CHECK(total(4, false) == one + 3 * block + 3 * 2 * 7 * 8);
+
+  const Config cfg = small_config("shaw", false, {"model.layers=4", "model.share_layers=true"});
+  Model m = build(cfg);
+  auto& tr = *m->transformer;
+  CHECK(tr.blocks->size() == 1);
+  for (const auto& p : m->named_parameters())
+    if (p.key().rfind("transformer.blocks.", 0) == 0)
+      CHECK_MESSAGE(p.key().rfind("transformer.blocks.0.", 0) == 0, p.key());
+  CHECK(tr.position->named_parameters()["shaw.keys"].size(0) == 1);
+  // The forward pass is block 0 applied four times.
+  const auto tokens = torch::randint(0, kVocab, {2, 6}, torch::kLong);
+  torch::NoGradGuard guard;
+  auto x = tr.embed(tokens, {});
+  for (int l = 0; l < 4; ++l)
+    x = tr.blocks->ptr<BlockImpl>(0)->forward(x, context(0, 6, false), tr.position->encodings(),
+                                              {}, nullptr);
+  CHECK(max_diff(m->hidden(tokens), tr.final_norm(x)) < 1e-6);
+}
+
+TEST_CASE("model: the LM head is tied to the token embeddings") {
+  for (bool causal : {false, true}) {
+    for (int64_t E : {int64_t{0}, int64_t{8}}) {
+      CAPTURE(causal);
+      CAPTURE(E);
+      const Config cfg = small_config("none", causal, {"model.embedding_width=" + std::to_string(E)});
+      Model m = build(cfg);
+      const int64_t width = E == 0 ? 16 : E;
+      // No separate decoder weight: the only (V,E) tensor is the token embedding.
+      std::vector<std::string> vocab_sized;
+      for (const auto& p : m->named_parameters())
+        if (p.value().dim() == 2 && p.value().size(0) == kVocab) vocab_sized.push_back(p.key());
+      CHECK(vocab_sized == std::vector<std::string>{"transformer.token_embedding.weight"});
+      CHECK(m->lm_head->bias.sizes() == torch::IntArrayRef({kVocab}));
+
+      // The gradient of a loss on the head's logits reaches the embedding through the head
+      // alone (the hidden states are a constant here).
+      auto hidden = torch::randn({2, 5, 16});  // (B,T,D)
+      m->zero_grad();
+      auto w = torch::randn({2, 5, kVocab});
+      (m->lm_logits(hidden) * w).sum().backward();
+      const auto& g = m->transformer->token_embedding->weight.grad();
+      REQUIRE(g.defined());
+      CHECK(g.abs().sum().item<double>() > 0);
+
+      // Logits written out: h -> [dense] -> [GELU, LayerNorm when MLM] -> · Wᵀ + bias.
+      torch::NoGradGuard guard;
+      auto h = hidden;
+      auto& head = *m->lm_head;
+      CHECK(static_cast<bool>(head.dense) == (!causal || E != 0));
+      CHECK(static_cast<bool>(head.norm) == !causal);
+      if (head.dense) h = torch::matmul(h, head.dense->weight.t()) + head.dense->bias;  // (B,T,E)
+      if (!causal) {
+        h = 0.5 * h * (1 + torch::erf(h / std::sqrt(2.0)));  // exact GELU
+        auto mu = h.mean(-1, true), var = (h - mu).pow(2).mean(-1, true);
+        h = (h - mu) / torch::sqrt(var + 1e-5) * head.norm->weight + head.norm->bias;  // (B,T,E)
+      }
+      auto W = m->transformer->token_embedding->weight.clone();  // (V,E)
+      CHECK(W.size(1) == width);
+      const auto expected = torch::matmul(h, W.t()) + head.bias;  // (B,T,V)
+      CHECK(max_diff(m->lm_logits(hidden), expected) < 1e-5);
+      // Changing one embedding row changes exactly that vocabulary column.
+      m->transformer->token_embedding->weight[3].zero_();
+      const auto after = m->lm_logits(hidden);  // (B,T,V)
+      CHECK(max_diff(after.select(-1, 3), head.bias[3].expand({2, 5})) < 1e-6);
+      CHECK(max_diff(after.narrow(-1, 4, kVocab - 4), expected.narrow(-1, 4, kVocab - 4)) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("model: classifier and span heads with hand-set weights") {
+  const Config cfg = small_config("none", false, {"task.type=classify", "data.corpus=sentiment", "task.num_classes=3",
+                                                  "model.width=4", "model.heads=2"});
+  Model m = build(cfg);
+  REQUIRE(m->classifier_head);
+  torch::NoGradGuard guard;
+  auto& c = *m->classifier_head;
+  c.pooler->weight.copy_(torch::tensor({{1.0, 0.0, 0.0, 0.0},
+                                        {0.0, 2.0, 0.0, 0.0},
+                                        {0.0, 0.0, -1.0, 0.0},
+                                        {0.5, 0.0, 0.0, 0.5}}));
+  c.pooler->bias.copy_(torch::tensor({0.1, 0.0, -0.2, 0.0}));
+  c.classifier->weight.copy_(torch::tensor({{1.0, -1.0, 0.5, 0.0},
+                                            {0.0, 0.3, 0.0, 2.0},
+                                            {-0.5, 0.0, 1.0, 1.0}}));
+  c.classifier->bias.copy_(torch::tensor({1.0, 2.0, 3.0}));
+  const std::vector<std::vector<std::vector<double>>> hv = {
+      {{0.1, 0.2, 0.3, 0.4}, {1.0, -1.0, 0.5, 0.0}, {0.0, 0.0, 0.0, 0.0}},
+      {{2.0, 1.0, 0.0, -1.0}, {0.3, 0.3, 0.3, 0.3}, {-0.7, 0.2, 0.9, 1.5}}};
+  auto hidden = torch::zeros({2, 3, 4});
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 3; ++t)
+      for (int e = 0; e < 4; ++e) hidden[b][t][e] = hv[b][t][e];
+  const std::vector<int64_t> pool = {1, 2};
+  const auto logits = m->class_logits(hidden, torch::tensor(pool));  // (B,C)
+  REQUIRE(logits.sizes() == torch::IntArrayRef({2, 3}));
+  const double P[4][4] = {{1, 0, 0, 0}, {0, 2, 0, 0}, {0, 0, -1, 0}, {0.5, 0, 0, 0.5}};
+  const double pb[4] = {0.1, 0, -0.2, 0};
+  const double C[3][4] = {{1, -1, 0.5, 0}, {0, 0.3, 0, 2}, {-0.5, 0, 1, 1}};
+  const double cb[3] = {1, 2, 3};
+  for (int b = 0; b < 2; ++b) {
+    double pooled[4];
+    for (int o = 0; o < 4; ++o) {
+      double s = pb[o];
+      for (int e = 0; e < 4; ++e) s += P[o][e] * hv[b][pool[b]][e];
+      pooled[o] = std::tanh(s);
+    }
+    for (int k = 0; k < 3; ++k) {
+      double s = cb[k];
+      for (int o = 0; o < 4; ++o) s += C[k][o] * pooled[o];
+      CHECK(logits[b][k].item<double>() == doctest::Approx(s).epsilon(1e-6));
+    }
+  }
+
+  const Config scfg = small_config("none", false, {"task.type=span_qa", "data.corpus=wordnet_qa", "model.width=4", "model.heads=2"});
+  Model s = build(scfg);
+  REQUIRE(s->span_head);
+  s->span_head->span->weight.copy_(torch::tensor({{1.0, 0.0, -1.0, 2.0}, {0.0, 0.5, 0.5, 0.0}}));
+  s->span_head->span->bias.copy_(torch::tensor({0.5, -0.5}));
+  const auto span = s->span_logits(hidden);  // (B,T,2)
+  REQUIRE(span.sizes() == torch::IntArrayRef({2, 3, 2}));
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 3; ++t) {
+      const auto& x = hv[b][t];
+      CHECK(span[b][t][0].item<double>() == doctest::Approx(0.5 + x[0] - x[2] + 2 * x[3]).epsilon(1e-6));
+      CHECK(span[b][t][1].item<double>() == doctest::Approx(-0.5 + 0.5 * x[1] + 0.5 * x[2]).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("model: padded tokens do not affect real tokens (encoder, every variant)") {
+  const auto tokens = torch::randint(0, kVocab, {2, 8}, torch::kLong);
+  auto other = tokens.clone();
+  other[1].narrow(0, 5, 3).copy_((tokens[1].narrow(0, 5, 3) + 5) % kVocab);
+  auto mask = torch::ones({2, 8}, torch::kBool);
+  mask[1].narrow(0, 5, 3).fill_(false);
+  for (const auto& name : Registry::get().names()) {
+    CAPTURE(name);
+    Model m = test::small_model(small_config(name, false), kVocab);
+    torch::NoGradGuard guard;
+    ForwardOptions o;
+    o.key_mask = mask;
+    const auto a = m->hidden(tokens, o), b = m->hidden(other, o);  // (B,T,D)
+    CHECK(max_diff(a[0], b[0]) == 0.0);
+    CHECK(max_diff(a[1].narrow(0, 0, 5), b[1].narrow(0, 0, 5)) < 1e-6);
+    // Without the mask the change is seen.
+    CHECK(max_diff(m->hidden(tokens)[1].narrow(0, 0, 5), m->hidden(other)[1].narrow(0, 0, 5)) > 1e-3);
+    // A sequence of padding only gives finite outputs and leaves its neighbour alone.
+    auto empty = mask.clone();
+    empty[0].fill_(false);
+    o.key_mask = empty;
+    const auto e = m->hidden(tokens, o);  // (B,T,D)
+    CHECK(torch::isfinite(e).all().item<bool>());
+    CHECK(max_diff(e[1], a[1]) == 0.0);
+  }
+  // ...and finite gradients: the NaN of a softmax over no visible key must not flow back.
+  for (bool causal : {false, true}) {
+    Model m = test::small_model(small_config("shaw", causal), kVocab);
+    auto empty = mask.clone();
+    empty[0].fill_(false);
+    ForwardOptions o;
+    o.key_mask = empty;
+    m->zero_grad();
+    m->lm_logits(m->hidden(tokens, o)).sum().backward();
+    for (const auto& p : m->named_parameters())
+      if (p.value().grad().defined())
+        CHECK_MESSAGE(torch::isfinite(p.value().grad()).all().item<bool>(), p.key());
+  }
+}
+
+namespace {
+
+struct Sizes {
+  int64_t D, H, L, E, K, S, buckets, max_len;
+  bool shared;
+};
+
+// DESIGN.md §2, positional parameters of each variant in the whole model.
+int64_t closed_form(const std::string& name, const Sizes& s) {
+  const int64_t d = s.D / s.H, Lp = s.shared ? 1 : s.L, R = 2 * s.K + 1;
+  if (name == "learned") return s.max_len * s.E;
+  if (name == "shaw") return 2 * R * d * Lp;
+  if (name == "transformer_xl") return (s.H * d * s.D + 2 * s.H * d) * Lp;
+  if (name == "huang" || name == "huang_m3" || name == "huang_m4") return R * d * Lp;
+  if (name == "huang_m1") return (s.K + 1) * Lp;
+  if (name == "huang_m2") return R * Lp;
+  if (name == "tisa") return 3 * s.S * s.H * Lp;
+  if (name == "t5_bias") return s.buckets * s.H;  // shared by layers in any case
+  return 0;                                       // none, sinusoidal, alibi, rope
+}
+
+std::vector<std::string> size_sets(const Sizes& s) {
+  const std::string K = std::to_string(s.K);
+  return {"model.width=" + std::to_string(s.D), "model.heads=" + std::to_string(s.H),
+          "model.layers=" + std::to_string(s.L),
+          "model.embedding_width=" + std::to_string(s.E == s.D ? 0 : s.E),
+          std::string("model.share_layers=") + (s.shared ? "true" : "false"),
+          "position.shaw.clip=" + K, "position.huang.clip=" + K, "position.huang_m1.clip=" + K,
+          "position.huang_m2.clip=" + K, "position.huang_m3.clip=" + K,
+          "position.huang_m4.clip=" + K, "position.tisa.kernels=" + std::to_string(s.S),
+          "position.t5_bias.buckets=" + std::to_string(s.buckets),
+          "position.learned.max_len=" + std::to_string(s.max_len), "task.seq_len=16"};
+}
+
+std::string run_output(const std::string& cmd, int& status) {
+  std::string out;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int st = ::pclose(pipe);
+  status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("model: positional parameter counts match DESIGN.md's closed forms") {
+  const std::vector<Sizes> sizes = {{32, 4, 3, 32, 5, 4, 16, 40, false},
+                                    {32, 4, 3, 32, 5, 4, 16, 40, true},
+                                    {48, 6, 2, 24, 7, 5, 32, 64, false},
+                                    {48, 6, 2, 24, 7, 5, 32, 64, true}};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const Sizes& s = sizes[i];
+    CAPTURE(s.D);
+    CAPTURE(s.shared);
+    // `relpos list` with the same settings (two of the sizes: each run starts a process).
+    const bool run_list = i == 0 || i == 3;
+    std::map<std::string, int64_t> listed;
+    if (run_list) {
+      std::string cmd = std::string(RELPOS_BINARY) + " list";
+      for (const auto& set : size_sets(s)) cmd += " --set " + set;
+      int status = -1;
+      const std::string out = run_output(cmd, status);
+      REQUIRE_MESSAGE(status == 0, out);
+      std::istringstream lines(out);
+      for (std::string line; std::getline(lines, line);) {
+        std::istringstream words(line);
+        std::string name;
+        int64_t n;
+        if (line.rfind("  ", 0) == 0 && words >> name >> n) listed[name] = n;
+      }
+    }
+    for (const auto& name : Registry::get().names()) {
+      CAPTURE(name);
+      const int64_t expected = closed_form(name, s);
+      if (run_list) {
+        REQUIRE(listed.count(name) == 1);
+        CHECK(listed[name] == expected);
+      }
+      // The same count from the encoding, and inside a model that uses it.
+      std::vector<std::string> sets = size_sets(s);
+      sets.push_back("position.type=" + name);
+      const Config cfg = load_config({test::config_path("base.yaml")}, sets).config;
+      CHECK(make_position_encoding(name, model_dims(cfg.model), cfg.position)->parameter_count() ==
+            expected);
+      Model m(cfg, 50);
+      int64_t in_model = 0;
+      for (const auto& p : m->named_parameters())
+        if (p.key().rfind("transformer.position.", 0) == 0) in_model += p.value().numel();
+      CHECK(in_model == expected);
+    }
+    // The general huang with every term and a scale: table plus K+1 scales per layer.
+    std::vector<std::string> sets = size_sets(s);
+    sets.insert(sets.end(), {"position.type=huang", "position.huang.terms=qk,qa,ka,qka",
+                             "position.huang.scale_qk=abs", "position.shaw.values=false",
+                             "position.huang.clip=" + std::to_string(s.K)});
+    const Config cfg = load_config({test::config_path("base.yaml")}, sets).config;
+    const int64_t Lp = s.shared ? 1 : s.L, d = s.D / s.H;
+    CHECK(make_position_encoding("huang", model_dims(cfg.model), cfg.position)->parameter_count() ==
+          ((2 * s.K + 1) * d + s.K + 1) * Lp);
+    // Shaw without value vectors: half.
+    CHECK(make_position_encoding("shaw", model_dims(cfg.model), cfg.position)->parameter_count() ==
+          (2 * s.K + 1) * d * Lp);
+  }
+}

@@ -1,0 +1,433 @@
+// Every registered position variant against a naive loop written here from its formula
+// (DESIGN.md §2 and the header comment of each core/position/<variant>.cpp): one attention layer
+// plus the variant, float64, bidirectional and causal, clip distances below and above T.
+// Learned tables are read from the variant's parameters; everything fixed (clipping, buckets,
+// slopes, sinusoids, rotations) is recomputed here without calling the variant's helpers.
+#include <doctest/doctest.h>
+#include <torch/types.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/model/attention.h"
+#include "tests/naive_attention.h"
+#include "tests/variant_helpers.h"
+
+using namespace relpos;
+using namespace relpos::test;
+
+namespace {
+
+constexpr double kTol = 1e-10;
+
+struct Setup {
+  int64_t B = 2, H = 3, d = 4, T = 7, K = 2;
+  bool causal = false;
+  int64_t offset = 2;  // absolute position of token 0 (matters for rope only)
+  int64_t layer = 1;   // parameter set used (of 2)
+};
+
+// What the test knows about the variant: its score per pair, optionally a value vector per
+// pair and a transformation of q and k, all built from the variant's parameters.
+struct Formula {
+  std::function<ScoreFn(const NaiveHeads&, PositionEncodingImpl&)> score;
+  std::function<ValueFn(PositionEncodingImpl&)> value;
+  std::function<void(NaiveHeads&)> transform;
+};
+
+torch::Tensor param(PositionEncodingImpl& enc, const std::string& name) {
+  return enc.named_parameters()[name].detach();
+}
+
+double dot_qk(const NaiveHeads& x, int64_t b, int64_t h, int64_t i, int64_t j) {
+  double s = 0;
+  for (int64_t m = 0; m < x.q.size(3); ++m) s += el(x.q, b, h, i, m) * el(x.k, b, h, j, m);
+  return s;
+}
+
+ScoreFn content_score(const NaiveHeads& x) {
+  const double rsd = 1.0 / std::sqrt(static_cast<double>(x.q.size(3)));
+  return
+      [x, rsd](int64_t b, int64_t h, int64_t i, int64_t j) { return dot_qk(x, b, h, i, j) * rsd; };
+}
+
+// Runs the real layer with the variant and the naive loop, and compares scores on visible
+// pairs, probabilities and the layer output.
+void check_variant(const std::string& type, const std::string& yaml, const Setup& s,
+                   const Formula& f) {
+  CAPTURE(type);
+  CAPTURE(yaml);
+  CAPTURE(s.causal);
+  CAPTURE(s.T);
+  CAPTURE(s.H);
+  torch::manual_seed(1234);
+  auto dims = tiny_dims(s.H, s.d, s.causal);
+  MultiHeadAttention attn(dims.width, s.H, 0.0);
+  attn->to(torch::kDouble);
+  randomize(*attn, 0.5);
+  auto enc = make_variant(type, dims, yaml);
+  randomize(*enc, 1.0);
+
+  auto x = torch::randn({s.B, s.T, dims.width}, torch::kDouble);  // (B,T,D)
+  AttentionContext ctx;
+  ctx.layer = s.layer;
+  ctx.length = s.T;
+  ctx.offset = s.offset;
+  ctx.causal = s.causal;
+  AttentionRecord rec;
+  torch::Tensor y;
+  {
+    torch::NoGradGuard guard;
+    y = attn->forward(x, ctx, {enc}, {}, &rec);  // (B,T,D)
+  }
+
+  NaiveHeads heads{naive_heads(x, attn->query, s.H), naive_heads(x, attn->key, s.H),
+                   naive_heads(x, attn->value, s.H)};
+  if (f.transform) f.transform(heads);
+  auto naive = naive_attend(heads, *attn, s.causal, f.score(heads, *enc),
+                            f.value ? f.value(*enc) : ValueFn{});
+
+  // The variant's term is its position contribution: e - q·k/√d (position_encoding.h).
+  REQUIRE(rec.terms.size() == 1);
+  auto scores = rec.terms[0].defined() ? naive.content + rec.terms[0] : naive.content;  // (B,H,T,T)
+  auto visible = torch::ones({s.T, s.T}, torch::kBool);                                 // (T,T)
+  if (s.causal) visible = visible.tril();
+  CHECK(max_abs_diff(scores.masked_fill(visible.logical_not(), 0),
+                     naive.scores.masked_fill(visible.logical_not(), 0)) < kTol);
+  CHECK(max_abs_diff(rec.probs, naive.probs) < kTol);
+  CHECK(max_abs_diff(y, naive.out) < kTol);
+}
+
+// Runs `check_variant` bidirectional and causal, with K below T and above T.
+void check_all_modes(const std::string& type, const std::function<std::string(int64_t K)>& yaml,
+                     const std::function<Formula(const Setup&)>& formula) {
+  for (bool causal : {false, true}) {
+    for (auto [H, T, K] : std::vector<std::array<int64_t, 3>>{{2, 6, 2}, {3, 7, 9}, {3, 5, 1}}) {
+      Setup s;
+      s.causal = causal;
+      s.H = H;
+      s.T = T;
+      s.K = K;
+      check_variant(type, yaml(K), s, formula(s));
+    }
+  }
+}
+
+// ---- formulas --------------------------------------------------------------------------------
+
+// Huang et al. 2020: the sum of the chosen terms over √d, qk optionally scaled per distance.
+Formula huang_formula(const Setup& s, std::set<std::string> terms, const std::string& scale_qk) {
+  Formula f;
+  f.score = [s, terms, scale_qk](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
+    const bool uses_table = terms.count("qa") || terms.count("ka") || terms.count("qka");
+    auto a = uses_table ? param(enc, "table") : torch::Tensor();           // (L,R,d)
+    auto sc = scale_qk != "none" ? param(enc, "scale") : torch::Tensor();  // (L,K+1|R)
+    return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
+      const int64_t r = j - i, c = clip_offset(r, s.K) + s.K, L = s.layer;
+      double e = 0;
+      for (int64_t m = 0; m < s.d; ++m) {
+        const double q = el(x.q, b, h, i, m), k = el(x.k, b, h, j, m);
+        const double am = uses_table ? el(a, L, c, m) : 0.0;
+        if (terms.count("qk")) {
+          double w = 1.0;
+          if (scale_qk == "abs") w = el(sc, L, std::min(std::abs(r), s.K));
+          if (scale_qk == "signed") w = el(sc, L, c);
+          e += w * q * k;
+        }
+        if (terms.count("qa")) e += q * am;
+        if (terms.count("ka")) e += k * am;
+        if (terms.count("qka")) e += q * k * am;
+      }
+      return e / std::sqrt(static_cast<double>(s.d));
+    };
+  };
+  return f;
+}
+
+Formula shaw_formula(const Setup& s, bool values) {
+  Formula f;
+  f.score = [s](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
+    auto aK = param(enc, "keys");  // (L,R,d)
+    return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
+      const int64_t c = clip_offset(j - i, s.K) + s.K;
+      double e = 0;
+      for (int64_t m = 0; m < s.d; ++m)
+        e += el(x.q, b, h, i, m) * (el(x.k, b, h, j, m) + el(aK, s.layer, c, m));
+      return e / std::sqrt(static_cast<double>(s.d));
+    };
+  };
+  if (values)
+    f.value = [s](PositionEncodingImpl& enc) -> ValueFn {
+      auto aV = param(enc, "values");  // (L,R,d)
+      return [=](int64_t, int64_t i, int64_t j, int64_t m) {
+        return el(aV, s.layer, clip_offset(j - i, s.K) + s.K, m);
+      };
+    };
+  return f;
+}
+
+// Transformer-XL: [(q_i+u)·k_j + (q_i+v)·(R_{i-j} W_R)]/√d, R the sinusoid of width D at i-j.
+Formula transformer_xl_formula(const Setup& s, double base) {
+  Formula f;
+  f.score = [s, base](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
+    auto w_r = param(enc, "w_r"), u = param(enc, "u"), v = param(enc, "v");  // (L,Hd,D) (L,H,d)
+    const int64_t D = s.H * s.d;
+    return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
+      const double dist = static_cast<double>(i - j);
+      double e = 0;
+      for (int64_t m = 0; m < s.d; ++m) {
+        double rw = 0;
+        for (int64_t c = 0; c < D; ++c) {
+          const double freq = std::pow(base, -static_cast<double>(c - c % 2) / D);
+          const double R = c % 2 == 0 ? std::sin(dist * freq) : std::cos(dist * freq);
+          rw += R * el(w_r, s.layer, h * s.d + m, c);
+        }
+        const double q = el(x.q, b, h, i, m);
+        e += (q + el(u, s.layer, h, m)) * el(x.k, b, h, j, m) + (q + el(v, s.layer, h, m)) * rw;
+      }
+      return e / std::sqrt(static_cast<double>(s.d));
+    };
+  };
+  return f;
+}
+
+// TISA: q·k/√d + Σ_s a_hs exp(-|b_hs| (r - c_hs)²), r = j - i.
+Formula tisa_formula(const Setup& s) {
+  Formula f;
+  f.score = [s](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
+    auto a = param(enc, "a"), bw = param(enc, "b"), c = param(enc, "c");  // (L,H,S)
+    auto content = content_score(x);
+    return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
+      double fr = 0;
+      for (int64_t k = 0; k < a.size(2); ++k) {
+        const double diff = static_cast<double>(j - i) - el(c, s.layer, h, k);
+        fr += el(a, s.layer, h, k) * std::exp(-std::abs(el(bw, s.layer, h, k)) * diff * diff);
+      }
+      return content(b, h, i, j) + fr;
+    };
+  };
+  return f;
+}
+
+// T5's bucket, written from the formula in DESIGN.md §2 / t5_bias.cpp's header (and HF's T5).
+int64_t naive_t5_bucket(int64_t r, bool causal, int64_t N, int64_t M) {
+  int64_t offset = 0, n = 0;
+  if (!causal) {
+    N /= 2;
+    offset = r > 0 ? N : 0;
+    n = std::abs(r);
+  } else {
+    n = std::max<int64_t>(-r, 0);
+  }
+  const int64_t exact = N / 2;
+  if (n < exact) return offset + n;
+  const double lg =
+      std::log(static_cast<double>(n) / exact) / std::log(static_cast<double>(M) / exact);
+  return offset +
+         std::min<int64_t>(N - 1, exact + static_cast<int64_t>(std::floor(lg * (N - exact))));
+}
+
+Formula t5_formula(const Setup& s, int64_t N, int64_t M) {
+  Formula f;
+  f.score = [s, N, M](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
+    auto bias = param(enc, "bias");  // (N,H)
+    auto content = content_score(x);
+    return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
+      return content(b, h, i, j) + el(bias, naive_t5_bucket(j - i, s.causal, N, M), h);
+    };
+  };
+  return f;
+}
+
+// ALiBi slopes written out by hand from the paper's rule (geometric 2^(-8h/n) for the largest
+// power of two n <= H, then every other slope of the 2n sequence).
+std::vector<double> hand_slopes(int64_t H) {
+  auto p = [](double e) { return std::pow(2.0, e); };
+  switch (H) {
+    case 1:
+      return {p(-8)};
+    case 2:
+      return {p(-4), p(-8)};
+    case 3:
+      return {p(-4), p(-8), p(-2)};
+    case 4:
+      return {p(-2), p(-4), p(-6), p(-8)};
+    case 5:
+      return {p(-2), p(-4), p(-6), p(-8), p(-1)};
+    case 6:
+      return {p(-2), p(-4), p(-6), p(-8), p(-1), p(-3)};
+    case 8:
+      return {p(-1), p(-2), p(-3), p(-4), p(-5), p(-6), p(-7), p(-8)};
+    case 12:
+      return {p(-1), p(-2), p(-3),   p(-4),   p(-5),   p(-6),
+              p(-7), p(-8), p(-0.5), p(-1.5), p(-2.5), p(-3.5)};
+    default:
+      FAIL("no hand slopes for H=" << H);
+      return {};
+  }
+}
+
+Formula alibi_formula(const Setup& s) {
+  Formula f;
+  f.score = [s](const NaiveHeads& x, PositionEncodingImpl&) -> ScoreFn {
+    auto slopes = hand_slopes(s.H);
+    auto content = content_score(x);
+    return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
+      // causal: -m_h·(i-j) on the visible j <= i; encoder: -m_h·|i-j|.
+      const double dist =
+          s.causal ? static_cast<double>(i - j) : std::abs(static_cast<double>(i - j));
+      return content(b, h, i, j) - slopes[h] * dist;
+    };
+  };
+  return f;
+}
+
+// RoPE: pair (2m, 2m+1) at absolute position p rotated by p·base^(-2m/rd).
+torch::Tensor naive_rotate(const torch::Tensor& x, int64_t offset, int64_t rd, double base) {
+  auto y = x.clone();  // (B,H,T,d)
+  auto Y = y.accessor<double, 4>();
+  for (int64_t b = 0; b < x.size(0); ++b)
+    for (int64_t h = 0; h < x.size(1); ++h)
+      for (int64_t t = 0; t < x.size(2); ++t)
+        for (int64_t m = 0; m < rd / 2; ++m) {
+          const double ang = static_cast<double>(offset + t) * std::pow(base, -2.0 * m / rd);
+          const double x0 = el(x, b, h, t, 2 * m), x1 = el(x, b, h, t, 2 * m + 1);
+          Y[b][h][t][2 * m] = x0 * std::cos(ang) - x1 * std::sin(ang);
+          Y[b][h][t][2 * m + 1] = x0 * std::sin(ang) + x1 * std::cos(ang);
+        }
+  return y;
+}
+
+Formula rope_formula(const Setup& s, int64_t rotary_dim, double base) {
+  Formula f;
+  const int64_t rd = rotary_dim > 0 ? rotary_dim : s.d;
+  f.transform = [s, rd, base](NaiveHeads& x) {
+    x.q = naive_rotate(x.q, s.offset, rd, base);
+    x.k = naive_rotate(x.k, s.offset, rd, base);
+  };
+  f.score = [](const NaiveHeads& x, PositionEncodingImpl&) { return content_score(x); };
+  return f;
+}
+
+Formula content_formula(const Setup&) {
+  Formula f;
+  f.score = [](const NaiveHeads& x, PositionEncodingImpl&) { return content_score(x); };
+  return f;
+}
+
+std::string clip_yaml(int64_t K) { return "{clip: " + std::to_string(K) + "}"; }
+std::string no_yaml(int64_t) { return "{}"; }
+
+}  // namespace
+
+TEST_CASE("naive: none, sinusoidal and learned add nothing inside attention") {
+  for (const char* type : {"none", "sinusoidal", "learned"})
+    check_all_modes(type, no_yaml, content_formula);
+}
+
+TEST_CASE("naive: shaw with and without value vectors") {
+  check_all_modes("shaw", clip_yaml, [](const Setup& s) { return shaw_formula(s, true); });
+  check_all_modes(
+      "shaw", [](int64_t K) { return "{clip: " + std::to_string(K) + ", values: false}"; },
+      [](const Setup& s) { return shaw_formula(s, false); });
+}
+
+TEST_CASE("naive: transformer_xl") {
+  check_all_modes("transformer_xl", no_yaml,
+                  [](const Setup& s) { return transformer_xl_formula(s, 10000.0); });
+  check_all_modes(
+      "transformer_xl", [](int64_t) { return "{base: 7.5}"; },
+      [](const Setup& s) { return transformer_xl_formula(s, 7.5); });
+}
+
+TEST_CASE("naive: huang presets m1..m4") {
+  check_all_modes("huang_m1", clip_yaml,
+                  [](const Setup& s) { return huang_formula(s, {"qk"}, "abs"); });
+  check_all_modes("huang_m2", clip_yaml,
+                  [](const Setup& s) { return huang_formula(s, {"qk"}, "signed"); });
+  check_all_modes("huang_m3", clip_yaml,
+                  [](const Setup& s) { return huang_formula(s, {"qka"}, "none"); });
+  // m4 written as ((q+a)·(k+a) - a·a)/√d, the form verified against the author's code.
+  check_all_modes("huang_m4", clip_yaml, [](const Setup& s) {
+    Formula f;
+    f.score = [s](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
+      auto a = param(enc, "table");  // (L,R,d)
+      return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
+        const int64_t c = clip_offset(j - i, s.K) + s.K;
+        double qa_ka = 0, aa = 0;
+        for (int64_t m = 0; m < s.d; ++m) {
+          const double am = el(a, s.layer, c, m);
+          qa_ka += (el(x.q, b, h, i, m) + am) * (el(x.k, b, h, j, m) + am);
+          aa += am * am;
+        }
+        return (qa_ka - aa) / std::sqrt(static_cast<double>(s.d));
+      };
+    };
+    return f;
+  });
+}
+
+TEST_CASE("naive: huang general mechanism, several term combinations") {
+  struct Combo {
+    std::set<std::string> terms;
+    std::string yaml_terms, scale;
+  };
+  for (const Combo& c : std::vector<Combo>{{{"qk", "qa", "ka"}, "[qk, qa, ka]", "none"},
+                                           {{"qk", "qka"}, "[qk, qka]", "abs"},
+                                           {{"qk", "qa", "qka"}, "[qk, qa, qka]", "signed"},
+                                           {{"qa", "ka"}, "[qa, ka]", "none"},
+                                           {{"ka", "qka"}, "[ka, qka]", "none"},
+                                           {{"qk", "ka"}, "[ka, qk]", "abs"}}) {
+    check_all_modes(
+        "huang",
+        [&](int64_t K) {
+          return "{terms: " + c.yaml_terms + ", scale_qk: " + c.scale +
+                 ", clip: " + std::to_string(K) + "}";
+        },
+        [&](const Setup& s) { return huang_formula(s, c.terms, c.scale); });
+  }
+}
+
+TEST_CASE("naive: tisa") {
+  check_all_modes("tisa", no_yaml, tisa_formula);
+  check_all_modes(
+      "tisa", [](int64_t) { return "{kernels: 2}"; }, tisa_formula);
+}
+
+TEST_CASE("naive: t5_bias, default and small buckets so the log range is used") {
+  check_all_modes("t5_bias", no_yaml, [](const Setup& s) { return t5_formula(s, 32, 128); });
+  check_all_modes(
+      "t5_bias", [](int64_t) { return "{buckets: 8, max_distance: 10}"; },
+      [](const Setup& s) { return t5_formula(s, 8, 10); });
+}
+
+TEST_CASE("naive: alibi") {
+  check_all_modes("alibi", no_yaml, alibi_formula);
+  // The fixed slopes themselves, including head counts that are not powers of two.
+  for (int64_t H : {1, 2, 3, 4, 5, 6, 8, 12}) {
+    CAPTURE(H);
+    auto enc = make_variant("alibi", tiny_dims(H, 4, false), "{}");
+    auto slopes = enc->named_buffers()["slopes"].to(torch::kDouble);  // (H)
+    CHECK(max_abs_diff(slopes, torch::tensor(hand_slopes(H), torch::kDouble)) < kTol);
+  }
+}
+
+TEST_CASE("naive: rope, full and partial rotary width") {
+  check_all_modes("rope", no_yaml, [](const Setup& s) { return rope_formula(s, 0, 10000.0); });
+  check_all_modes(
+      "rope", [](int64_t) { return "{rotary_dim: 2, base: 100}"; },
+      [](const Setup& s) { return rope_formula(s, 2, 100.0); });
+}
+
+TEST_CASE("naive: every registered variant is covered by this file") {
+  const std::set<std::string> covered = {
+      "none",     "sinusoidal", "learned",  "shaw", "transformer_xl", "huang", "huang_m1",
+      "huang_m2", "huang_m3",   "huang_m4", "tisa", "t5_bias",        "alibi", "rope"};
+  for (const auto& name : Registry::get().names()) {
+    CAPTURE(name);
+    CHECK(covered.count(name) == 1);
+  }
+}
