@@ -112,13 +112,13 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
           p.xlabel = "relative position r = j − i";
           p.ylabel = "channel";
           p.cblabel = "weight";
-          p.palette = Palette::diverging;
           for (int64_t k : idx) p.x.push_back(r[k]);
           p.y = arange(v.size(2));
           p.values = Matrix(v.size(2), static_cast<int64_t>(idx.size()));
           const Matrix layer = to_matrix(v[l]);  // (R,d)
           for (int64_t c = 0; c < v.size(2); ++c)
             for (size_t k = 0; k < idx.size(); ++k) p.values(c, k) = layer(idx[k], c);
+          p.palette = palette_for(p.values);
           const auto f = plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), p.title, {p}, 1,
                                        {900, 560});
           out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}: each "
@@ -132,10 +132,14 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
                                  const std::string& row_name) {
         CurvesPanel p;
         p.title = title;
-        p.xlabel = "relative position r = j − i";
-        p.ylabel = name == "scale" ? "scale s(r)" : "score term";
+        const bool absolute = std::all_of(r.begin(), r.end(), [](double x) { return x >= 0; });
+        p.xlabel = absolute ? "distance |r| = |j − i|" : "relative position r = j − i";
+        p.ylabel = name == "scale" ? "scale s on q·k" : "score term";
         p.curves = profile_curves(m, r, idx, row_name);
-        p.zero_line = true;
+        p.zero_line = name != "scale";  // a scale's neutral value is 1, not 0
+        double reach = 0;
+        for (int64_t k : idx) reach = std::max(reach, std::abs(r[k]));
+        p.xrange = absolute ? std::make_pair(0.0, reach) : std::make_pair(-reach, reach);
         panels.push_back(std::move(p));
       };
       const std::string title = fmt::format("{} — {} (step {})", what, label, s.step);
@@ -156,7 +160,7 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
 }
 
 std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
-                                          const std::string& label) {
+                                          const std::string& label, bool causal) {
   std::vector<FigureInfo> out;
   if (!s.attention.defined() || s.attention.dim() != 4) return out;
   const auto a = s.attention.to(torch::kFloat64);  // (L,H,T,T)
@@ -172,6 +176,21 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
     p.values = to_matrix(m);
     p.top_down = true;
     p.square = true;
+    // A few large probabilities (the first rows of a causal map, a sharp diagonal) would
+    // squeeze every other entry into the darkest colour: the scale stops at the 99th
+    // percentile of the visible entries, and the label says so.
+    std::vector<double> visible;
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) {
+        if (!causal || j <= i) visible.push_back(p.values(i, j));
+        else p.values(i, j) = std::nan("");  // masked: left blank, not drawn as 0
+      }
+    std::sort(visible.begin(), visible.end());
+    const double cap = visible[static_cast<size_t>(0.99 * static_cast<double>(visible.size() - 1))];
+    if (cap > 0 && cap < visible.back()) {
+      p.cbrange = std::make_pair(0.0, cap);
+      p.cblabel = fmt::format("attention probability (top colour: ≥ {:.3g})", cap);
+    }
     return p;
   };
   for (int64_t l = 0; l < L; ++l) {
@@ -184,7 +203,10 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
     std::vector<HeatmapPanel> heads;
     for (int64_t h = 0; h < H; ++h) {
       heads.push_back(panel(a[l][h], fmt::format("head {}", h)));
-      heads.back().cblabel.clear();  // said once in the title; it would collide in a grid
+      // said once in the title; it would collide with the next panel in a grid
+      if (heads.back().cbrange)
+        heads.back().title += fmt::format(" (top colour ≥ {:.3g})", heads.back().cbrange->second);
+      heads.back().cblabel.clear();
     }
     const auto g = plot_heatmaps(dir, fmt::format("attention_layer{}_heads", l),
                                  fmt::format("attention probability, layer {}, per head — {} (step {})", l,
@@ -207,10 +229,10 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
     p.xlabel = "channel";
     p.ylabel = "position i";
     p.cblabel = "value";
-    p.palette = Palette::diverging;
     p.x = arange(table.size(1));
     p.y = arange(n);
     p.values = to_matrix(table.narrow(0, 0, n));
+    p.palette = palette_for(p.values);
     p.top_down = true;
     const auto f = plot_heatmaps(dir, "abs_" + stem_of(variant) + "_table", p.title, {p}, 1,
                                  {900, 640});
@@ -221,10 +243,10 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
     g.xlabel = "position j";
     g.ylabel = "position i";
     g.cblabel = "p_i · p_j";
-    g.palette = Palette::diverging;
     g.x = arange(n);
     g.y = arange(n);
     g.values = to_matrix(gram(table, n));
+    g.palette = palette_for(g.values);
     g.top_down = true;
     g.square = true;
     const auto h = plot_heatmaps(dir, "abs_" + stem_of(variant) + "_gram", g.title, {g}, 1,

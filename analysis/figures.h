@@ -32,8 +32,9 @@ struct Series {
 // Figures 1–3 of one snapshot. `label` names the run in titles (e.g. "learned+tisa seed 1").
 std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
                                                 const std::string& label, int64_t radius = 50);
+// causal: the colour scale is set from the visible entries j <= i only.
 std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
-                                          const std::string& label);
+                                          const std::string& label, bool causal = false);
 std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const SnapshotOptions& o,
                                                const std::string& dir, const std::string& label);
 

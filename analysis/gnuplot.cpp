@@ -144,6 +144,16 @@ FigureFiles render(const fs::path& dir, const std::string& stem, const std::stri
   return files;
 }
 
+}  // namespace
+
+Palette palette_for(const Matrix& m) {
+  bool neg = false, pos = false;
+  for (double v : m.data) neg |= v < 0, pos |= v > 0;
+  return neg && pos ? Palette::diverging : Palette::viridis;
+}
+
+namespace {
+
 std::pair<double, double> colour_range(const HeatmapPanel& p) {
   if (p.cbrange) return *p.cbrange;
   double lo = INFINITY, hi = -INFINITY;
@@ -286,9 +296,10 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         << fmt::format("  set label {} at {}, graph 0.04 offset 0.5,0 left tc rgb '#444444' "
                        "front\n",
                        quote(label), num(x));
-    if (p.zero_line) b << "  set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#999999'\n";
     b << "  plot ";
-    if (p.curves.empty()) b << "NaN notitle";
+    // A function is clipped to the plot, unlike an arrow.
+    if (p.zero_line) b << "0 with lines lc rgb '#999999' lw 1 dt 1 notitle" << (p.curves.empty() ? "" : ", \\\n       ");
+    else if (p.curves.empty()) b << "NaN notitle";
     for (size_t c = 0; c < p.curves.size(); ++c, ++block) {
       const Curve& cv = p.curves[c];
       if (cv.x.size() != cv.y.size())
@@ -303,7 +314,9 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         << (cv.style == CurveStyle::lines         ? " with lines"
             : cv.style == CurveStyle::linespoints ? " with linespoints"
                                                   : " with points pt 7 ps 1.2")
-        << fmt::format(" lt {} dt {}", c % colours + 1, c / colours + 1) << " title "
+        << (cv.y2 ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
+                  : fmt::format(" lt {} dt {}", c % colours + 1, c / colours + 1))
+        << " title "
         << quote(cv.label);
     }
     b << "\n";

@@ -69,6 +69,9 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
                         const std::vector<CurvesPanel>& panels, int columns = 1,
                         FigureSize size = {});
 
+// diverging when the values have both signs, else viridis.
+Palette palette_for(const Matrix& m);
+
 // gnuplot's path: $RELPOS_GNUPLOT, else `gnuplot` on PATH; empty when there is none.
 std::string find_gnuplot();
 // Throws Error (with the install hint) when find_gnuplot() finds nothing.

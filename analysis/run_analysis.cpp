@@ -75,7 +75,8 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   res.info = src.info();
   const RunInfo& info = res.info;
   res.metric = choose_metric(info.metrics, o.metric);
-  res.training_time_s = training_time(info.metrics);
+  res.training_time_s =
+      std::isfinite(info.train_seconds) ? info.train_seconds : training_time(info.metrics);
   const Series metric = res.metric.empty() ? Series{} : info.metrics.at(res.metric);
   res.final_metric = metric.y.empty() ? kNaN : metric.y.back();
   res.steps = info.snapshot_steps;
@@ -114,7 +115,7 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
         const std::string label = run_label(info);
         for (auto& f : relative_weight_figures(snap, figures.string(), label, o.radius))
           res.figures.push_back(f);
-        for (auto& f : attention_figures(snap, figures.string(), label)) res.figures.push_back(f);
+        for (auto& f : attention_figures(snap, figures.string(), label, info.causal)) res.figures.push_back(f);
         for (auto& f : absolute_table_figures(snap, so, figures.string(), label))
           res.figures.push_back(f);
       }

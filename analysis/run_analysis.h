@@ -3,6 +3,7 @@
 // The run comes through RunSource (run_source.h reads run.h5; tests build one in memory).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,6 +33,7 @@ struct RunInfo {
   bool causal = false;
   int64_t train_length = 0;            // task.seq_len; 0 unknown
   int64_t positional_parameters = -1;  // -1 unknown
+  double train_seconds = std::nan("");   // wall time of training (result.json); NaN unknown
   std::map<std::string, Series> metrics;
   std::vector<int64_t> snapshot_steps;  // sorted
   EvalTable extrapolation;
@@ -69,7 +71,8 @@ struct RunResult {
 // metric, else "".
 std::string choose_metric(const std::map<std::string, Series>& metrics,
                           const std::string& requested);
-// Last value of the first of elapsed_s, train_time_s, time_s, wall_time_s present; else NaN.
+// Last value of the first of the metrics elapsed_s, train_time_s, time_s, wall_time_s present;
+// else NaN. (RunInfo::train_seconds, from the run's result.json, takes precedence.)
 double training_time(const std::map<std::string, Series>& metrics);
 
 // Writes out_dir/analysis.h5, out_dir/tables/ and (with figures) out_dir/figures/.

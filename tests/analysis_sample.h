@@ -3,12 +3,25 @@
 
 #include <torch/types.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "analysis/snapshot.h"
 
 namespace relpos::test {
+
+// A fresh, empty folder under the temp folder, unique to this process.
+inline std::filesystem::path analysis_scratch(const std::string& tag) {
+  const auto p = std::filesystem::temp_directory_path() /
+                 ("relpos_analysis_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
+}
 
 // L=2 layers, H=4 heads, T=24 probe tokens; learned table of 40 positions x 16 channels,
 // TISA f and ALiBi profiles on r in [-30, 30], Shaw keys with clip 12 and 8 channels,

@@ -8,17 +8,14 @@
 #include <sstream>
 
 #include "analysis/gnuplot.h"
+#include "tests/analysis_sample.h"
 
 using namespace relpos::analysis;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("relpos_test_" + name);
-  fs::remove_all(d);
-  return d;
-}
+fs::path fresh_dir(const std::string& name) { return relpos::test::analysis_scratch(name); }
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);

@@ -70,8 +70,7 @@ std::vector<double> read_doubles(H5::H5File& f, const std::string& path) {
 }  // namespace
 
 TEST_CASE("a run: invariance per snapshot, its correlation with the metric, and the files") {
-  const fs::path dir = fs::temp_directory_path() / "relpos_test_run";
-  fs::remove_all(dir);
+  const fs::path dir = test::analysis_scratch("run");
   const MemorySource src = sample_run(dir);
   AnalyzeOptions o;
   o.figures = !find_gnuplot().empty();
@@ -131,8 +130,7 @@ TEST_CASE("a run: invariance per snapshot, its correlation with the metric, and 
 }
 
 TEST_CASE("an experiment: grouped results, extrapolation and final invariance tables") {
-  const fs::path dir = fs::temp_directory_path() / "relpos_test_experiment";
-  fs::remove_all(dir);
+  const fs::path dir = test::analysis_scratch("experiment");
   std::vector<MemorySource> srcs;
   for (int k = 0; k < 3; ++k) {
     MemorySource s = sample_run(dir / fmt::format("run{}", k), k == 1 ? 0.2 : 0.0);
@@ -181,8 +179,7 @@ TEST_CASE("base64 follows RFC 4648's test vectors") {
 }
 
 TEST_CASE("the report puts commands, provenance, tables and figures together") {
-  const fs::path dir = fs::temp_directory_path() / "relpos_test_report";
-  fs::remove_all(dir);
+  const fs::path dir = test::analysis_scratch("report");
   std::vector<MemorySource> srcs;
   for (int k = 0; k < 2; ++k) {
     MemorySource s = sample_run(dir / fmt::format("run{}", k));

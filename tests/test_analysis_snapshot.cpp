@@ -94,8 +94,7 @@ TEST_CASE("every figure kind is drawn from a snapshot") {
     MESSAGE("gnuplot not installed: figure test skipped");
     return;
   }
-  const fs::path dir = fs::temp_directory_path() / "relpos_test_figures";
-  fs::remove_all(dir);
+  const fs::path dir = test::analysis_scratch("figures");
   const SnapshotData s = test::sample_snapshot();
   std::vector<FigureInfo> figs = relative_weight_figures(s, dir.string(), "sample run");
   for (auto& f : attention_figures(s, dir.string(), "sample run")) figs.push_back(f);
