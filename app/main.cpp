@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
       app::add_eval(app),
       app::add_sweep(app),
       app::add_inspect(app),
+      app::add_analyze(app),
+      app::add_report(app),
   };
   try {
     app.parse(argc, argv);
