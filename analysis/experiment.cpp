@@ -145,6 +145,7 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
   std::set<double> length_set;
   std::map<int64_t, int> train_lengths;
   std::string note;
+  std::map<std::string, std::set<std::string>> not_applicable;  // group -> reasons
   for (const auto& r : runs) {
     const EvalTable& e = r.info.extrapolation;
     if (e.empty()) continue;
@@ -153,7 +154,10 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     length_set.insert(e.length.begin(), e.length.end());
     if (r.info.train_length > 0) ++train_lengths[r.info.train_length];
     if (note.empty())
-      for (const auto& [k, v] : e.attrs) note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
+      for (const auto& [k, v] : e.attrs)
+        if (k != "not_applicable") note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
+    if (auto it = e.attrs.find("not_applicable"); it != e.attrs.end() && !it->second.empty())
+      not_applicable[r.info.group].insert(it->second);
   }
   if (columns.empty()) return;
   const std::vector<double> lengths(length_set.begin(), length_set.end());
@@ -193,6 +197,8 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     }
     t.note = "Columns: evaluation length in tokens. —: not evaluated or not applicable at that "
              "length." + (note.empty() ? std::string() : " Evaluation: " + note + ".");
+    for (const auto& [g, reasons] : not_applicable)
+      for (const auto& why : reasons) t.note += fmt::format(" Not applicable for {}: {}.", g, why);
     const std::string stem = "extrapolation_" + col;
     write_table(t, tables.string(), stem);
     if (draw && !lines.empty())
@@ -209,6 +215,8 @@ ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::st
   ex.runs = std::move(runs);
   ex.metric = most_common_metric(ex.runs);
   const fs::path tables = fs::path(dir) / "tables", figures = fs::path(dir) / "figures";
+  fs::remove_all(tables);  // rewritten whole, as in analyze_run
+  fs::remove_all(figures);
   fs::create_directories(tables);
   results_table(ex.runs, tables);
   if (!ex.metric.empty())

@@ -10,6 +10,7 @@
 
 #include "analysis/stats.h"
 #include "analysis/tables.h"
+#include "core/train/objective.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {
@@ -48,7 +49,7 @@ void write_matrices_csv(const std::vector<MatrixRow>& rows, std::ofstream& f) {
 }  // namespace
 
 std::string choose_metric(const std::map<std::string, Series>& metrics,
-                          const std::string& requested) {
+                          const std::string& requested, const std::string& task) {
   if (!requested.empty()) {
     if (metrics.count(requested)) return requested;
     std::vector<std::string> names;
@@ -56,6 +57,8 @@ std::string choose_metric(const std::map<std::string, Series>& metrics,
     throw ConfigError(fmt::format("--metric {}: the run has no such metric (it has: {})", requested,
                                   names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
   }
+  if (!task.empty())
+    if (const std::string m = "valid_" + primary_metric(task).name; metrics.count(m)) return m;
   for (const char* m : {"valid_accuracy", "valid_f1", "valid_em", "valid_ppl", "valid_loss"})
     if (metrics.count(m)) return m;
   for (const auto& [k, v] : metrics)
@@ -74,7 +77,7 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   RunResult res;
   res.info = src.info();
   const RunInfo& info = res.info;
-  res.metric = choose_metric(info.metrics, o.metric);
+  res.metric = choose_metric(info.metrics, o.metric, info.task);
   res.training_time_s =
       std::isfinite(info.train_seconds) ? info.train_seconds : training_time(info.metrics);
   const Series metric = res.metric.empty() ? Series{} : info.metrics.at(res.metric);
@@ -82,6 +85,10 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   res.steps = info.snapshot_steps;
 
   const fs::path dir(out_dir), tables = dir / "tables", figures = dir / "figures";
+  // Both folders belong to the analysis: clear them so no file of an earlier analysis (a
+  // layer or metric that is gone) stays behind.
+  fs::remove_all(tables);
+  fs::remove_all(figures);
   fs::create_directories(tables);
   const SnapshotOptions so{info.causal, 0};
   AnalysisFileWriter h5((dir / "analysis.h5").string(),

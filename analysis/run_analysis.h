@@ -29,6 +29,7 @@ struct RunInfo {
   std::string dir;   // run folder
   std::string name;  // its folder name
   std::string config_yaml, position_types, git_commit, created, torch_version;
+  std::string task;  // task.type of the config ("mlm", "clm", ...); empty unknown
   int64_t seed = 0;
   bool causal = false;
   int64_t train_length = 0;            // task.seq_len; 0 unknown
@@ -66,11 +67,12 @@ struct RunResult {
   double final_metric = 0.0;     // last value of the metric; NaN unknown
 };
 
-// `requested` when given (an error naming the available metrics when absent); else the first of
-// valid_accuracy, valid_f1, valid_em, valid_ppl, valid_loss present, else the first valid_*
-// metric, else "".
+// `requested` when given (an error naming the available metrics when absent); else
+// valid_<the task's primary metric> (as the trainer judges it: mlm/classify accuracy, clm ppl,
+// span_qa f1, synthetic seq_accuracy) when logged; else the first of valid_accuracy, valid_f1,
+// valid_em, valid_ppl, valid_loss present; else the first valid_* metric; else "".
 std::string choose_metric(const std::map<std::string, Series>& metrics,
-                          const std::string& requested);
+                          const std::string& requested, const std::string& task = "");
 // Last value of the first of the metrics elapsed_s, train_time_s, time_s, wall_time_s present;
 // else NaN. (RunInfo::train_seconds, from the run's result.json, takes precedence.)
 double training_time(const std::map<std::string, Series>& metrics);

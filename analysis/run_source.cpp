@@ -103,6 +103,7 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   const std::string seed = attr(schema::kAttrSeed);
   i.seed = seed.empty() ? 0 : std::stoll(seed);
   i.causal = yaml_value(i.config_yaml, "model.mode") == "decoder";
+  i.task = yaml_value(i.config_yaml, "task.type");
   const std::string seq_len = yaml_value(i.config_yaml, "task.seq_len");
   i.train_length = seq_len.empty() ? 0 : std::stoll(seq_len);
   i.positional_parameters = positional_parameters(i.config_yaml);
@@ -129,6 +130,7 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
           to_doubles(r.dataset(schema::eval_column_path(schema::kEvalExtrapolation, col)).value);
       if (col == "length") i.extrapolation.length = values;
       else if (col == "applicable") applicable = values;  // 0: the variant cannot run there
+      else if (col == "tokens") continue;                 // a count, not a metric
       else i.extrapolation.columns.push_back({col, values});
     }
     for (auto& [name, v] : i.extrapolation.columns)
