@@ -47,8 +47,8 @@ struct CurvesPanel {
   std::vector<std::pair<double, std::string>> vlines;  // dashed vertical line at x, with label
   std::optional<std::pair<double, double>> xrange, yrange;
   bool logx = false;
-  std::string key;        // gnuplot key position ("top left"), "off", or empty: outside right
-  bool zero_line = false;         // a thin horizontal line at y = 0
+  std::string key;         // gnuplot key position ("top left"), "off", or empty: outside right
+  bool zero_line = false;  // a thin horizontal line at y = 0
 };
 
 struct FigureSize {
@@ -62,9 +62,9 @@ struct FigureFiles {
 
 // Draws the panels in a grid of `columns` columns with an overall title (used when there is
 // more than one panel). Throws Error when gnuplot is missing or fails.
-FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem,
-                          const std::string& title, const std::vector<HeatmapPanel>& panels,
-                          int columns = 1, FigureSize size = {});
+FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
+                          const std::vector<HeatmapPanel>& panels, int columns = 1,
+                          FigureSize size = {});
 FigureFiles plot_curves(const std::string& dir, const std::string& stem, const std::string& title,
                         const std::vector<CurvesPanel>& panels, int columns = 1,
                         FigureSize size = {});

@@ -32,9 +32,9 @@ struct RunInfo {
   std::string task;  // task.type of the config ("mlm", "clm", ...); empty unknown
   int64_t seed = 0;
   bool causal = false;
-  int64_t train_length = 0;            // task.seq_len; 0 unknown
-  int64_t positional_parameters = -1;  // -1 unknown
-  double train_seconds = std::nan("");   // wall time of training (result.json); NaN unknown
+  int64_t train_length = 0;             // task.seq_len; 0 unknown
+  int64_t positional_parameters = -1;   // -1 unknown
+  double train_seconds = std::nan("");  // wall time of training (result.json); NaN unknown
   std::map<std::string, Series> metrics;
   std::vector<int64_t> snapshot_steps;  // sorted
   EvalTable extrapolation;
@@ -49,7 +49,7 @@ class RunSource {
 };
 
 struct AnalyzeOptions {
-  std::string metric;        // validation metric; empty: choose_metric()
+  std::string metric;  // validation metric; empty: choose_metric()
   bool figures = true;
   int64_t figure_step = -1;  // snapshot drawn in figures 1–3; -1: the last
   int64_t radius = 50;       // figures of relative weights span r in [-radius, radius]
@@ -57,9 +57,9 @@ struct AnalyzeOptions {
 
 struct RunResult {
   RunInfo info;
-  std::string metric;                 // the validation metric used (empty: none)
-  std::vector<int64_t> steps;         // snapshot steps
-  std::vector<double> metric_at_step; // the metric interpolated at each snapshot step
+  std::string metric;                  // the validation metric used (empty: none)
+  std::vector<int64_t> steps;          // snapshot steps
+  std::vector<double> metric_at_step;  // the metric interpolated at each snapshot step
   std::map<std::string, std::vector<double>> invariance;  // quantity -> per snapshot (NaN: absent)
   std::vector<Correlation> correlations;  // each quantity against the metric over snapshots
   std::vector<FigureInfo> figures;

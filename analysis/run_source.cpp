@@ -1,18 +1,17 @@
 #include "analysis/run_source.h"
 
-#include <nlohmann/json.hpp>
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <fmt/format.h>
-
+#include "analysis/gnuplot.h"
 #include "core/config/config.h"
 #include "core/io/schema.h"
 #include "core/position/position_encoding.h"
-#include "analysis/gnuplot.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {
@@ -87,7 +86,8 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   RunInfo& i = info_;
   i.dir = run_dir;
   i.name = fs::path(run_dir).lexically_normal().filename().string();
-  if (i.name.empty() || i.name == ".") i.name = fs::absolute(run_dir).lexically_normal().filename().string();
+  if (i.name.empty() || i.name == ".")
+    i.name = fs::absolute(run_dir).lexically_normal().filename().string();
   const auto attr = [&](const char* name) {
     try {
       return r.root_attribute(name);
@@ -128,10 +128,14 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
     for (const auto& col : r.children(eval)) {
       const auto values =
           to_doubles(r.dataset(schema::eval_column_path(schema::kEvalExtrapolation, col)).value);
-      if (col == "length") i.extrapolation.length = values;
-      else if (col == "applicable") applicable = values;  // 0: the variant cannot run there
-      else if (col == "tokens") continue;                 // a count, not a metric
-      else i.extrapolation.columns.push_back({col, values});
+      if (col == "length")
+        i.extrapolation.length = values;
+      else if (col == "applicable")
+        applicable = values;  // 0: the variant cannot run there
+      else if (col == "tokens")
+        continue;  // a count, not a metric
+      else
+        i.extrapolation.columns.push_back({col, values});
     }
     for (auto& [name, v] : i.extrapolation.columns)
       for (size_t k = 0; k < v.size() && k < applicable.size(); ++k)
@@ -152,7 +156,8 @@ SnapshotData RunFileSource::snapshot(int64_t step) const {
   const RunFileReader& r = *reader_;
   SnapshotData s;
   s.step = step;
-  if (r.exists(schema::attention_path(step))) s.attention = r.dataset(schema::attention_path(step)).value;
+  if (r.exists(schema::attention_path(step)))
+    s.attention = r.dataset(schema::attention_path(step)).value;
   const std::string scores = schema::position_scores_group(step);
   if (r.exists(scores))
     for (const auto& v : r.children(scores))

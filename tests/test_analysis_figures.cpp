@@ -84,7 +84,8 @@ TEST_CASE("curves figure with a second axis, a marked x and a gap") {
   p.ylabel = "invariance";
   p.y2label = "valid_loss";
   p.curves.push_back({"invariance", {0, 10, 20}, {0.1, 0.5, 0.9}, false, CurveStyle::linespoints});
-  p.curves.push_back({"valid_loss \"quoted\"", {0, 10, 20}, {3.0, NAN, 2.0}, true, CurveStyle::lines});
+  p.curves.push_back(
+      {"valid_loss \"quoted\"", {0, 10, 20}, {3.0, NAN, 2.0}, true, CurveStyle::lines});
   p.vlines.push_back({10, "train length"});
   const FigureFiles f = plot_curves(dir.string(), "curves", "invariance during training", {p});
   CHECK(fs::file_size(f.png) > 1000);
