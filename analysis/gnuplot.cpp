@@ -198,19 +198,55 @@ std::string require_gnuplot() {
   return g;
 }
 
+HeatmapPanel downsample(const HeatmapPanel& p, int64_t max_cells) {
+  const int64_t n = std::max(p.values.rows, p.values.cols);
+  if (n <= max_cells || max_cells < 1) return p;
+  const int64_t f = (n + max_cells - 1) / max_cells;
+  const auto coords = [f](const std::vector<double>& c) {
+    std::vector<double> out;
+    for (size_t k = 0; k < c.size(); k += f) {
+      double sum = 0;
+      size_t m = 0;
+      for (; m < static_cast<size_t>(f) && k + m < c.size(); ++m) sum += c[k + m];
+      out.push_back(sum / static_cast<double>(m));
+    }
+    return out;
+  };
+  HeatmapPanel q = p;
+  q.x = coords(p.x);
+  q.y = coords(p.y);
+  q.values = Matrix(static_cast<int64_t>(q.y.size()), static_cast<int64_t>(q.x.size()));
+  for (int64_t i = 0; i < q.values.rows; ++i)
+    for (int64_t j = 0; j < q.values.cols; ++j) {
+      double sum = 0;
+      int64_t m = 0;
+      for (int64_t a = i * f; a < std::min((i + 1) * f, p.values.rows); ++a)
+        for (int64_t b = j * f; b < std::min((j + 1) * f, p.values.cols); ++b)
+          if (!std::isnan(p.values(a, b))) sum += p.values(a, b), ++m;
+      q.values(i, j) = m ? sum / static_cast<double>(m) : NAN;
+    }
+  q.title += fmt::format(" (means of {0}×{0} blocks)", f);
+  return q;
+}
+
 FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
-                          const std::vector<HeatmapPanel>& panels, int columns, FigureSize size) {
-  if (panels.empty()) throw Error("plot_heatmaps: no panels for " + stem);
+                          const std::vector<HeatmapPanel>& input, int columns, FigureSize size) {
+  if (input.empty()) throw Error("plot_heatmaps: no panels for " + stem);
+  std::vector<HeatmapPanel> panels;
+  for (size_t k = 0; k < input.size(); ++k) {
+    const HeatmapPanel& p = input[k];
+    if (p.values.rows != static_cast<int64_t>(p.y.size()) ||
+        p.values.cols != static_cast<int64_t>(p.x.size()) || p.x.empty() || p.y.empty())
+      throw Error(fmt::format("heatmap {} panel {}: values {}x{} but {} y and {} x coordinates",
+                              stem, k, p.values.rows, p.values.cols, p.y.size(), p.x.size()));
+    panels.push_back(downsample(p, input.size() > 1 ? 128 : 256));
+  }
   Script s;
   s.stem = stem, s.title = title, s.panels = panels.size(), s.size = size;
   s.columns = std::max(1, std::min<int>(columns, static_cast<int>(panels.size())));
   std::ostringstream data;
   for (size_t k = 0; k < panels.size(); ++k) {
     const HeatmapPanel& p = panels[k];
-    if (p.values.rows != static_cast<int64_t>(p.y.size()) ||
-        p.values.cols != static_cast<int64_t>(p.x.size()) || p.x.empty() || p.y.empty())
-      throw Error(fmt::format("heatmap {} panel {}: values {}x{} but {} y and {} x coordinates",
-                              stem, k, p.values.rows, p.values.cols, p.y.size(), p.x.size()));
     // gnuplot "nonuniform matrix": <ncols> x..., then per row: y v...
     data << "# panel " << k + 1 << ": " << (p.title.empty() ? title : p.title) << "\n"
          << p.x.size();
