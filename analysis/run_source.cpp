@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -76,6 +77,18 @@ std::vector<std::string> find_run_dirs(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_directory() && is_run_dir(e.path().string())) out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
+  // The order the runs were started in (`relpos sweep` writes one `--out DIR` command per run
+  // into commands.txt), so tables list variants in the order of the sweep's grid.
+  std::ifstream commands(fs::path(dir) / "commands.txt");
+  std::vector<std::string> names;
+  for (std::string word, prev; commands >> word; prev = word)
+    if (prev == "--out" || prev == "-o") names.push_back(fs::path(word).filename().string());
+  const auto rank = [&](const std::string& d) {
+    const auto it = std::find(names.begin(), names.end(), fs::path(d).filename().string());
+    return it - names.begin();  // not listed: after every listed run, by name
+  };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
   return out;
 }
 

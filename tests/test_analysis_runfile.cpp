@@ -247,3 +247,18 @@ TEST_CASE("the analysis of a tiny training run matches a direct computation") {
   CHECK(r.metric_at_step[2] == values[1]);
   fs::remove_all(dir);
 }
+
+TEST_CASE("run folders are listed in the order of the sweep's commands") {
+  const fs::path dir = test::analysis_scratch("order");
+  for (const char* name : {"a", "b", "c", "d"}) {
+    fs::create_directories(dir / name);
+    if (std::string(name) != "d") std::ofstream(dir / name / "run.h5") << "";  // d: no run
+  }
+  std::ofstream(dir / "commands.txt") << "relpos train --out " << (dir / "b").string()
+                                      << " --quiet\nrelpos train --out " << (dir / "a").string()
+                                      << "\n";
+  std::vector<std::string> names;
+  for (const auto& d : find_run_dirs(dir.string())) names.push_back(fs::path(d).filename().string());
+  CHECK(names == std::vector<std::string>{"b", "a", "c"});
+  fs::remove_all(dir);
+}
