@@ -1,11 +1,10 @@
 #include "analysis/analysis_file.h"
 
 #include <H5Cpp.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "core/util/errors.h"
 
@@ -28,10 +27,11 @@ void write_strings(H5::Group& g, const std::string& name, const std::vector<std:
 template <class T>
 void write_numbers(H5::Group& g, const std::string& name, const std::vector<T>& v,
                    const std::vector<hsize_t>& shape = {}) {
-  const auto& type = std::is_same_v<T, double> ? H5::PredType::NATIVE_DOUBLE
-                                               : H5::PredType::NATIVE_INT64;
+  const auto& type =
+      std::is_same_v<T, double> ? H5::PredType::NATIVE_DOUBLE : H5::PredType::NATIVE_INT64;
   std::vector<hsize_t> dims = shape.empty() ? std::vector<hsize_t>{v.size()} : shape;
-  H5::DataSet ds = g.createDataSet(name, type, H5::DataSpace(static_cast<int>(dims.size()), dims.data()));
+  H5::DataSet ds =
+      g.createDataSet(name, type, H5::DataSpace(static_cast<int>(dims.size()), dims.data()));
   if (!v.empty()) ds.write(v.data(), type);
 }
 
@@ -82,7 +82,8 @@ void AnalysisFileWriter::add_snapshot(int64_t step, const std::vector<MatrixRow>
     for (size_t k = 0; k < rows.size(); ++k) {
       index.push_back(static_cast<int64_t>(impl_->rows.size() + k));
       const Profile& g = rows[k].metrics.profile;
-      for (size_t m = 0; m < g.offsets.size(); ++m) values[k * width + (g.offsets[m] - lo)] = g.values[m];
+      for (size_t m = 0; m < g.offsets.size(); ++m)
+        values[k * width + (g.offsets[m] - lo)] = g.values[m];
     }
     H5::Group g = impl_->file.createGroup(fmt::format("/profiles/step_{}", step));
     write_numbers(g, "row", index);

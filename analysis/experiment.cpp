@@ -1,12 +1,12 @@
 #include "analysis/experiment.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "analysis/stats.h"
 #include "analysis/tables.h"
@@ -24,9 +24,12 @@ std::map<std::string, double> final_invariance(const RunResult& r) {
   std::map<std::string, std::vector<double>> parts;
   for (const auto& [q, v] : r.invariance) {
     if (v.empty() || std::isnan(v.back())) continue;
-    if (q == "attention") parts["inv_attention"].push_back(v.back());
-    else if (q.rfind("scores:", 0) == 0) parts["inv_scores"].push_back(v.back());
-    else if (q.rfind("gram:", 0) == 0) parts["inv_gram"].push_back(v.back());
+    if (q == "attention")
+      parts["inv_attention"].push_back(v.back());
+    else if (q.rfind("scores:", 0) == 0)
+      parts["inv_scores"].push_back(v.back());
+    else if (q.rfind("gram:", 0) == 0)
+      parts["inv_gram"].push_back(v.back());
   }
   for (const auto& [k, v] : parts) out[k] = mean(v);
   return out;
@@ -88,9 +91,10 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables) {
   if (time) cols.push_back({"time", "train time (s)", 1});
   Table t = group_table(records, cols, "variant");
   t.title = "Results (mean ± sample std over runs)";
-  t.note = "Metrics: last logged value of each run. inv.: translation invariance at the last "
-           "snapshot (attention: head-averaged maps, mean over layers; position scores: mean "
-           "over layers and heads; P·Pᵀ: absolute tables). pos. params: positional parameters.";
+  t.note =
+      "Metrics: last logged value of each run. inv.: translation invariance at the last "
+      "snapshot (attention: head-averaged maps, mean over layers; position scores: mean "
+      "over layers and heads; P·Pᵀ: absolute tables). pos. params: positional parameters.";
   write_table(t, tables.string(), "results");
 }
 
@@ -145,6 +149,7 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
   std::set<double> length_set;
   std::map<int64_t, int> train_lengths;
   std::string note;
+  std::map<std::string, std::set<std::string>> not_applicable;  // group -> reasons
   for (const auto& r : runs) {
     const EvalTable& e = r.info.extrapolation;
     if (e.empty()) continue;
@@ -153,7 +158,10 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     length_set.insert(e.length.begin(), e.length.end());
     if (r.info.train_length > 0) ++train_lengths[r.info.train_length];
     if (note.empty())
-      for (const auto& [k, v] : e.attrs) note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
+      for (const auto& [k, v] : e.attrs)
+        if (k != "not_applicable") note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
+    if (auto it = e.attrs.find("not_applicable"); it != e.attrs.end() && !it->second.empty())
+      not_applicable[r.info.group].insert(it->second);
   }
   if (columns.empty()) return;
   const std::vector<double> lengths(length_set.begin(), length_set.end());
@@ -166,7 +174,8 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     Table t;
     t.title = "Length extrapolation: " + col + " (mean ± sample std over runs)";
     t.columns = {{"variant", 0}};
-    for (double l : lengths) t.columns.push_back({fmt::format("{}{}", l, l == train_length ? " (train)" : ""), 3});
+    for (double l : lengths)
+      t.columns.push_back({fmt::format("{}{}", l, l == train_length ? " (train)" : ""), 3});
     std::vector<ExtrapolationLine> lines;
     for (const auto& g : groups) {
       std::vector<Cell> row{Cell::label(g)};
@@ -187,12 +196,17 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
         line.value.push_back(finite.empty() ? kNaN : mean(finite));
         row.push_back(std::move(cell));
       }
-      if (std::any_of(line.value.begin(), line.value.end(), [](double v) { return !std::isnan(v); }))
+      if (std::any_of(line.value.begin(), line.value.end(),
+                      [](double v) { return !std::isnan(v); }))
         lines.push_back(std::move(line));
       t.rows.push_back(std::move(row));
     }
-    t.note = "Columns: evaluation length in tokens. —: not evaluated or not applicable at that "
-             "length." + (note.empty() ? std::string() : " Evaluation: " + note + ".");
+    t.note =
+        "Columns: evaluation length in tokens. —: not evaluated or not applicable at that "
+        "length." +
+        (note.empty() ? std::string() : " Evaluation: " + note + ".");
+    for (const auto& [g, reasons] : not_applicable)
+      for (const auto& why : reasons) t.note += fmt::format(" Not applicable for {}: {}.", g, why);
     const std::string stem = "extrapolation_" + col;
     write_table(t, tables.string(), stem);
     if (draw && !lines.empty())
@@ -209,6 +223,8 @@ ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::st
   ex.runs = std::move(runs);
   ex.metric = most_common_metric(ex.runs);
   const fs::path tables = fs::path(dir) / "tables", figures = fs::path(dir) / "figures";
+  fs::remove_all(tables);  // rewritten whole, as in analyze_run
+  fs::remove_all(figures);
   fs::create_directories(tables);
   results_table(ex.runs, tables);
   if (!ex.metric.empty())

@@ -1,11 +1,11 @@
 #include "analysis/figures.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "analysis/gnuplot.h"
 #include "core/util/errors.h"
@@ -53,14 +53,17 @@ std::vector<int64_t> within(const std::vector<double>& r, int64_t radius) {
 
 std::string stem_of(const std::string& s) {
   std::string out;
-  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
+  for (char c : s)
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
   return out;
 }
 
 FigureInfo info(const FigureFiles& f, std::string caption) { return {f.png, std::move(caption)}; }
 
 // Grid shape for n panels: about square.
-int grid_columns(int64_t n) { return static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n)))); }
+int grid_columns(int64_t n) {
+  return static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n))));
+}
 
 FigureSize grid_size(int64_t n, int panel_w, int panel_h) {
   const int cols = grid_columns(n);
@@ -119,8 +122,8 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
           for (int64_t c = 0; c < v.size(2); ++c)
             for (size_t k = 0; k < idx.size(); ++k) p.values(c, k) = layer(idx[k], c);
           p.palette = palette_for(p.values);
-          const auto f = plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), p.title, {p}, 1,
-                                       {900, 560});
+          const auto f =
+              plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), p.title, {p}, 1, {900, 560});
           out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}: each "
                                             "column is the vector for one distance r.",
                                             what, l)));
@@ -182,8 +185,10 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
     std::vector<double> visible;
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < T; ++j) {
-        if (!causal || j <= i) visible.push_back(p.values(i, j));
-        else p.values(i, j) = std::nan("");  // masked: left blank, not drawn as 0
+        if (!causal || j <= i)
+          visible.push_back(p.values(i, j));
+        else
+          p.values(i, j) = std::nan("");  // masked: left blank, not drawn as 0
       }
     std::sort(visible.begin(), visible.end());
     const double cap = visible[static_cast<size_t>(0.99 * static_cast<double>(visible.size() - 1))];
@@ -199,7 +204,8 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
     const auto f = plot_heatmaps(dir, fmt::format("attention_layer{}_mean", l), title,
                                  {panel(a[l].mean(0), title)}, 1, {760, 680});
     out.push_back(info(f, fmt::format("Attention of layer {} averaged over the heads and the "
-                                      "probe set (query × key).", l)));
+                                      "probe set (query × key).",
+                                      l)));
     std::vector<HeatmapPanel> heads;
     for (int64_t h = 0; h < H; ++h) {
       heads.push_back(panel(a[l][h], fmt::format("head {}", h)));
@@ -208,12 +214,13 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
         heads.back().title += fmt::format(" (top colour ≥ {:.3g})", heads.back().cbrange->second);
       heads.back().cblabel.clear();
     }
-    const auto g = plot_heatmaps(dir, fmt::format("attention_layer{}_heads", l),
-                                 fmt::format("attention probability, layer {}, per head — {} (step {})", l,
-                                             label, s.step),
-                                 heads, grid_columns(H), grid_size(H, 420, 380));
+    const auto g = plot_heatmaps(
+        dir, fmt::format("attention_layer{}_heads", l),
+        fmt::format("attention probability, layer {}, per head — {} (step {})", l, label, s.step),
+        heads, grid_columns(H), grid_size(H, 420, 380));
     out.push_back(info(g, fmt::format("Attention of each head of layer {}, averaged over the "
-                                      "probe set.", l)));
+                                      "probe set.",
+                                      l)));
   }
   return out;
 }
@@ -224,8 +231,8 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
   for (const auto& [variant, table] : absolute_tables(s)) {
     const int64_t n = gram_length(s, o, table.size(0));
     HeatmapPanel p;
-    p.title = fmt::format("{} table p_i, positions 0..{} — {} (step {})", variant, n - 1, label,
-                          s.step);
+    p.title =
+        fmt::format("{} table p_i, positions 0..{} — {} (step {})", variant, n - 1, label, s.step);
     p.xlabel = "channel";
     p.ylabel = "position i";
     p.cblabel = "value";
@@ -234,10 +241,10 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
     p.values = to_matrix(table.narrow(0, 0, n));
     p.palette = palette_for(p.values);
     p.top_down = true;
-    const auto f = plot_heatmaps(dir, "abs_" + stem_of(variant) + "_table", p.title, {p}, 1,
-                                 {900, 640});
-    out.push_back(info(f, fmt::format("The absolute position table of {}: one row per position.",
-                                      variant)));
+    const auto f =
+        plot_heatmaps(dir, "abs_" + stem_of(variant) + "_table", p.title, {p}, 1, {900, 640});
+    out.push_back(
+        info(f, fmt::format("The absolute position table of {}: one row per position.", variant)));
     HeatmapPanel g;
     g.title = fmt::format("{} P·Pᵀ — {} (step {})", variant, label, s.step);
     g.xlabel = "position j";
@@ -249,8 +256,8 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
     g.palette = palette_for(g.values);
     g.top_down = true;
     g.square = true;
-    const auto h = plot_heatmaps(dir, "abs_" + stem_of(variant) + "_gram", g.title, {g}, 1,
-                                 {760, 680});
+    const auto h =
+        plot_heatmaps(dir, "abs_" + stem_of(variant) + "_gram", g.title, {g}, 1, {760, 680});
     out.push_back(info(h, fmt::format("Inner products of the {} position vectors (P·Pᵀ); a "
                                       "translation-invariant table is constant along diagonals.",
                                       variant)));
@@ -270,7 +277,8 @@ FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
   for (const auto& [key, series] : invariance)
     p.curves.push_back({quantity_label(key), series.x, series.y, false, CurveStyle::linespoints});
   if (!metric.x.empty())
-    p.curves.push_back({metric_name + " (right axis)", metric.x, metric.y, true, CurveStyle::lines});
+    p.curves.push_back(
+        {metric_name + " (right axis)", metric.x, metric.y, true, CurveStyle::lines});
   const auto f = plot_curves(dir, "invariance_vs_step", p.title, {p}, 1, {960, 600});
   return info(f, fmt::format("Translation invariance of the attention maps, position scores and "
                              "P·Pᵀ at each snapshot, with {} on the right axis.",
@@ -290,7 +298,8 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
     for (double x : l.length) lo = std::min(lo, x), hi = std::max(hi, x);
   }
   p.logx = std::isfinite(lo) && lo > 0 && hi / lo >= 4;
-  if (train_length > 0) p.vlines.push_back({train_length, fmt::format("training length {}", train_length)});
+  if (train_length > 0)
+    p.vlines.push_back({train_length, fmt::format("training length {}", train_length)});
   if (std::isfinite(lo)) {
     const double pad = p.logx ? 1.15 : 0.0;
     p.xrange = p.logx ? std::make_pair(lo / pad, hi * pad)
@@ -303,9 +312,10 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                              metric));
 }
 
-FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant, const std::string& xlabel,
-                          const std::string& ylabel, const std::string& title,
-                          const std::string& dir, const std::string& stem) {
+FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,
+                          const std::string& xlabel, const std::string& ylabel,
+                          const std::string& title, const std::string& dir,
+                          const std::string& stem) {
   CurvesPanel p;
   p.title = title;
   p.xlabel = xlabel;
@@ -336,7 +346,8 @@ std::vector<FigureInfo> read_figure_index(const std::string& dir) {
   while (std::getline(f, line)) {
     const auto tab = line.find('\t');
     if (tab == std::string::npos) continue;
-    out.push_back({(std::filesystem::path(dir) / line.substr(0, tab)).string(), line.substr(tab + 1)});
+    out.push_back(
+        {(std::filesystem::path(dir) / line.substr(0, tab)).string(), line.substr(tab + 1)});
   }
   return out;
 }

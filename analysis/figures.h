@@ -53,9 +53,10 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& dir, const std::string& stem);
 
 // Final invariance against final metric, one point per run, one series per variant.
-FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant, const std::string& xlabel,
-                          const std::string& ylabel, const std::string& title,
-                          const std::string& dir, const std::string& stem);
+FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,
+                          const std::string& xlabel, const std::string& ylabel,
+                          const std::string& title, const std::string& dir,
+                          const std::string& stem);
 
 // figures/index.tsv: one line per figure, "<file name>\t<caption>", read by `relpos report`.
 void write_figure_index(const std::string& dir, const std::vector<FigureInfo>& figures);

@@ -1,6 +1,7 @@
 #include "analysis/gnuplot.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "core/util/errors.h"
 
@@ -60,8 +59,7 @@ struct Script {
     std::ostringstream s;
     s << "# " << title << "\n"
       << "# Written by relpos. Data: " << stem << ".dat (" << data_note << ").\n"
-      << "# Redraw both " << stem << ".png and " << stem << ".pdf with: gnuplot " << stem
-      << ".gp\n"
+      << "# Redraw both " << stem << ".png and " << stem << ".pdf with: gnuplot " << stem << ".gp\n"
       << "set encoding utf8\n";
     for (size_t k = 0; k < std::size(kLineColours); ++k)
       s << fmt::format("set linetype {} lc rgb '{}' lw 2 pt 7 ps 0.6\n", k + 1, kLineColours[k]);
@@ -71,8 +69,9 @@ struct Script {
       << fmt::format("    set terminal pngcairo size {},{} noenhanced font \"Sans,10\"\n",
                      size.width, size.height)
       << "  } else {\n"
-      << fmt::format("    set terminal pdfcairo size {:.2f}in,{:.2f}in noenhanced font \"Sans,8\"\n",
-                     size.width / 100.0, size.height / 100.0)
+      << fmt::format(
+             "    set terminal pdfcairo size {:.2f}in,{:.2f}in noenhanced font \"Sans,8\"\n",
+             size.width / 100.0, size.height / 100.0)
       << "  }\n"
       << "  set output " << quote(stem + ".") << " . fmt\n";
     if (panels > 1)
@@ -138,9 +137,9 @@ FigureFiles render(const fs::path& dir, const std::string& stem, const std::stri
   fs::remove(files.pdf);
   const auto [status, output] = run_process({gnuplot, stem + ".gp"}, dir.string());
   if (status != 0 || !fs::exists(files.png) || fs::file_size(files.png) == 0)
-    throw Error(fmt::format("gnuplot failed on {} (exit status {}):\n{}", files.script, status,
-                            output),
-                "run `gnuplot " + stem + ".gp` in " + dir.string() + " to see the problem");
+    throw Error(
+        fmt::format("gnuplot failed on {} (exit status {}):\n{}", files.script, status, output),
+        "run `gnuplot " + stem + ".gp` in " + dir.string() + " to see the problem");
   return files;
 }
 
@@ -148,7 +147,7 @@ FigureFiles render(const fs::path& dir, const std::string& stem, const std::stri
 
 Palette palette_for(const Matrix& m) {
   bool neg = false, pos = false;
-  for (double v : m.data) neg |= v < 0, pos |= v > 0;
+  for (double v : m.data) neg |= v<0, pos |= v> 0;
   return neg && pos ? Palette::diverging : Palette::viridis;
 }
 
@@ -170,7 +169,8 @@ std::pair<double, double> colour_range(const HeatmapPanel& p) {
 
 // Axis range that shows every cell of a coordinate vector fully.
 std::pair<double, double> cell_range(const std::vector<double>& c) {
-  const double step = c.size() > 1 ? (c.back() - c.front()) / static_cast<double>(c.size() - 1) : 1.0;
+  const double step =
+      c.size() > 1 ? (c.back() - c.front()) / static_cast<double>(c.size() - 1) : 1.0;
   return {c.front() - step / 2, c.back() + step / 2};
 }
 
@@ -198,20 +198,55 @@ std::string require_gnuplot() {
   return g;
 }
 
-FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem,
-                          const std::string& title, const std::vector<HeatmapPanel>& panels,
-                          int columns, FigureSize size) {
-  if (panels.empty()) throw Error("plot_heatmaps: no panels for " + stem);
+HeatmapPanel downsample(const HeatmapPanel& p, int64_t max_cells) {
+  const int64_t n = std::max(p.values.rows, p.values.cols);
+  if (n <= max_cells || max_cells < 1) return p;
+  const int64_t f = (n + max_cells - 1) / max_cells;
+  const auto coords = [f](const std::vector<double>& c) {
+    std::vector<double> out;
+    for (size_t k = 0; k < c.size(); k += f) {
+      double sum = 0;
+      size_t m = 0;
+      for (; m < static_cast<size_t>(f) && k + m < c.size(); ++m) sum += c[k + m];
+      out.push_back(sum / static_cast<double>(m));
+    }
+    return out;
+  };
+  HeatmapPanel q = p;
+  q.x = coords(p.x);
+  q.y = coords(p.y);
+  q.values = Matrix(static_cast<int64_t>(q.y.size()), static_cast<int64_t>(q.x.size()));
+  for (int64_t i = 0; i < q.values.rows; ++i)
+    for (int64_t j = 0; j < q.values.cols; ++j) {
+      double sum = 0;
+      int64_t m = 0;
+      for (int64_t a = i * f; a < std::min((i + 1) * f, p.values.rows); ++a)
+        for (int64_t b = j * f; b < std::min((j + 1) * f, p.values.cols); ++b)
+          if (!std::isnan(p.values(a, b))) sum += p.values(a, b), ++m;
+      q.values(i, j) = m ? sum / static_cast<double>(m) : NAN;
+    }
+  q.title += fmt::format(" (means of {0}×{0} blocks)", f);
+  return q;
+}
+
+FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
+                          const std::vector<HeatmapPanel>& input, int columns, FigureSize size) {
+  if (input.empty()) throw Error("plot_heatmaps: no panels for " + stem);
+  std::vector<HeatmapPanel> panels;
+  for (size_t k = 0; k < input.size(); ++k) {
+    const HeatmapPanel& p = input[k];
+    if (p.values.rows != static_cast<int64_t>(p.y.size()) ||
+        p.values.cols != static_cast<int64_t>(p.x.size()) || p.x.empty() || p.y.empty())
+      throw Error(fmt::format("heatmap {} panel {}: values {}x{} but {} y and {} x coordinates",
+                              stem, k, p.values.rows, p.values.cols, p.y.size(), p.x.size()));
+    panels.push_back(downsample(p, input.size() > 1 ? 128 : 256));
+  }
   Script s;
   s.stem = stem, s.title = title, s.panels = panels.size(), s.size = size;
   s.columns = std::max(1, std::min<int>(columns, static_cast<int>(panels.size())));
   std::ostringstream data;
   for (size_t k = 0; k < panels.size(); ++k) {
     const HeatmapPanel& p = panels[k];
-    if (p.values.rows != static_cast<int64_t>(p.y.size()) ||
-        p.values.cols != static_cast<int64_t>(p.x.size()) || p.x.empty() || p.y.empty())
-      throw Error(fmt::format("heatmap {} panel {}: values {}x{} but {} y and {} x coordinates",
-                              stem, k, p.values.rows, p.values.cols, p.y.size(), p.x.size()));
     // gnuplot "nonuniform matrix": <ncols> x..., then per row: y v...
     data << "# panel " << k + 1 << ": " << (p.title.empty() ? title : p.title) << "\n"
          << p.x.size();
@@ -240,7 +275,8 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem,
       << (p.top_down ? fmt::format("  set yrange [{}:{}]\n", num(y_hi), num(y_lo))
                      : fmt::format("  set yrange [{}:{}]\n", num(y_lo), num(y_hi)))
       << (p.square ? "  set size ratio -1\n" : "  set size noratio\n")
-      << "  set tics out\n  unset key\n  unset grid\n  set offsets 0, 0, 0, 0\n  set colorbox\n  unset arrow\n"
+      << "  set tics out\n  unset key\n  unset grid\n  set offsets 0, 0, 0, 0\n  set colorbox\n  "
+         "unset arrow\n"
       << "  unset label\n  unset logscale\n  unset y2tics\n  unset y2label\n"
       << "  plot " << quote(stem + ".dat") << " index " << k
       << " nonuniform matrix with image notitle\n";
@@ -270,13 +306,14 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       << "  set xlabel " << quote(p.xlabel) << "\n"
       << "  set ylabel " << quote(p.ylabel) << "\n"
       << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n"
-      << "  set grid lc rgb '#d0d0d0' dt 3\n  set offsets 0, 0, graph 0.04, graph 0.04\n  set tics out\n  set autoscale y2\n"
-      << (p.yrange ? fmt::format("  set yrange [{}:{}]\n", num(p.yrange->first),
-                                 num(p.yrange->second))
-                   : std::string("  set autoscale y\n"))
-      << (p.xrange ? fmt::format("  set xrange [{}:{}]\n", num(p.xrange->first),
-                                 num(p.xrange->second))
-                   : std::string("  set autoscale x\n"))
+      << "  set grid lc rgb '#d0d0d0' dt 3\n  set offsets 0, 0, graph 0.04, graph 0.04\n  set tics "
+         "out\n  set autoscale y2\n"
+      << (p.yrange
+              ? fmt::format("  set yrange [{}:{}]\n", num(p.yrange->first), num(p.yrange->second))
+              : std::string("  set autoscale y\n"))
+      << (p.xrange
+              ? fmt::format("  set xrange [{}:{}]\n", num(p.xrange->first), num(p.xrange->second))
+              : std::string("  set autoscale x\n"))
       << (p.logx ? "  set logscale x 2\n" : "  unset logscale x\n");
     if (any_y2)
       b << "  set y2label " << quote(p.y2label) << "\n  set y2tics\n  set ytics nomirror\n";
@@ -290,16 +327,21 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
     else
       b << "  set key " << p.key << " font \",9\"\n";
     for (const auto& [x, label] : p.vlines)
-      b << fmt::format("  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
-                       "rgb '#444444' front\n",
-                       num(x))
-        << fmt::format("  set label {} at {}, graph 0.04 offset 0.5,0 left tc rgb '#444444' "
-                       "front\n",
-                       quote(label), num(x));
+      b << fmt::format(
+               "  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
+               "rgb '#444444' front\n",
+               num(x))
+        << fmt::format(
+               "  set label {} at {}, graph 0.04 offset 0.5,0 left tc rgb '#444444' "
+               "front\n",
+               quote(label), num(x));
     b << "  plot ";
     // A function is clipped to the plot, unlike an arrow.
-    if (p.zero_line) b << "0 with lines lc rgb '#999999' lw 1 dt 1 notitle" << (p.curves.empty() ? "" : ", \\\n       ");
-    else if (p.curves.empty()) b << "NaN notitle";
+    if (p.zero_line)
+      b << "0 with lines lc rgb '#999999' lw 1 dt 1 notitle"
+        << (p.curves.empty() ? "" : ", \\\n       ");
+    else if (p.curves.empty())
+      b << "NaN notitle";
     for (size_t c = 0; c < p.curves.size(); ++c, ++block) {
       const Curve& cv = p.curves[c];
       if (cv.x.size() != cv.y.size())
@@ -309,20 +351,20 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       for (size_t i = 0; i < cv.x.size(); ++i) data << num(cv.x[i]) << ' ' << num(cv.y[i]) << '\n';
       data << "\n\n";
       const size_t colours = std::size(kLineColours);
-      b << (c ? ", \\\n       " : "") << quote(stem + ".dat") << " index " << block
-        << " using 1:2" << (cv.y2 ? " axes x1y2" : "")
+      b << (c ? ", \\\n       " : "") << quote(stem + ".dat") << " index " << block << " using 1:2"
+        << (cv.y2 ? " axes x1y2" : "")
         << (cv.style == CurveStyle::lines         ? " with lines"
             : cv.style == CurveStyle::linespoints ? " with linespoints"
                                                   : " with points pt 7 ps 1.2")
-        << (cv.y2 ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
-                  : fmt::format(" lt {} dt {}", c % colours + 1, c / colours + 1))
-        << " title "
-        << quote(cv.label);
+        << (cv.y2
+                ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
+                : fmt::format(" lt {} dt {}", c % colours + 1, c / colours + 1))
+        << " title " << quote(cv.label);
     }
     b << "\n";
   }
-  return render(dir, stem,
-                s.text("one block per curve, two columns x y, in plotting order"), data.str());
+  return render(dir, stem, s.text("one block per curve, two columns x y, in plotting order"),
+                data.str());
 }
 
 }  // namespace relpos::analysis

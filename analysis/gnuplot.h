@@ -47,8 +47,8 @@ struct CurvesPanel {
   std::vector<std::pair<double, std::string>> vlines;  // dashed vertical line at x, with label
   std::optional<std::pair<double, double>> xrange, yrange;
   bool logx = false;
-  std::string key;        // gnuplot key position ("top left"), "off", or empty: outside right
-  bool zero_line = false;         // a thin horizontal line at y = 0
+  std::string key;         // gnuplot key position ("top left"), "off", or empty: outside right
+  bool zero_line = false;  // a thin horizontal line at y = 0
 };
 
 struct FigureSize {
@@ -60,11 +60,18 @@ struct FigureFiles {
   std::string png, pdf, script, data;
 };
 
+// Block means of f×f cells (NaN cells left out of a block's mean), f the smallest factor that
+// brings both axes to at most max_cells; coordinates become the blocks' mean coordinates and
+// the title says "(means of f×f blocks)". The panel itself when it is small enough.
+HeatmapPanel downsample(const HeatmapPanel& p, int64_t max_cells);
+
 // Draws the panels in a grid of `columns` columns with an overall title (used when there is
-// more than one panel). Throws Error when gnuplot is missing or fails.
-FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem,
-                          const std::string& title, const std::vector<HeatmapPanel>& panels,
-                          int columns = 1, FigureSize size = {});
+// more than one panel). Panels are downsampled to at most 256 cells per axis (128 in a grid):
+// finer detail is not visible and would make the data file large (a 512×512 map per head).
+// Throws Error when gnuplot is missing or fails.
+FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
+                          const std::vector<HeatmapPanel>& panels, int columns = 1,
+                          FigureSize size = {});
 FigureFiles plot_curves(const std::string& dir, const std::string& stem, const std::string& title,
                         const std::vector<CurvesPanel>& panels, int columns = 1,
                         FigureSize size = {});

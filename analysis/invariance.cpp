@@ -1,10 +1,10 @@
 #include "analysis/invariance.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "analysis/stats.h"
 #include "core/util/errors.h"

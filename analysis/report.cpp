@@ -1,5 +1,6 @@
 #include "analysis/report.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "analysis/figures.h"
 #include "core/util/errors.h"
@@ -71,7 +70,8 @@ std::vector<fs::path> table_files(const fs::path& dir) {
     return 9;
   };
   std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) {
-    return std::make_pair(rank(a), a.filename().string()) < std::make_pair(rank(b), b.filename().string());
+    return std::make_pair(rank(a), a.filename().string()) <
+           std::make_pair(rank(b), b.filename().string());
   });
   return files;
 }
@@ -88,11 +88,20 @@ std::string escape_html(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -151,7 +160,8 @@ std::string base64(const std::string& bytes) {
   std::string out;
   size_t k = 0;
   for (; k + 2 < bytes.size(); k += 3) {
-    const uint32_t v = (uint8_t(bytes[k]) << 16) | (uint8_t(bytes[k + 1]) << 8) | uint8_t(bytes[k + 2]);
+    const uint32_t v =
+        (uint8_t(bytes[k]) << 16) | (uint8_t(bytes[k + 1]) << 8) | uint8_t(bytes[k + 2]);
     out += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], a[v & 63]};
   }
   if (k + 1 == bytes.size()) {
@@ -174,7 +184,8 @@ std::string markdown_to_html(const std::string& markdown, const std::string& bas
        "th,td{border:1px solid #ccc;padding:0.25em 0.6em}th{background:#f2f2f2}\n"
        "td.r{text-align:right;font-variant-numeric:tabular-nums}\n"
        "figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #eee}\n"
-       "figcaption{font-size:0.9em;color:#555}pre{background:#f6f6f6;padding:0.8em;overflow-x:auto}\n"
+       "figcaption{font-size:0.9em;color:#555}pre{background:#f6f6f6;padding:0.8em;overflow-x:auto}"
+       "\n"
        "</style></head><body>\n";
   std::istringstream in(markdown);
   std::vector<std::string> lines;
@@ -183,7 +194,8 @@ std::string markdown_to_html(const std::string& markdown, const std::string& bas
     const std::string& l = lines[k];
     if (l.rfind("```", 0) == 0) {
       h << "<pre><code>";
-      for (++k; k < lines.size() && lines[k].rfind("```", 0) != 0; ++k) h << escape_html(lines[k]) << "\n";
+      for (++k; k < lines.size() && lines[k].rfind("```", 0) != 0; ++k)
+        h << escape_html(lines[k]) << "\n";
       h << "</code></pre>\n";
       ++k;
     } else if (l.rfind("#", 0) == 0) {
@@ -199,8 +211,10 @@ std::string markdown_to_html(const std::string& markdown, const std::string& bas
         h << "<tr>";
         const auto cells = table_cells(rows[r]);
         for (size_t c = 0; c < cells.size(); ++c)
-          h << (r == 0 ? "<th>" : c == 0 ? "<td>" : "<td class=\"r\">") << inline_html(cells[c])
-            << (r == 0 ? "</th>" : "</td>");
+          h << (r == 0   ? "<th>"
+                : c == 0 ? "<td>"
+                         : "<td class=\"r\">")
+            << inline_html(cells[c]) << (r == 0 ? "</th>" : "</td>");
         h << "</tr>\n";
       }
       h << "</table>\n";
@@ -221,9 +235,9 @@ std::string markdown_to_html(const std::string& markdown, const std::string& bas
       ++k;
     } else {
       h << "<p>";
-      for (bool first = true; k < lines.size() && !lines[k].empty() && lines[k][0] != '|' &&
-                              lines[k][0] != '#' && lines[k].rfind("![", 0) != 0 &&
-                              lines[k].rfind("```", 0) != 0;
+      for (bool first = true;
+           k < lines.size() && !lines[k].empty() && lines[k][0] != '|' && lines[k][0] != '#' &&
+           lines[k].rfind("![", 0) != 0 && lines[k].rfind("```", 0) != 0;
            ++k, first = false)
         h << (first ? "" : "\n") << inline_html(lines[k]);
       h << "</p>\n";
@@ -241,8 +255,8 @@ std::string write_report(const ReportInputs& in) {
   std::set<std::string> groups;
   for (const auto& r : in.runs) groups.insert(r.group);
   md << (in.experiment ? fmt::format("Experiment folder `{}`: {} run{} of {} variant{}.", in.dir,
-                                     in.runs.size(), in.runs.size() == 1 ? "" : "s",
-                                     groups.size(), groups.size() == 1 ? "" : "s")
+                                     in.runs.size(), in.runs.size() == 1 ? "" : "s", groups.size(),
+                                     groups.size() == 1 ? "" : "s")
                        : fmt::format("Run folder `{}`.", in.dir))
      << "\n\n## How it was produced\n\n";
   if (fs::exists(dir / "commands.txt")) {
@@ -260,7 +274,8 @@ std::string write_report(const ReportInputs& in) {
     md << (it == commits.begin() ? "" : ", ") << "`" << *it << "`";
   md << ". Report written by `relpos report` at " << utc_now() << " on " << machine() << ".\n\n";
   if (!in.runs.empty()) {
-    md << "| run | variant | seed | git commit | created | LibTorch |\n|:---|:---|---:|:---|:---|:---|\n";
+    md << "| run | variant | seed | git commit | created | LibTorch "
+          "|\n|:---|:---|---:|:---|:---|:---|\n";
     for (const auto& r : in.runs)
       md << fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.name, r.group, r.seed,
                         r.git_commit.empty() ? "—" : r.git_commit.substr(0, 12), r.created,

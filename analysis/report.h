@@ -12,9 +12,9 @@
 namespace relpos::analysis {
 
 struct ReportInputs {
-  std::string dir;             // the experiment (or run) folder
-  std::vector<RunInfo> runs;   // provenance of each run (attributes of its run.h5)
-  bool experiment = false;     // dir holds run folders (else dir is one run)
+  std::string dir;            // the experiment (or run) folder
+  std::vector<RunInfo> runs;  // provenance of each run (attributes of its run.h5)
+  bool experiment = false;    // dir holds run folders (else dir is one run)
 };
 
 // Returns the Markdown written to dir/report.md; dir/report.html is written beside it.

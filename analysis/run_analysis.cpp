@@ -1,15 +1,16 @@
 #include "analysis/run_analysis.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 
-#include <fmt/format.h>
-
 #include "analysis/stats.h"
 #include "analysis/tables.h"
+#include "core/train/objective.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {
@@ -48,14 +49,17 @@ void write_matrices_csv(const std::vector<MatrixRow>& rows, std::ofstream& f) {
 }  // namespace
 
 std::string choose_metric(const std::map<std::string, Series>& metrics,
-                          const std::string& requested) {
+                          const std::string& requested, const std::string& task) {
   if (!requested.empty()) {
     if (metrics.count(requested)) return requested;
     std::vector<std::string> names;
     for (const auto& [k, v] : metrics) names.push_back(k);
-    throw ConfigError(fmt::format("--metric {}: the run has no such metric (it has: {})", requested,
-                                  names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+    throw ConfigError(
+        fmt::format("--metric {}: the run has no such metric (it has: {})", requested,
+                    names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
   }
+  if (!task.empty())
+    if (const std::string m = "valid_" + primary_metric(task).name; metrics.count(m)) return m;
   for (const char* m : {"valid_accuracy", "valid_f1", "valid_em", "valid_ppl", "valid_loss"})
     if (metrics.count(m)) return m;
   for (const auto& [k, v] : metrics)
@@ -74,7 +78,7 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   RunResult res;
   res.info = src.info();
   const RunInfo& info = res.info;
-  res.metric = choose_metric(info.metrics, o.metric);
+  res.metric = choose_metric(info.metrics, o.metric, info.task);
   res.training_time_s =
       std::isfinite(info.train_seconds) ? info.train_seconds : training_time(info.metrics);
   const Series metric = res.metric.empty() ? Series{} : info.metrics.at(res.metric);
@@ -82,6 +86,10 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   res.steps = info.snapshot_steps;
 
   const fs::path dir(out_dir), tables = dir / "tables", figures = dir / "figures";
+  // Both folders belong to the analysis: clear them so no file of an earlier analysis (a
+  // layer or metric that is gone) stays behind.
+  fs::remove_all(tables);
+  fs::remove_all(figures);
   fs::create_directories(tables);
   const SnapshotOptions so{info.causal, 0};
   AnalysisFileWriter h5((dir / "analysis.h5").string(),
@@ -107,15 +115,15 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
     h5.add_snapshot(step, rows);
     write_matrices_csv(rows, matrices);
     summaries.push_back(summarize(rows));
-    res.metric_at_step.push_back(
-        interpolate(metric.x, metric.y, static_cast<double>(step)));
+    res.metric_at_step.push_back(interpolate(metric.x, metric.y, static_cast<double>(step)));
     if (step == figure_step) {
       write_profiles_csv(rows, (tables / "profiles.csv").string());
       if (o.figures) {
         const std::string label = run_label(info);
         for (auto& f : relative_weight_figures(snap, figures.string(), label, o.radius))
           res.figures.push_back(f);
-        for (auto& f : attention_figures(snap, figures.string(), label, info.causal)) res.figures.push_back(f);
+        for (auto& f : attention_figures(snap, figures.string(), label, info.causal))
+          res.figures.push_back(f);
         for (auto& f : absolute_table_figures(snap, so, figures.string(), label))
           res.figures.push_back(f);
       }
@@ -152,15 +160,17 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   write_table(summary, tables.string(), "invariance_summary");
 
   Table corr;
-  corr.title = "Invariance against " + (res.metric.empty() ? std::string("(no metric)") : res.metric) +
+  corr.title = "Invariance against " +
+               (res.metric.empty() ? std::string("(no metric)") : res.metric) +
                " over the snapshots — " + run_label(info);
   corr.columns = {{"quantity", 0}, {"snapshots", 0}, {"Pearson r", 3}, {"Spearman ρ", 3}};
   for (const auto& c : res.correlations)
     corr.rows.push_back({Cell::label(quantity_label(c.quantity)),
                          Cell::value(static_cast<double>(c.n)), Cell::value(c.pearson),
                          Cell::value(c.spearman)});
-  corr.note = "Pairs: each snapshot's invariance with the metric linearly interpolated at the "
-              "snapshot's step; snapshots outside the metric's steps are left out.";
+  corr.note =
+      "Pairs: each snapshot's invariance with the metric linearly interpolated at the "
+      "snapshot's step; snapshots outside the metric's steps are left out.";
   write_table(corr, tables.string(), "invariance_correlation");
 
   if (o.figures && !res.steps.empty()) {
@@ -173,7 +183,8 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
       }
       inv[q] = s;
     }
-    res.figures.push_back(invariance_figure(inv, res.metric, metric, figures.string(), run_label(info)));
+    res.figures.push_back(
+        invariance_figure(inv, res.metric, metric, figures.string(), run_label(info)));
   }
   if (o.figures) write_figure_index(figures.string(), res.figures);
   return res;

@@ -1,18 +1,18 @@
 #include "analysis/run_source.h"
 
-#include <nlohmann/json.hpp>
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <fmt/format.h>
-
+#include "analysis/gnuplot.h"
 #include "core/config/config.h"
 #include "core/io/schema.h"
 #include "core/position/position_encoding.h"
-#include "analysis/gnuplot.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {
@@ -77,6 +77,18 @@ std::vector<std::string> find_run_dirs(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_directory() && is_run_dir(e.path().string())) out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
+  // The order the runs were started in (`relpos sweep` writes one `--out DIR` command per run
+  // into commands.txt), so tables list variants in the order of the sweep's grid.
+  std::ifstream commands(fs::path(dir) / "commands.txt");
+  std::vector<std::string> names;
+  for (std::string word, prev; commands >> word; prev = word)
+    if (prev == "--out" || prev == "-o") names.push_back(fs::path(word).filename().string());
+  const auto rank = [&](const std::string& d) {
+    const auto it = std::find(names.begin(), names.end(), fs::path(d).filename().string());
+    return it - names.begin();  // not listed: after every listed run, by name
+  };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
   return out;
 }
 
@@ -87,7 +99,8 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   RunInfo& i = info_;
   i.dir = run_dir;
   i.name = fs::path(run_dir).lexically_normal().filename().string();
-  if (i.name.empty() || i.name == ".") i.name = fs::absolute(run_dir).lexically_normal().filename().string();
+  if (i.name.empty() || i.name == ".")
+    i.name = fs::absolute(run_dir).lexically_normal().filename().string();
   const auto attr = [&](const char* name) {
     try {
       return r.root_attribute(name);
@@ -103,6 +116,7 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   const std::string seed = attr(schema::kAttrSeed);
   i.seed = seed.empty() ? 0 : std::stoll(seed);
   i.causal = yaml_value(i.config_yaml, "model.mode") == "decoder";
+  i.task = yaml_value(i.config_yaml, "task.type");
   const std::string seq_len = yaml_value(i.config_yaml, "task.seq_len");
   i.train_length = seq_len.empty() ? 0 : std::stoll(seq_len);
   i.positional_parameters = positional_parameters(i.config_yaml);
@@ -127,9 +141,14 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
     for (const auto& col : r.children(eval)) {
       const auto values =
           to_doubles(r.dataset(schema::eval_column_path(schema::kEvalExtrapolation, col)).value);
-      if (col == "length") i.extrapolation.length = values;
-      else if (col == "applicable") applicable = values;  // 0: the variant cannot run there
-      else i.extrapolation.columns.push_back({col, values});
+      if (col == "length")
+        i.extrapolation.length = values;
+      else if (col == "applicable")
+        applicable = values;  // 0: the variant cannot run there
+      else if (col == "tokens")
+        continue;  // a count, not a metric
+      else
+        i.extrapolation.columns.push_back({col, values});
     }
     for (auto& [name, v] : i.extrapolation.columns)
       for (size_t k = 0; k < v.size() && k < applicable.size(); ++k)
@@ -150,7 +169,8 @@ SnapshotData RunFileSource::snapshot(int64_t step) const {
   const RunFileReader& r = *reader_;
   SnapshotData s;
   s.step = step;
-  if (r.exists(schema::attention_path(step))) s.attention = r.dataset(schema::attention_path(step)).value;
+  if (r.exists(schema::attention_path(step)))
+    s.attention = r.dataset(schema::attention_path(step)).value;
   const std::string scores = schema::position_scores_group(step);
   if (r.exists(scores))
     for (const auto& v : r.children(scores))

@@ -26,7 +26,8 @@ class RunFileSource : public RunSource {
 };
 
 bool is_run_dir(const std::string& dir);  // holds run.h5
-// The run folders directly inside an experiment folder, sorted by name.
+// The run folders directly inside an experiment folder: in the order of their `--out DIR`
+// in DIR/commands.txt (as `relpos sweep` writes it), the others after them by name.
 std::vector<std::string> find_run_dirs(const std::string& dir);
 
 // The value at a dotted key ("model.layers") of a YAML text, as text; empty when absent.

@@ -14,13 +14,13 @@ void check_maps(const torch::Tensor& t, const std::string& what, int64_t step) {
 }
 
 // Rows for every head of every layer of a (L,H,T,T) stack, and the head average when asked.
-void measure_stack(const torch::Tensor& maps, const std::string& source,
-                   const std::string& variant, bool head_average, Region region, int64_t step,
-                   std::vector<MatrixRow>& rows) {
+void measure_stack(const torch::Tensor& maps, const std::string& source, const std::string& variant,
+                   bool head_average, Region region, int64_t step, std::vector<MatrixRow>& rows) {
   const auto m = maps.to(torch::kFloat64);  // (L,H,T,T)
   for (int64_t l = 0; l < m.size(0); ++l) {
     if (head_average)
-      rows.push_back({step, source, variant, l, -1, region, measure(to_matrix(m[l].mean(0)), region)});
+      rows.push_back(
+          {step, source, variant, l, -1, region, measure(to_matrix(m[l].mean(0)), region)});
     for (int64_t h = 0; h < m.size(1); ++h)
       rows.push_back({step, source, variant, l, h, region, measure(to_matrix(m[l][h]), region)});
   }
@@ -52,11 +52,11 @@ torch::Tensor gram(const torch::Tensor& table, int64_t n) {
   TORCH_CHECK(table.dim() == 2, "gram: expected a (N,E) table, got ", table.sizes());
   if (n <= 0 || n > table.size(0)) n = table.size(0);
   const auto p = table.narrow(0, 0, n).to(torch::kFloat64);  // (n,E)
-  return p.matmul(p.t());                                     // (n,n)
+  return p.matmul(p.t());                                    // (n,n)
 }
 
 int64_t gram_length(const SnapshotData& s, const SnapshotOptions& o, int64_t table_rows) {
-  int64_t n = o.gram_length > 0 ? o.gram_length
+  int64_t n = o.gram_length > 0                                 ? o.gram_length
               : s.attention.defined() && s.attention.dim() == 4 ? s.attention.size(2)
                                                                 : table_rows;
   return std::min(n, table_rows);
@@ -85,9 +85,12 @@ std::map<std::string, double> summarize(const std::vector<MatrixRow>& rows) {
   std::map<std::string, std::pair<double, int64_t>> acc;
   for (const auto& r : rows) {
     std::string key;
-    if (r.source == "attention") key = r.head < 0 ? "attention" : "attention_heads";
-    else if (r.source == "position_scores") key = "scores:" + r.variant;
-    else key = r.source + ":" + r.variant;
+    if (r.source == "attention")
+      key = r.head < 0 ? "attention" : "attention_heads";
+    else if (r.source == "position_scores")
+      key = "scores:" + r.variant;
+    else
+      key = r.source + ":" + r.variant;
     acc[key].first += r.metrics.invariance;
     acc[key].second += 1;
   }

@@ -1,12 +1,12 @@
 #include "analysis/tables.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "analysis/stats.h"
 #include "core/util/errors.h"
@@ -32,14 +32,27 @@ std::string latex_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '_': case '&': case '%': case '#': case '$': case '{': case '}':
+      case '_':
+      case '&':
+      case '%':
+      case '#':
+      case '$':
+      case '{':
+      case '}':
         out += '\\';
         out += c;
         break;
-      case '~': out += "\\textasciitilde{}"; break;
-      case '^': out += "\\textasciicircum{}"; break;
-      case '\\': out += "\\textbackslash{}"; break;
-      default: out += c;
+      case '~':
+        out += "\\textasciitilde{}";
+        break;
+      case '^':
+        out += "\\textasciicircum{}";
+        break;
+      case '\\':
+        out += "\\textbackslash{}";
+        break;
+      default:
+        out += c;
     }
   }
   // The project writes ± and · in labels; LaTeX gets math versions.
@@ -74,10 +87,10 @@ void check_shape(const Table& t) {
 }  // namespace
 
 std::string format_cell(const Cell& cell, int precision, CellFormat format, bool spread) {
-  if (!cell.text.empty())
-    return format == CellFormat::latex ? latex_escape(cell.text) : cell.text;
+  if (!cell.text.empty()) return format == CellFormat::latex ? latex_escape(cell.text) : cell.text;
   const std::vector<double> v = finite(cell.samples);
-  if (v.empty()) return format == CellFormat::markdown ? "—" : format == CellFormat::latex ? "--" : "";
+  if (v.empty())
+    return format == CellFormat::markdown ? "—" : format == CellFormat::latex ? "--" : "";
   const std::string m = fixed(mean(v), precision);
   if (v.size() == 1 || !spread) return format == CellFormat::latex ? "$" + m + "$" : m;
   const std::string s = fixed(sample_std(v), precision);
@@ -102,8 +115,9 @@ std::string to_markdown(const Table& t) {
   for (const auto& row : t.rows) {
     o << "|";
     for (size_t c = 0; c < row.size(); ++c)
-      o << ' ' << markdown_escape(format_cell(row[c], t.columns[c].precision, CellFormat::markdown,
-                                     t.columns[c].spread))
+      o << ' '
+        << markdown_escape(format_cell(row[c], t.columns[c].precision, CellFormat::markdown,
+                                       t.columns[c].spread))
         << " |";
     o << '\n';
   }
@@ -121,19 +135,24 @@ std::string to_csv(const Table& t) {
   std::ostringstream o;
   for (size_t c = 0; c < t.columns.size(); ++c) {
     o << (c ? "," : "") << csv_field(t.columns[c].header);
-    if (spread[c]) o << ',' << csv_field(t.columns[c].header + "_std") << ','
-                     << csv_field(t.columns[c].header + "_n");
+    if (spread[c])
+      o << ',' << csv_field(t.columns[c].header + "_std") << ','
+        << csv_field(t.columns[c].header + "_n");
   }
   o << '\n';
   // Full precision: the CSV is for machines.
-  const auto g = [](double v) { return std::isfinite(v) ? fmt::format("{:.10g}", v) : std::string(); };
+  const auto g = [](double v) {
+    return std::isfinite(v) ? fmt::format("{:.10g}", v) : std::string();
+  };
   for (const auto& row : t.rows) {
     for (size_t c = 0; c < row.size(); ++c) {
       const Cell& cell = row[c];
       const std::vector<double> v = finite(cell.samples);
       o << (c ? "," : "");
-      if (!cell.text.empty()) o << csv_field(cell.text);
-      else if (!v.empty()) o << g(mean(v));
+      if (!cell.text.empty())
+        o << csv_field(cell.text);
+      else if (!v.empty())
+        o << g(mean(v));
       if (spread[c]) {
         o << ',' << (cell.text.empty() && v.size() > 1 ? g(sample_std(v)) : std::string()) << ','
           << (cell.text.empty() ? std::to_string(v.size()) : std::string());
@@ -155,8 +174,8 @@ std::string to_latex(const Table& t) {
   o << " \\\\\n\\midrule\n";
   for (const auto& row : t.rows) {
     for (size_t c = 0; c < row.size(); ++c)
-      o << (c ? " & " : "") << format_cell(row[c], t.columns[c].precision, CellFormat::latex,
-                                          t.columns[c].spread);
+      o << (c ? " & " : "")
+        << format_cell(row[c], t.columns[c].precision, CellFormat::latex, t.columns[c].spread);
     o << " \\\\\n";
   }
   o << "\\bottomrule\n\\end{tabular}\n";
@@ -184,7 +203,8 @@ Table group_table(const std::vector<RunRecord>& records, const std::vector<Colum
                   const std::string& group_header, const std::vector<std::string>& order) {
   std::vector<std::string> groups;
   for (const auto& g : order)
-    if (std::any_of(records.begin(), records.end(), [&](const RunRecord& r) { return r.group == g; }))
+    if (std::any_of(records.begin(), records.end(),
+                    [&](const RunRecord& r) { return r.group == g; }))
       groups.push_back(g);
   for (const auto& r : records)
     if (std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
@@ -202,7 +222,8 @@ Table group_table(const std::vector<RunRecord>& records, const std::vector<Colum
       Cell cell;
       for (const auto& r : records)
         if (r.group == g)
-          if (auto it = r.values.find(c.key); it != r.values.end()) cell.samples.push_back(it->second);
+          if (auto it = r.values.find(c.key); it != r.values.end())
+            cell.samples.push_back(it->second);
       row.push_back(cell);
     }
     t.rows.push_back(std::move(row));

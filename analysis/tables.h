@@ -24,8 +24,8 @@ struct Cell {
 
 struct Column {
   std::string header;
-  int precision = 3;  // digits after the decimal point, for the mean and the std alike
-  bool spread = true; // false: the mean alone (e.g. a parameter count, equal across seeds)
+  int precision = 3;   // digits after the decimal point, for the mean and the std alike
+  bool spread = true;  // false: the mean alone (e.g. a parameter count, equal across seeds)
 };
 
 struct Table {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <torch/types.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -37,10 +36,11 @@ inline analysis::SnapshotData sample_snapshot(int64_t step = 100, bool causal = 
   auto scores = -slopes * rel.abs().view({1, 1, T, T}) + 0.3f * torch::randn({L, H, T, T});
   if (causal) scores = scores.masked_fill(rel.gt(0).view({1, 1, T, T}), -INFINITY);
   s.attention = torch::softmax(scores, -1);  // (L,H,T,T)
-  s.position_scores["alibi"] = (-slopes * rel.abs().view({1, 1, T, T})).expand({L, H, T, T}).clone();
+  s.position_scores["alibi"] =
+      (-slopes * rel.abs().view({1, 1, T, T})).expand({L, H, T, T}).clone();
   // sinusoid-like table with noise: p_n,c = sin(n / 10^(c/8)) + 0.1 N(0,1)
-  auto n = torch::arange(40, torch::kFloat32).unsqueeze(1);                // (40,1)
-  auto freq = torch::pow(10.0f, torch::arange(16, torch::kFloat32) / 8);  // (16)
+  auto n = torch::arange(40, torch::kFloat32).unsqueeze(1);                        // (40,1)
+  auto freq = torch::pow(10.0f, torch::arange(16, torch::kFloat32) / 8);           // (16)
   auto table = torch::sin(n / freq.unsqueeze(0)) + 0.1f * torch::randn({40, 16});  // (40,16)
   s.position["learned"]["table"] = {"table", table, {"position", "channel"}};
   auto r = torch::arange(-R, R + 1, torch::kFloat32);  // (2R+1)
@@ -49,14 +49,17 @@ inline analysis::SnapshotData sample_snapshot(int64_t step = 100, bool causal = 
   s.position["tisa"]["distances"] = {"distances", r, {"distance"}};
   s.position["tisa"]["f"] = {"f", f, {"layer", "head", "distance"}};
   s.position["alibi"]["distances"] = {"distances", r, {"distance"}};
-  s.position["alibi"]["profile"] = {"profile", -slopes.view({H, 1}) * r.abs().view({1, -1}),
-                                    {"head", "distance"}};
+  s.position["alibi"]["profile"] = {
+      "profile", -slopes.view({H, 1}) * r.abs().view({1, -1}), {"head", "distance"}};
   s.position["alibi"]["slopes"] = {"slopes", slopes.view({H}), {"head"}};
   auto rk = torch::arange(-K, K + 1, torch::kFloat32);
   s.position["shaw"]["distances"] = {"distances", rk, {"distance"}};
-  s.position["shaw"]["keys"] = {"keys", torch::randn({L, 2 * K + 1, 8}), {"layer", "distance", "channel"}};
-  s.position["huang_m1"]["scale_distances"] = {"scale_distances", torch::arange(0, K + 1, torch::kFloat32), {"distance"}};
-  s.position["huang_m1"]["scale"] = {"scale", 1 + 0.1f * torch::randn({L, K + 1}), {"layer", "distance"}};
+  s.position["shaw"]["keys"] = {
+      "keys", torch::randn({L, 2 * K + 1, 8}), {"layer", "distance", "channel"}};
+  s.position["huang_m1"]["scale_distances"] = {
+      "scale_distances", torch::arange(0, K + 1, torch::kFloat32), {"distance"}};
+  s.position["huang_m1"]["scale"] = {
+      "scale", 1 + 0.1f * torch::randn({L, K + 1}), {"layer", "distance"}};
   return s;
 }
 
@@ -91,7 +94,8 @@ inline double naive_pearson(const std::vector<double>& x, const std::vector<doub
   for (size_t k = 0; k < x.size(); ++k) mx += x[k] / x.size(), my += y[k] / y.size();
   double sxy = 0, sxx = 0, syy = 0;
   for (size_t k = 0; k < x.size(); ++k)
-    sxy += (x[k] - mx) * (y[k] - my), sxx += (x[k] - mx) * (x[k] - mx), syy += (y[k] - my) * (y[k] - my);
+    sxy += (x[k] - mx) * (y[k] - my), sxx += (x[k] - mx) * (x[k] - mx),
+        syy += (y[k] - my) * (y[k] - my);
   return sxy / std::sqrt(sxx * syy);
 }
 

@@ -84,7 +84,8 @@ TEST_CASE("curves figure with a second axis, a marked x and a gap") {
   p.ylabel = "invariance";
   p.y2label = "valid_loss";
   p.curves.push_back({"invariance", {0, 10, 20}, {0.1, 0.5, 0.9}, false, CurveStyle::linespoints});
-  p.curves.push_back({"valid_loss \"quoted\"", {0, 10, 20}, {3.0, NAN, 2.0}, true, CurveStyle::lines});
+  p.curves.push_back(
+      {"valid_loss \"quoted\"", {0, 10, 20}, {3.0, NAN, 2.0}, true, CurveStyle::lines});
   p.vlines.push_back({10, "train length"});
   const FigureFiles f = plot_curves(dir.string(), "curves", "invariance during training", {p});
   CHECK(fs::file_size(f.png) > 1000);
@@ -106,4 +107,27 @@ TEST_CASE("a mismatched heatmap is refused with its shapes") {
   if (find_gnuplot().empty()) return;
   CHECK_THROWS_WITH(plot_heatmaps(fresh_dir("bad").string(), "bad", "bad", {p}),
                     doctest::Contains("values 2x2 but 1 y and 2 x coordinates"));
+}
+
+TEST_CASE("large heatmaps are drawn from block means") {
+  HeatmapPanel p;
+  p.title = "big";
+  p.x = {0, 1, 2, 3, 4};
+  p.y = {10, 11, 12, 13, 14};
+  p.values = Matrix(5, 5);
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 5; ++j) p.values(i, j) = j > i ? NAN : 10.0 * i + j;
+  // 5 cells per axis, at most 2: blocks of 3 -> rows {0,1,2},{3,4}, same for columns.
+  const HeatmapPanel q = downsample(p, 2);
+  CHECK(q.title == "big (means of 3×3 blocks)");
+  CHECK(q.x == std::vector<double>{1, 3.5});
+  CHECK(q.y == std::vector<double>{11, 13.5});
+  // block (0,0): visible 0, 10, 11, 20, 21, 22 -> 84/6 = 14
+  CHECK(q.values(0, 0) == doctest::Approx(14.0));
+  CHECK(std::isnan(q.values(0, 1)));  // rows 0-2, columns 3-4: all masked
+  // block (1,0): rows 3,4 x cols 0..2: 30,31,32,40,41,42 -> 216/6 = 36
+  CHECK(q.values(1, 0) == doctest::Approx(36.0));
+  // block (1,1): 33, 43, 44 (34 masked) -> 120/3 = 40
+  CHECK(q.values(1, 1) == doctest::Approx(40.0));
+  CHECK(downsample(p, 5).values.data.size() == 25);  // small enough: unchanged
 }

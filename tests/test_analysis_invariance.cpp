@@ -80,7 +80,7 @@ TEST_CASE("hand-computed 3x3 causal: only j <= i counts") {
   CHECK(m.invariance == doctest::Approx(74.0 / 77.0));
   CHECK(m.profile.offsets == std::vector<int64_t>{-2, -1, 0});
   CHECK(m.profile.values[1] == doctest::Approx(2.5));
-  CHECK(std::isnan(m.symmetry));            // no r > 0 in a causal map
+  CHECK(std::isnan(m.symmetry));  // no r > 0 in a causal map
   CHECK(std::isnan(m.monotonicity_right));
   CHECK(m.monotonicity_left == doctest::Approx(-1.0));  // g(-1)=2.5 > g(-2)=0
   const Matrix p = toeplitz_projection(a, Region::lower);
@@ -120,7 +120,8 @@ TEST_CASE("i.i.d. Gaussian matrices: the mean invariance matches the Beta expect
     const double k = region == Region::full ? 2 * n - 1 : n;
     const double alpha = (k - 1) / 2, beta = (N - k) / 2;
     const double expected = alpha / (alpha + beta);
-    const double sd = std::sqrt(alpha * beta / ((alpha + beta) * (alpha + beta) * (alpha + beta + 1)));
+    const double sd =
+        std::sqrt(alpha * beta / ((alpha + beta) * (alpha + beta) * (alpha + beta + 1)));
     std::vector<double> values;
     for (int64_t s = 0; s < samples; ++s) {
       Matrix a(n, n);
@@ -136,7 +137,8 @@ TEST_CASE("i.i.d. Gaussian matrices: the mean invariance matches the Beta expect
 
 TEST_CASE("symmetry and monotonicity of known profiles") {
   // symmetric, not monotone: g(r) = cos(|r|)
-  const Matrix c = toeplitz(9, [](int64_t r) { return std::cos(static_cast<double>(std::abs(r))); });
+  const Matrix c =
+      toeplitz(9, [](int64_t r) { return std::cos(static_cast<double>(std::abs(r))); });
   CHECK(measure(c).symmetry == doctest::Approx(1.0));
   // decaying: g = exp(-|r|/3)  -> monotonicity -1 on both sides
   const auto d = measure(toeplitz(9, [](int64_t r) { return std::exp(-std::abs(r) / 3.0); }));

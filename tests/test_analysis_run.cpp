@@ -1,12 +1,10 @@
 // A whole run and an experiment analysed from in-memory sources, checked against direct
 // computations written here.
+#include <H5Cpp.h>
 #include <doctest/doctest.h>
 
-#include <H5Cpp.h>
-
-#include <cstdlib>
-
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -40,7 +38,8 @@ MemorySource sample_run(const fs::path& dir, double loss_offset = 0.0) {
   src.run.group = "learned+alibi";
   src.run.seed = 1;
   src.run.metrics["loss"] = {{0, 50, 100}, {6, 4, 3}};
-  src.run.metrics["valid_loss"] = {{0, 25, 50, 75, 100}, {5 + loss_offset, 4, 3.5, 3.2, 3.1 + loss_offset}};
+  src.run.metrics["valid_loss"] = {{0, 25, 50, 75, 100},
+                                   {5 + loss_offset, 4, 3.5, 3.2, 3.1 + loss_offset}};
   torch::manual_seed(11);
   const auto noise = torch::softmax(2 * torch::randn({2, 4, 24, 24}), -1);  // (L,H,T,T)
   for (int64_t step : {0, 50, 100}) {
@@ -84,7 +83,8 @@ TEST_CASE("a run: invariance per snapshot, its correlation with the metric, and 
   for (int64_t step : {0, 50, 100}) {
     const auto& a = src.snaps.at(step).attention;
     double sum = 0;
-    for (int64_t l = 0; l < 2; ++l) sum += test::naive_invariance(a[l].to(torch::kFloat64).mean(0), false) / 2;
+    for (int64_t l = 0; l < 2; ++l)
+      sum += test::naive_invariance(a[l].to(torch::kFloat64).mean(0), false) / 2;
     expected.push_back(sum);
   }
   REQUIRE(res.invariance.at("attention").size() == 3);
@@ -152,7 +152,9 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   const auto results = lines(dir / "tables" / "results.md");
   // learned+alibi: final valid_loss 3.1 and 3.3 -> 3.2000 ± 0.1414; time 60, 61 -> 60.5 ± 0.7
   REQUIRE(results.size() >= 5);
-  CHECK(results[2] == "| variant | runs | valid_loss | inv. attention | inv. position scores | inv. P·Pᵀ | pos. params | train time (s) |");
+  CHECK(results[2] ==
+        "| variant | runs | valid_loss | inv. attention | inv. position scores | inv. P·Pᵀ | pos. "
+        "params | train time (s) |");
   CHECK(results[4].rfind("| learned+alibi | 2 | 3.2000 ± 0.1414 | ", 0) == 0);
   CHECK(results[4].find("| 640 | 60.5 ± 0.7 |") != std::string::npos);
   CHECK(results[5].rfind("| alibi | 1 | 3.1000 | ", 0) == 0);
@@ -193,7 +195,8 @@ TEST_CASE("the report puts commands, provenance, tables and figures together") {
   AnalyzeOptions o;
   o.figures = !find_gnuplot().empty();
   analyze_experiment(ptrs, dir.string(), o);
-  std::ofstream(dir / "commands.txt") << "relpos sweep --grid seed=1,2 --out " << dir.string() << "\n";
+  std::ofstream(dir / "commands.txt")
+      << "relpos sweep --grid seed=1,2 --out " << dir.string() << "\n";
   const std::string md = write_report({dir.string(), {srcs[0].run, srcs[1].run}, true});
   CHECK(md.find("relpos sweep --grid seed=1,2") != std::string::npos);
   CHECK(md.find("relpos commit `0123456789abcdef0123`") != std::string::npos);

@@ -64,7 +64,8 @@ TEST_CASE("snapshot metrics match a direct computation") {
   const auto summary = summarize(rows);
   CHECK(summary.at("attention") ==
         doctest::Approx((find(rows, "attention", "", 0, -1).metrics.invariance +
-                         find(rows, "attention", "", 1, -1).metrics.invariance) / 2));
+                         find(rows, "attention", "", 1, -1).metrics.invariance) /
+                        2));
   CHECK(summary.at("scores:alibi") == doctest::Approx(1.0));
   CHECK(summary.at("gram:learned") == doctest::Approx(gram_row.metrics.invariance));
   CHECK(summary.size() == 4);
@@ -75,7 +76,8 @@ TEST_CASE("causal snapshots are measured on the visible triangle") {
   const auto rows = measure_snapshot(s, {true, 0});
   const auto& r = find(rows, "attention", "", 1, 2);
   CHECK(r.region == Region::lower);
-  CHECK(r.metrics.invariance == doctest::Approx(naive_invariance(s.attention[1][2], true)).epsilon(1e-9));
+  CHECK(r.metrics.invariance ==
+        doctest::Approx(naive_invariance(s.attention[1][2], true)).epsilon(1e-9));
   CHECK(std::isnan(r.metrics.symmetry));
   CHECK(r.metrics.profile.offsets.back() == 0);
   CHECK(find(rows, "gram", "learned", -1, -1).region == Region::full);
@@ -106,11 +108,10 @@ TEST_CASE("every figure kind is drawn from a snapshot") {
   figs.push_back(extrapolation_figure({{"alibi", {32, 64, 128, 256}, {3.1, 3.0, 3.05, 3.1}},
                                        {"learned", {32, 64, 128, 256}, {3.0, 2.9, NAN, NAN}}},
                                       "valid_ppl", 64, dir.string(), "extrapolation_valid_ppl"));
-  for (const char* stem :
-       {"relpos_tisa_f", "relpos_alibi_profile", "relpos_shaw_keys_layer0",
-        "relpos_shaw_keys_layer1", "relpos_huang_m1_scale", "attention_layer0_mean",
-        "attention_layer1_heads", "abs_learned_table", "abs_learned_gram", "invariance_vs_step",
-        "extrapolation_valid_ppl"}) {
+  for (const char* stem : {"relpos_tisa_f", "relpos_alibi_profile", "relpos_shaw_keys_layer0",
+                           "relpos_shaw_keys_layer1", "relpos_huang_m1_scale",
+                           "attention_layer0_mean", "attention_layer1_heads", "abs_learned_table",
+                           "abs_learned_gram", "invariance_vs_step", "extrapolation_valid_ppl"}) {
     CAPTURE(stem);
     for (const char* ext : {".png", ".pdf", ".gp", ".dat"}) {
       const fs::path p = dir / (std::string(stem) + ext);

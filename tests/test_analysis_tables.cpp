@@ -10,7 +10,8 @@ using namespace relpos::analysis;
 TEST_CASE("cells: mean ± sample std, single values, missing values") {
   // (0.80, 0.82, 0.84): mean 0.82, sample std sqrt((0.02^2 + 0 + 0.02^2) / 2) = 0.02
   CHECK(format_cell(Cell::values({0.80, 0.82, 0.84}), 3, CellFormat::markdown) == "0.820 ± 0.020");
-  CHECK(format_cell(Cell::values({0.80, 0.82, 0.84}), 3, CellFormat::latex) == "$0.820 \\pm 0.020$");
+  CHECK(format_cell(Cell::values({0.80, 0.82, 0.84}), 3, CellFormat::latex) ==
+        "$0.820 \\pm 0.020$");
   // (1,2,3,4): mean 2.5, sample std sqrt(5/3) = 1.2910
   CHECK(format_cell(Cell::values({1, 2, 3, 4}), 2, CellFormat::plain) == "2.50 ± 1.29");
   CHECK(format_cell(Cell::value(0.5), 3, CellFormat::markdown) == "0.500");
@@ -34,7 +35,8 @@ std::vector<RunRecord> records() {
   };
 }
 std::vector<ColumnSpec> specs() {
-  return {{"acc", "accuracy", 3}, {"params", "pos. params", 0, false}, {"time", "train time (s)", 1}};
+  return {
+      {"acc", "accuracy", 3}, {"params", "pos. params", 0, false}, {"time", "train time (s)", 1}};
 }
 }  // namespace
 
