@@ -38,5 +38,6 @@ Command add_sweep(CLI::App& app);
 // The running relpos executable (for child processes).
 std::string self_executable();
 Command add_inspect(CLI::App& app);
+Command add_bench(CLI::App& app);
 
 }  // namespace relpos::app
