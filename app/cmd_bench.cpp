@@ -31,6 +31,7 @@ struct BenchArgs {
   StepOptions step;
   int repeats = 1;
   int timeout_s = 1800;
+  double max_memory_mb = -1;  // -1: 3/4 of physical memory
   std::string json;
   bool blas = false;
   bool child = false;
@@ -138,6 +139,7 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
   }
   plan.repeats = a.repeats;
   plan.timeout_s = a.timeout_s;
+  plan.max_memory_mb = a.max_memory_mb >= 0 ? a.max_memory_mb : 0.75 * physical_memory_mb();
   plan.program = self_executable();
   plan.child_args = {"bench", "--child", "--steps", std::to_string(a.step.steps), "--warmup",
                      std::to_string(a.step.warmup), "--vocab", std::to_string(a.step.vocab)};
@@ -164,6 +166,8 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
                        {"steps", a.step.steps},
                        {"warmup", a.step.warmup},
                        {"repeats", plan.repeats},
+                       {"timeout_s", plan.timeout_s},
+                       {"max_memory_mb", plan.max_memory_mb},
                        {"vocab", a.step.vocab},
                        {"optimizer", a.step.optimizer}};
   std::cout << fmt::format("relpos bench: {} layers, D={}, H={}, ff={}, {} mode, batch {}, "
@@ -216,10 +220,15 @@ Command add_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--timeout", a->timeout_s, "seconds per configuration before it is stopped")
       ->capture_default_str();
+  cmd->add_option("--max-memory", a->max_memory_mb,
+                  "address-space limit per configuration in MB (default 3/4 of RAM; 0 = none)");
   cmd->add_option("--vocab", a->step.vocab, "vocabulary of the random tokens")->capture_default_str();
   cmd->add_flag("--optimizer", a->step.optimizer, "include an AdamW step (a full training step)");
   cmd->add_option("--json", a->json, "write the results as JSON to this file");
   cmd->add_flag("--blas", a->blas, "only report the BLAS in use and its 1024x1024 matmul GFLOP/s");
+  cmd->add_option("--profile", a->step.profile,
+                  "with --child: write a chrome trace of one extra step to this file")
+      ->group("");
   cmd->add_flag("--child", a->child, "measure one configuration (internal)")->group("");
   return {cmd, [a]() {
     if (a->child) return run_child_mode(*a);

@@ -63,7 +63,10 @@ RunRecord run_one(const BenchPlan& plan, const BenchCase& c) {
     args.push_back("--set");
     args.push_back("position.learned.max_len=" + std::to_string(c.length));
   }
-  const ChildResult r = run_child(plan.program, args, plan.timeout_s, plan.extra_env);
+  ChildLimits limits;
+  limits.timeout_s = plan.timeout_s;
+  limits.max_memory_mb = plan.max_memory_mb;
+  const ChildResult r = run_child(plan.program, args, limits, plan.extra_env);
   RunRecord rec;
   const size_t at = r.out.rfind(kResultTag);
   if (!r.ok() || at == std::string::npos) {

@@ -52,6 +52,7 @@ struct BenchPlan {
   std::vector<std::string> direct;    // variants also measured with relative_impl=direct
   int repeats = 1;                    // every configuration this many times, interleaved
   int timeout_s = 0;                  // per child; 0 = none
+  double max_memory_mb = 0;           // per child address-space limit; 0 = none
   std::string program;                // the relpos executable
   std::vector<std::string> child_args;  // `bench --child` and the options shared by all cases
   std::vector<std::string> extra_env;

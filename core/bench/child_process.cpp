@@ -49,8 +49,17 @@ void drain(int fd, std::string& into, bool& open) {
 
 }  // namespace
 
+double physical_memory_mb() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * page / (1024.0 * 1024.0) : 0.0;
+}
+
 ChildResult run_child(const std::string& program, const std::vector<std::string>& args,
-                      int timeout_s, const std::vector<std::string>& extra_env) {
+                      const ChildLimits& limits, const std::vector<std::string>& extra_env) {
+  const int timeout_s = limits.timeout_s;
+  rlimit as_limit{};
+  as_limit.rlim_cur = as_limit.rlim_max =
+      static_cast<rlim_t>(limits.max_memory_mb * 1024.0 * 1024.0);
   // argv and envp are built before fork(): the child only calls async-signal-safe functions.
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(program.c_str()));
@@ -71,6 +80,7 @@ ChildResult run_child(const std::string& program, const std::vector<std::string>
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     if (timeout_s > 0) alarm(static_cast<unsigned>(timeout_s));  // survives execve
+    if (limits.max_memory_mb > 0) setrlimit(RLIMIT_AS, &as_limit);
     execve(program.c_str(), argv.data(), envp.data());
     const char msg[] = "bench: execve failed\n";
     (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);

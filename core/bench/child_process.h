@@ -21,11 +21,21 @@ struct ChildResult {
   std::string describe(int timeout_s) const;
 };
 
+struct ChildLimits {
+  int timeout_s = 0;          // > 0: SIGALRM after this many seconds
+  double max_memory_mb = 0;   // > 0: address-space limit (RLIMIT_AS), so that a configuration
+                              // too big for the machine fails its allocation instead of
+                              // calling the OOM killer onto the machine
+};
+
 // Runs `program` with `args` (argv[1..]) and `extra_env` ("NAME=value", added to this process's
-// environment), waiting for it to end. timeout_s > 0 ends the child with SIGALRM after that many
-// seconds. Throws RunError only when the child cannot be started.
+// environment), waiting for it to end. Throws RunError only when the child cannot be started.
 ChildResult run_child(const std::string& program, const std::vector<std::string>& args,
-                      int timeout_s = 0, const std::vector<std::string>& extra_env = {});
+                      const ChildLimits& limits = {},
+                      const std::vector<std::string>& extra_env = {});
+
+// Physical memory of the machine in MB (0 if unknown).
+double physical_memory_mb();
 
 // Absolute path of the running executable (/proc/self/exe).
 std::string self_executable();

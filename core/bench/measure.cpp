@@ -1,5 +1,6 @@
 #include "core/bench/measure.h"
 
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/cuda.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adamw.h>
@@ -94,15 +95,18 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
 
   std::vector<double> wall, cpu;
   torch::Tensor loss;
-  for (int64_t s = 0; s < opts.warmup + opts.steps; ++s) {
-    sync(device);
-    const auto t0 = std::chrono::steady_clock::now();
-    const double c0 = process_cpu_ms();
+  auto step = [&] {
     model->zero_grad(/*set_to_none=*/true);
     auto logits = model->lm_logits(model->hidden(tokens));  // (B,T,V)
     loss = torch::nn::functional::cross_entropy(logits.view({B * T, V}), targets.view({B * T}));
     loss.backward();
     if (optimizer) optimizer->step();
+  };
+  for (int64_t s = 0; s < opts.warmup + opts.steps; ++s) {
+    sync(device);
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = process_cpu_ms();
+    step();
     sync(device);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -110,6 +114,11 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
       wall.push_back(ms);
       cpu.push_back(process_cpu_ms() - c0);
     }
+  }
+  if (!opts.profile.empty()) {
+    torch::autograd::profiler::RecordProfile guard(opts.profile);
+    step();
+    sync(device);
   }
   m.loss = loss.item<double>();
   if (!std::isfinite(m.loss))

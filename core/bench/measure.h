@@ -15,6 +15,7 @@ struct StepOptions {
   int64_t warmup = 2;      // steps run first and not measured
   int64_t vocab = 256;     // random tokens and targets in [0, vocab)
   bool optimizer = false;  // also take an AdamW step (a full training step)
+  std::string profile;     // when set: one more step under the autograd profiler, chrome trace
 };
 
 struct StepMeasurement {
