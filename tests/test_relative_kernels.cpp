@@ -109,7 +109,9 @@ struct Shape {
 };
 // Band widths 2M+1 = 23 (clipped, K-1 = 11) and 2T-1 = 23 (unclipped): the kernels' 16-lane
 // loop and their tails both run; plus a short sequence and K = T-1 exactly.
-const std::vector<Shape> kShapes = {{40, 12}, {12, 20}, {12, 11}, {3, 1}, {1, 2}};
+// {40, 12}: two query blocks of 2K = 24 rows for the clipped triangles; {30, 5}: K too small to
+// block (whole masked products).
+const std::vector<Shape> kShapes = {{40, 12}, {60, 9}, {30, 5}, {12, 20}, {12, 11}, {3, 1}, {1, 2}};
 
 }  // namespace
 

@@ -92,10 +92,8 @@ Tensor relative_key_term(const Tensor& k, const Tensor& table_in, int64_t K_in, 
                                : torch::einsum("bhjd,hijd->bhij", {k, A});  // (B,H,T,T)
   }
   auto [table, K] = reachable_rows(table_in, K_in, T);
-  // out[i,j] = k_j·a_{c(j-i)} = k_j·a'_{c(i-j)} with a' the table reversed in distance, so the
-  // transpose of the query-side layout of k·a'.
-  auto ka = torch::matmul(k, table_t(table.flip(-2)));  // (B,H,T,R) rows are keys j
-  return relative_expand(ka, T, K).transpose(-1, -2);   // (B,H,T,T)
+  auto ka = torch::matmul(k, table_t(table));  // (B,H,T,R) rows are keys j
+  return relative_expand_keys(ka, K);          // (B,H,T,T) out[i,j] = ka[j, c(j-i)+K]
 }
 
 Tensor relative_value_term(const Tensor& probs, const Tensor& table_in, int64_t K_in,

@@ -44,6 +44,10 @@ torch::Tensor relative_qka_term(const torch::Tensor& q, const torch::Tensor& k,
 // Differentiable (the gradient is relative_reduce); a row-copy kernel on the CPU, gather elsewhere.
 torch::Tensor relative_expand(const torch::Tensor& x, int64_t Tk, int64_t offset);
 
+// Key layout, square: out[...,i,j] = x[...,j, clamp(j - i + offset, 0, W-1)], x (...,T,W) with
+// one row per key j -> (...,T,T). The key term k_j·a_{c(j-i)} without a transposed copy.
+torch::Tensor relative_expand_keys(const torch::Tensor& x, int64_t offset);
+
 // The adjoint of relative_expand: y[...,i,w] = sum_j g[...,i,j] [clamp(j-i+offset, 0, W-1) = w],
 // (...,Tq,Tk) -> (...,Tq,W). With W = 2K+1, offset K: probabilities summed per clipped distance.
 torch::Tensor relative_reduce(const torch::Tensor& g, int64_t W, int64_t offset);

@@ -36,7 +36,8 @@ namespace {
 // ---- CPU kernels, one (batch, head) slice at a time -------------------------------------------
 // q (T,d) row-major; kTp (d, T+2M): keys transposed, zero-padded by M on both sides, so that
 // kTp[m][i + rr] = k[i + rr - M][m] (0 outside the sequence); aT (d, R) with R = 2M+1.
-// out (T, T) row-major: out[i][i + rr - M] += sum_m q[i][m] a[rr][m] k[i+rr-M][m].
+// out (T, T) row-major: out[i][i + rr - M] = sum_m q[i][m] a[rr][m] k[i+rr-M][m] (assigned, so
+// whatever the clipped blocks wrote into the band is replaced).
 
 template <class S>
 inline __attribute__((always_inline)) void band_forward_body(const S* q, const S* kTp,
@@ -54,7 +55,7 @@ inline __attribute__((always_inline)) void band_forward_body(const S* q, const S
     }
     const int64_t lo = std::max<int64_t>(0, M - i), hi = std::min<int64_t>(R, T + M - i);
     S* row = out + i * T + (i - M);
-    for (int64_t rr = lo; rr < hi; ++rr) row[rr] += e[rr];
+    for (int64_t rr = lo; rr < hi; ++rr) row[rr] = e[rr];
   }
 }
 
@@ -131,7 +132,7 @@ Tensor padded_keys_t(const Tensor& k, int64_t M) {
   return F::pad(k.transpose(-1, -2), F::PadFuncOptions({M, M})).contiguous();  // (B,H,d,T+2M)
 }
 
-// out (B,H,T,T) += band of q, k, a (CPU kernel).
+// out (B,H,T,T): band entries |j-i| <= M set to the band of q, k, a (CPU kernel).
 void band_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& a, int64_t M, Tensor& out) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3), R = 2 * M + 1;
   auto qc = q.contiguous();                      // (B,H,T,d)
@@ -230,31 +231,120 @@ Tensor band_to_dense(const Tensor& band, int64_t M) {
   return buf.narrow(-1, M, T);                                                    // (B,H,T,T)
 }
 
+// ---- the clipped triangles ----------------------------------------------------------------------
+// Above the band (j - i >= K) the score is q_i·(a_K ⊙ k_j), below (j - i <= -K) q_i·(a_{-K} ⊙ k_j).
+
+// Whole (T,T) products, masked: out = triu(q (a_K⊙k)ᵀ, K) + tril(q (a_{-K}⊙k)ᵀ, -K), 0 in the band.
+Tensor clipped_full(const Tensor& q, const Tensor& k, const Tensor& a_up, const Tensor& a_lo,
+                    int64_t K) {
+  auto kt = k.transpose(-1, -2);                        // (B,H,d,T)
+  auto out = torch::matmul(q, kt * a_up.unsqueeze(-1)).triu_(K);       // (B,H,T,T)
+  return out.add_(torch::matmul(q, kt * a_lo.unsqueeze(-1)).tril_(-K));  // (B,H,T,T)
+}
+
+void clipped_full_backward(const Tensor& q, const Tensor& k, const Tensor& a_up,
+                           const Tensor& a_lo, int64_t K, const Tensor& g, Tensor& dq, Tensor& dk,
+                           Tensor& da_up, Tensor& da_lo) {
+  for (int side = 0; side < 2; ++side) {
+    const Tensor& ar = side == 0 ? a_up : a_lo;                  // (d)
+    auto gt = side == 0 ? g.triu(K) : g.tril(-K);                // (B,H,T,T)
+    dq = dq + torch::matmul(gt, k * ar);                         // (B,H,T,d)
+    auto dka = torch::matmul(gt.transpose(-1, -2), q);           // (B,H,T,d) grad of a ⊙ k
+    dk = dk + dka * ar;                                          // (B,H,T,d)
+    (side == 0 ? da_up : da_lo) = (dka * k).sum({0, 1, 2});      // (d)
+  }
+}
+
+// The same in query blocks of P = 2K rows, each multiplied only against the key columns its
+// triangles reach: about T² instead of 2T² multiply-adds. A block's rectangle also covers a
+// triangle of band entries (|j - i| < K, since P <= 2K); the band kernel overwrites them.
+constexpr int64_t kMinClipBlock = 16;
+
+void clipped_blocked(const Tensor& q, const Tensor& k, const Tensor& a_up, const Tensor& a_lo,
+                     int64_t K, Tensor& out) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3), P = 2 * K;
+  auto q3 = q.reshape({B * H, T, d});                                    // (BH,T,d)
+  auto ku = (k * a_up).reshape({B * H, T, d}).transpose(1, 2);          // (BH,d,T)
+  auto kl = (k * a_lo).reshape({B * H, T, d}).transpose(1, 2);          // (BH,d,T)
+  auto o3 = out.view({B * H, T, T});                                     // (BH,T,T)
+  for (int64_t s = 0; s < T; s += P) {
+    const int64_t n = std::min(P, T - s), c0 = s + K, c1 = s + n - K;
+    auto qb = q3.narrow(1, s, n);  // (BH,n,d)
+    if (c0 < T) {
+      auto dst = o3.narrow(1, s, n).narrow(2, c0, T - c0);  // (BH,n,T-c0) j >= s + K
+      torch::bmm_out(dst, qb, ku.narrow(2, c0, T - c0));
+    }
+    if (c1 > 0) {
+      auto dst = o3.narrow(1, s, n).narrow(2, 0, c1);  // (BH,n,c1) j <= s + n - 1 - K
+      torch::bmm_out(dst, qb, kl.narrow(2, 0, c1));
+    }
+  }
+}
+
+void clipped_blocked_backward(const Tensor& q, const Tensor& k, const Tensor& a_up,
+                              const Tensor& a_lo, int64_t K, const Tensor& g, Tensor& dq,
+                              Tensor& dk, Tensor& da_up, Tensor& da_lo) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3), P = 2 * K;
+  auto q3 = q.reshape({B * H, T, d});             // (BH,T,d)
+  auto k3 = k.reshape({B * H, T, d});             // (BH,T,d)
+  auto ku = k3 * a_up, kl = k3 * a_lo;            // (BH,T,d) each
+  auto g3 = g.reshape({B * H, T, T});             // (BH,T,T)
+  auto dq3 = torch::zeros({B * H, T, d}, q.options());   // (BH,T,d)
+  auto dku = torch::zeros({B * H, T, d}, q.options());   // (BH,T,d) grad of a_K ⊙ k
+  auto dkl = torch::zeros({B * H, T, d}, q.options());   // (BH,T,d) grad of a_{-K} ⊙ k
+  for (int64_t s = 0; s < T; s += P) {
+    const int64_t n = std::min(P, T - s), c0 = s + K, c1 = s + n - K;
+    auto qb = q3.narrow(1, s, n);    // (BH,n,d)
+    auto dqb = dq3.narrow(1, s, n);  // (BH,n,d)
+    if (c0 < T) {
+      // Block coordinates: column j' = j - c0, so j - i >= K is j' >= i'.
+      auto gu = g3.narrow(1, s, n).narrow(2, c0, T - c0).triu(0);  // (BH,n,T-c0)
+      dqb.baddbmm_(gu, ku.narrow(1, c0, T - c0));
+      dku.narrow(1, c0, T - c0).baddbmm_(gu.transpose(1, 2), qb);
+    }
+    if (c1 > 0) {
+      // Columns are absolute here: j - i <= -K is j - i' <= s - K.
+      auto gl = g3.narrow(1, s, n).narrow(2, 0, c1).tril(s - K);  // (BH,n,c1)
+      dqb.baddbmm_(gl, kl.narrow(1, 0, c1));
+      dkl.narrow(1, 0, c1).baddbmm_(gl.transpose(1, 2), qb);
+    }
+  }
+  dq = dq + dq3.view({B, H, T, d});
+  dk = dk + (dku * a_up + dkl * a_lo).view({B, H, T, d});
+  da_up = (dku * k3).sum(torch::IntArrayRef{0, 1});  // (d)
+  da_lo = (dkl * k3).sum(torch::IntArrayRef{0, 1});  // (d)
+}
+
 // ---- the whole term ----------------------------------------------------------------------------
 
 // q, k (B,H,T,d); a (2K+1,d) -> (B,H,T,T). Clipped triangles through matmuls, band through the
-// kernel (CPU float/double) or tensor ops.
+// kernel (CPU float/double: blocked triangles, band assigned) or tensor ops (other devices:
+// whole masked products, band added).
 struct QKATerm : public torch::autograd::Function<QKATerm> {
   static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& q, const Tensor& k,
                         const Tensor& a, int64_t K, bool allow_kernel) {
     ctx->save_for_backward({q, k, a});
     ctx->saved_data["K"] = K;
     ctx->saved_data["kernel"] = allow_kernel;
-    const int64_t T = q.size(2);
+    const int64_t B = q.size(0), H = q.size(1), T = q.size(2);
     const bool clipped = K < T - 1;
     const int64_t M = clipped ? K - 1 : T - 1;
     auto a_band = a.narrow(0, K - M, 2 * M + 1);  // (2M+1,d)
-    Tensor out;                                   // (B,H,T,T)
-    if (clipped) {
-      auto kt = k.transpose(-1, -2);                        // (B,H,d,T)
-      out = torch::matmul(q * a[2 * K], kt).triu_(K);       // (B,H,T,T) j - i >= K
-      out.add_(torch::matmul(q * a[0], kt).tril_(-K));      // (B,H,T,T) j - i <= -K
-    } else {
-      out = torch::zeros({q.size(0), q.size(1), T, T}, q.options());  // (B,H,T,T)
-    }
-    if (allow_kernel && use_cpu_kernel(q)) {
+    const bool kernel = allow_kernel && use_cpu_kernel(q);
+    Tensor out;  // (B,H,T,T)
+    if (kernel) {
+      if (!clipped) {
+        out = torch::empty({B, H, T, T}, q.options());  // the band covers every entry
+      } else if (2 * K >= kMinClipBlock) {
+        out = torch::empty({B, H, T, T}, q.options());
+        clipped_blocked(q, k, a[2 * K], a[0], K, out);
+      } else {
+        out = clipped_full(q, k, a[2 * K], a[0], K);
+      }
       band_forward_cpu(q, k, a_band, M, out);
     } else {
+      out = clipped ? clipped_full(q, k, a[2 * K], a[0], K)
+                    : torch::zeros({B, H, T, T}, q.options());  // (B,H,T,T)
       out.add_(band_to_dense(band_forward_ops(q, k, a_band, M), M));
     }
     return out;
@@ -265,14 +355,14 @@ struct QKATerm : public torch::autograd::Function<QKATerm> {
     auto saved = ctx->get_saved_variables();
     const Tensor &q = saved[0], &k = saved[1], &a = saved[2];
     const int64_t K = ctx->saved_data["K"].toInt();
-    const bool allow_kernel = ctx->saved_data["kernel"].toBool();
+    const bool kernel = ctx->saved_data["kernel"].toBool() && use_cpu_kernel(q);
     const int64_t T = q.size(2);
     const bool clipped = K < T - 1;
     const int64_t M = clipped ? K - 1 : T - 1;
     const Tensor g = grads[0];  // (B,H,T,T)
     auto a_band = a.narrow(0, K - M, 2 * M + 1);  // (2M+1,d)
     Tensor dq, dk, da_band;
-    if (allow_kernel && use_cpu_kernel(q)) {
+    if (kernel) {
       band_backward_cpu(q, k, a_band, M, g, dq, dk, da_band);
     } else {
       band_backward_ops(q, k, a_band, M, g, dq, dk, da_band);
@@ -280,15 +370,14 @@ struct QKATerm : public torch::autograd::Function<QKATerm> {
     auto da = torch::zeros_like(a);  // (2K+1,d)
     da.narrow(0, K - M, 2 * M + 1).copy_(da_band);
     if (clipped) {
-      // Above: out = q (a_K ⊙ k)ᵀ on j - i >= K; below the same with a_{-K} on j - i <= -K.
-      for (const auto& [row, gt] : {std::pair<int64_t, Tensor>{2 * K, g.triu(K)},
-                                    std::pair<int64_t, Tensor>{0, g.tril(-K)}}) {
-        auto ar = a[row];                                  // (d)
-        dq = dq + torch::matmul(gt, k * ar);               // (B,H,T,d)
-        auto dka = torch::matmul(gt.transpose(-1, -2), q); // (B,H,T,d) grad of a_r ⊙ k
-        dk = dk + dka * ar;                                // (B,H,T,d)
-        da[row].add_((dka * k).sum({0, 1, 2}));
+      Tensor da_up, da_lo;
+      if (kernel && 2 * K >= kMinClipBlock) {
+        clipped_blocked_backward(q, k, a[2 * K], a[0], K, g, dq, dk, da_up, da_lo);
+      } else {
+        clipped_full_backward(q, k, a[2 * K], a[0], K, g, dq, dk, da_up, da_lo);
       }
+      da[2 * K].add_(da_up);
+      da[0].add_(da_lo);
     }
     return {dq, dk, da, Tensor(), Tensor()};
   }
