@@ -93,8 +93,14 @@ class HuangImpl : public PositionEncodingImpl {
     const torch::Tensor qs = uses_q ? q * scale_ : torch::Tensor();  // (B,H,T,d)
     if (qa_) add(relative_query_term(qs, table[ctx.layer], K_, direct_));          // (B,H,T,T)
     if (ka_) add(relative_key_term(k * scale_, table[ctx.layer], K_, direct_));   // (B,H,T,T)
-    if (qka_) add(relative_qka_term(qs, k, table[ctx.layer], K_, direct_));       // (B,H,T,T)
-    if (!qk_) {
+    if (qka_) {
+      // Without qk the term must also take content = q·k/√d away. Σ_m q k a - q·k = Σ_m q k (a-1),
+      // so the qka product with a - 1 does it without two more (B,H,T,T) passes (and their
+      // gradients), which cost more than the content matmul itself.
+      const torch::Tensor a = qk_ ? table[ctx.layer] : table[ctx.layer] - 1.0;  // (R,d)
+      add(relative_qka_term(qs, k, a, K_, direct_));                           // (B,H,T,T)
+    }
+    if (!qk_ && !qka_) {
       term = term.defined() ? term - content : -content;  // (B,H,T,T)
     } else if (scale.defined()) {
       add(content * (distance_scale(ctx, content.size(-1), content.device()) - 1.0));
