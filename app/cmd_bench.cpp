@@ -89,6 +89,8 @@ nlohmann::ordered_json measurement_json(const StepMeasurement& m, const Config& 
   j["loss"] = m.loss;
   j["base_rss_mb"] = m.base_rss_mb;
   j["peak_rss_mb"] = m.peak_rss_mb;
+  j["tensor_base_mb"] = m.tensor_base_mb;
+  j["tensor_peak_mb"] = m.tensor_peak_mb;
   j["cuda_peak_mb"] = m.cuda_peak_mb;
   j["cuda_reserved_mb"] = m.cuda_reserved_mb;
   j["parameters"] = m.parameters;

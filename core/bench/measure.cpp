@@ -12,6 +12,7 @@
 #include <fstream>
 #include <vector>
 
+#include "core/bench/tensor_memory.h"
 #include "core/model/model.h"
 #include "core/util/errors.h"
 #include "core/util/threads.h"
@@ -63,6 +64,7 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   if (device.is_cuda() && !torch::cuda::is_available())
     throw ConfigError("device: '" + cfg.device + "' asked for, but CUDA is not available",
                       "this LibTorch has no CUDA or no GPU is visible; use --device cpu");
+  if (!device.is_cuda()) track_cpu_tensor_memory();  // before the model's tensors exist
   const ThreadSettings threads = configure_threads(cfg.threads);
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
 
@@ -89,6 +91,11 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   for (const auto& p : model->transformer->position->parameters())
     m.position_parameters += p.numel();
   m.base_rss_mb = current_rss_mb();
+  const double MB = 1024.0 * 1024.0;
+  if (!device.is_cuda()) {
+    m.tensor_base_mb = static_cast<double>(cpu_tensor_bytes()) / MB;
+    reset_cpu_tensor_peak();
+  }
 #ifdef RELPOS_WITH_CUDA
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
 #endif
@@ -129,6 +136,7 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   m.cpu_ms_median = median(cpu);
   m.tokens_per_s = static_cast<double>(B * T) / (m.step_ms_median * 1e-3);
   m.peak_rss_mb = peak_rss_mb();
+  if (!device.is_cuda()) m.tensor_peak_mb = static_cast<double>(cpu_tensor_peak_bytes()) / MB;
 #ifdef RELPOS_WITH_CUDA
   if (device.is_cuda()) {
     // Index 0 of each stat array is the aggregate over pool types in every LibTorch version.

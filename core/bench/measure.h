@@ -27,6 +27,9 @@ struct StepMeasurement {
   double loss = 0;            // the last step's loss (checked finite)
   double base_rss_mb = 0;     // resident memory with model and batch built, before the first step
   double peak_rss_mb = 0;     // VmHWM at the end (the parent also reads ru_maxrss)
+  double tensor_base_mb = -1; // CPU tensors alive before the first step (model, batch); -1: not
+                              // tracked (CUDA)
+  double tensor_peak_mb = -1; // most CPU tensor memory alive at once during the steps
   double cuda_peak_mb = -1;   // peak bytes allocated by the CUDA caching allocator; -1 on CPU
   double cuda_reserved_mb = -1;
   int64_t parameters = 0;     // all model parameters
