@@ -5,7 +5,11 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <fstream>
+#include <set>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "core/util/errors.h"
 
@@ -28,7 +32,31 @@ int available_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-int automatic_threads() { return available_cpus(); }
+int physical_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return available_cpus();
+  std::set<std::pair<int, int>> cores;  // (package, core) of every CPU we may run on
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    std::ifstream pkg(dir + "physical_package_id"), core(dir + "core_id");
+    int p = -1, k = -1;
+    if (!(pkg >> p) || !(core >> k)) return available_cpus();
+    cores.insert({p, k});
+  }
+  return cores.empty() ? available_cpus() : static_cast<int>(cores.size());
+}
+
+// threads: 0. With two CPUs or fewer, one thread: on the 2-core machine this project is developed
+// on, two intra-op threads made a training step of the quickstart model 1.1-3.8x slower than one
+// (docs/performance.md), because OpenMP's worker spins while the other core is busy with
+// something else (another run of a sweep, a compiler). Beyond that, one thread per physical core:
+// hyper-threads add little to BLAS-bound work.
+int automatic_threads() {
+  if (available_cpus() <= 2) return 1;
+  return std::max(1, physical_cores());
+}
 
 ThreadSettings configure_threads(int64_t requested) {
   if (requested < 0)

@@ -18,7 +18,12 @@ struct ThreadSettings {
 // CPUs this process may run on (its affinity mask; falls back to hardware_concurrency()).
 int available_cpus();
 
-// The thread count `threads: 0` resolves to (see the policy in threads.cpp).
+// Physical cores among those CPUs (distinct package/core ids in sysfs; available_cpus() when
+// the topology cannot be read).
+int physical_cores();
+
+// The thread count `threads: 0` resolves to: 1 with two CPUs or fewer, else physical_cores()
+// (the measurement behind it is in docs/performance.md).
 int automatic_threads();
 
 // Sets LibTorch's intra-op threads and OpenBLAS's threads to `requested` (0: automatic).
