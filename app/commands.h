@@ -40,5 +40,6 @@ std::string self_executable();
 Command add_inspect(CLI::App& app);
 Command add_analyze(CLI::App& app);
 Command add_report(CLI::App& app);
+Command add_bench(CLI::App& app);
 
 }  // namespace relpos::app

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
       app::add_inspect(app),
       app::add_analyze(app),
       app::add_report(app),
+      app::add_bench(app),
   };
   try {
     app.parse(argc, argv);

@@ -21,6 +21,7 @@
 #include "core/util/errors.h"
 #include "core/util/signals.h"
 #include "core/util/system.h"
+#include "core/util/threads.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
@@ -131,7 +132,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   prepare_out_dir(opts);
   const Config& cfg = loaded.config;
   const torch::Device device = parse_device(cfg.device);
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  configure_threads(cfg.threads);  // LibTorch and OpenBLAS together; 0 = automatic
   const std::string dir = opts.out_dir;
   ProgressLine progress(cfg.train.steps, opts.quiet);
 
