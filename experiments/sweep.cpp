@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -173,6 +174,8 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   size_t next = 0, done = 0;
   const auto t0 = std::chrono::steady_clock::now();
   bool interrupted = false;
+  auto last_report = t0;
+  const auto progress_every = std::chrono::seconds(isatty(fileno(stderr)) ? 15 : 60);
   while (true) {
     while (!interrupted && static_cast<int64_t>(active.size()) < o.jobs && next < runs.size()) {
       auto& r = runs[next++];
@@ -188,7 +191,24 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
     }
     if (active.empty()) break;
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid == 0) {  // all still running: show where they are now and then
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      const auto now = std::chrono::steady_clock::now();
+      if (!o.quiet && now - last_report > progress_every) {
+        last_report = now;
+        for (const auto& [child, idx] : active) {
+          const std::string p = run_progress(runs[idx].dir);
+          if (!p.empty()) std::cerr << fmt::format("  ...    {}: {}\n", runs[idx].point.name, p);
+        }
+      }
+      if (interrupt_requested() && !interrupted) {
+        interrupted = true;
+        if (!o.quiet) std::cerr << "sweep: interrupted; asking the running runs to checkpoint...\n";
+        for (const auto& [child, idx] : active) kill(child, SIGTERM);
+      }
+      continue;
+    }
     if (pid < 0) {
       if (errno == EINTR) {
         if (interrupt_requested() && !interrupted) {
