@@ -5,13 +5,10 @@
 
 #include "app/commands.h"
 #include "core/util/errors.h"
+#include "core/util/paths.h"
 
 namespace relpos::app {
 
-std::string config_dir() {
-  if (const char* env = std::getenv("RELPOS_CONFIG_DIR")) return env;
-  return std::string(RELPOS_SOURCE_DIR) + "/configs";
-}
 
 void ConfigArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--config,-c", configs,
@@ -37,7 +34,11 @@ int main(int argc, char** argv) {
       app::add_train(app),
       app::add_eval(app),
       app::add_sweep(app),
+      app::add_reproduce(app),
       app::add_inspect(app),
+      app::add_analyze(app),
+      app::add_report(app),
+      app::add_bench(app),
   };
   try {
     app.parse(argc, argv);

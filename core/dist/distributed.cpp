@@ -15,6 +15,7 @@
 #include "core/io/run_file.h"
 #include "core/util/errors.h"
 #include "core/util/signals.h"
+#include "core/util/threads.h"
 
 namespace relpos {
 
@@ -144,8 +145,7 @@ std::string DataParallel::backend() const { return impl_->coll ? impl_->coll->na
 
 int64_t DataParallel::default_threads() const {
   if (impl_->env.local_world_size <= 1) return 0;
-  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  return std::max<int64_t>(1, cores / impl_->env.local_world_size);
+  return std::max<int64_t>(1, physical_cores() / impl_->env.local_world_size);
 }
 
 void DataParallel::attach(torch::nn::Module& model) {

@@ -67,8 +67,8 @@ class DataParallel {
   bool is_main() const { return rank() == 0; }
   torch::Device device() const;       // this rank's device
   std::string backend() const;        // "gloo", "nccl" or "none"
-  // CPU threads for a process whose config says threads: 0 (automatic): cores / LOCAL_WORLD_SIZE
-  // when several ranks share the node; 0 (LibTorch's default) otherwise.
+  // CPU threads for a process whose config says threads: 0 (automatic): physical cores /
+  // LOCAL_WORLD_SIZE when several ranks share the node; 0 (configure_threads' automatic) otherwise.
   int64_t default_threads() const;
 
   // Copies rank 0's parameters and buffers to every rank and remembers the parameters whose

@@ -171,6 +171,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model,
     ts.write("best_metric", c10::IValue(state.best_metric));
     ts.write("evals_without_improvement", c10::IValue(state.evals_without_improvement));
     ts.write("has_best", c10::IValue(state.has_best));
+    ts.write("elapsed_seconds", c10::IValue(state.elapsed_seconds));
     ts.write("cpu_rng_state", state.cpu_rng_state.defined()
                                   ? state.cpu_rng_state.to(torch::kCPU)
                                   : generator_state(at::detail::getDefaultCPUGenerator()));
@@ -237,6 +238,7 @@ TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
     state.evals_without_improvement = v.toInt();
     ts.read("has_best", v);
     state.has_best = v.toBool();
+    if (ts.try_read("elapsed_seconds", v)) state.elapsed_seconds = v.toDouble();
     ts.read("cpu_rng_state", state.cpu_rng_state);
     state.cpu_rng_state = state.cpu_rng_state.to(torch::kCPU);
     set_generator_state(at::detail::getDefaultCPUGenerator(), state.cpu_rng_state);

@@ -16,6 +16,7 @@ struct TrainState {
   double best_metric = 0.0;         // early stopping
   int64_t evals_without_improvement = 0;
   bool has_best = false;
+  double elapsed_seconds = 0.0;     // training wall time over every invocation so far
   torch::Tensor cpu_rng_state;      // torch's default CPU generator
   torch::Tensor cuda_rng_state;     // undefined on CPU-only runs
 };

@@ -23,6 +23,7 @@
 #include "core/util/errors.h"
 #include "core/util/signals.h"
 #include "core/util/system.h"
+#include "core/util/threads.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
@@ -38,8 +39,14 @@ torch::Device parse_device(const std::string& device) {
   if (device == "cpu") return torch::kCPU;
   if (!torch::cuda::is_available())
     throw ConfigError(fmt::format("device: '{}' asked for, but CUDA is not available", device),
-                      "this LibTorch has no CUDA or no GPU is visible; use device: cpu");
-  return torch::Device(device);
+                      "this LibTorch has no CUDA or no GPU is visible; use device: cpu, or build "
+                      "against a CUDA LibTorch (docs/scaling.md, \"CUDA\")");
+  const torch::Device d(device);
+  const auto visible = static_cast<int64_t>(torch::cuda::device_count());
+  if (d.has_index() && d.index() >= visible)
+    throw ConfigError(fmt::format("device: '{}' asked for, but {} GPU(s) are visible", device, visible),
+                      "use cuda (GPU 0, or the rank's LOCAL_RANK under data parallelism) or cuda:0..");
+  return d;
 }
 
 LoadedConfig load_run_config(const std::string& dir, const std::vector<std::string>& overrides) {
@@ -135,8 +142,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   DataParallel dp(dist_env_from_environment(), parse_device(cfg.device));
   if (dp.is_main()) prepare_out_dir(opts);
   const torch::Device device = dp.device();
-  const int64_t threads = cfg.threads > 0 ? cfg.threads : dp.default_threads();
-  if (threads > 0) torch::set_num_threads(static_cast<int>(threads));
+  // LibTorch and OpenBLAS together; 0 = automatic (ranks on one node share its cores).
+  configure_threads(cfg.threads > 0 ? cfg.threads : dp.default_threads());
   const std::string dir = opts.out_dir;
   ProgressLine progress(cfg.train.steps, opts.quiet || !dp.is_main());
   if (dp.world_size() > 1)
@@ -208,8 +215,15 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     auto s = compute_snapshot(model, probe, cfg.snapshots, device);
     run_file->write_snapshot(step, s.attention, s.position_scores, s.position);
   };
+  const auto invocation_start = std::chrono::steady_clock::now();
+  const double elapsed_before = state.elapsed_seconds;
+  auto elapsed = [&] {
+    return elapsed_before +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - invocation_start).count();
+  };
   auto save = [&](int64_t step) {
     state.step = step;
+    state.elapsed_seconds = elapsed();
     if (dp.is_main()) save_checkpoint(run_checkpoint_path(dir), *model, *optimizer, state);
   };
 
@@ -298,6 +312,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       logged["train_loss"] = window_loss / std::max<int64_t>(1, window_steps);
       logged["lr"] = learning_rate(cfg.train, step - 1);
       logged["tokens_per_s"] = tps;
+      logged["elapsed_s"] = elapsed();
       for (const auto& [k, v] : logged) run_file->append_metric(k, step, v);
       if (metrics_log) metrics_log->write(step, logged);
       progress.update(step, logged["train_loss"], tps, metrics_summary(last_valid, pm.name));
@@ -339,7 +354,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   result.valid = last_valid;
   result.finished = true;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  if (dp.is_main()) write_result(dir, result, result.seconds, init_note);
+  if (dp.is_main()) write_result(dir, result, elapsed(), init_note);
   return result;
 }
 
