@@ -1,0 +1,238 @@
+// Data-parallel training (core/dist): `relpos train --nproc 2` (two Gloo ranks on localhost)
+// against one process training on the same global batch, a rank killed mid-run, resume under
+// data parallelism, and the SLURM array script of `relpos sweep --emit-slurm` run by bash.
+#include <doctest/doctest.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/bench/child_process.h"
+#include "core/config/config.h"
+#include "core/dist/distributed.h"
+#include "core/dist/launch.h"
+#include "core/io/run_file.h"
+#include "core/model/model.h"
+#include "core/train/trainer.h"
+#include "tests/helpers.h"
+
+using namespace relpos;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Scratch {
+  fs::path path;
+  explicit Scratch(const std::string& name)
+      : path(fs::temp_directory_path() / ("relpos_test_dist_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Scratch() { fs::remove_all(path); }
+  std::string str(const std::string& sub) const { return (path / sub).string(); }
+};
+
+// A tiny MLM run without dropout (dropout draws differ between one process and two ranks by
+// design). With MLM the ranks hold different numbers of masked tokens, so plain averaging of
+// the ranks' gradients would be wrong: the comparison checks the weighting too.
+std::vector<std::string> tiny_sets(const std::string& cache) {
+  return {"data.corpus=" + test::fixture_path("trainer/corpus.txt"),
+          "data.cache_dir=" + cache,
+          "data.tokenizer=bytes",
+          "data.valid_fraction=0.2",
+          "data.test_fraction=0.2",
+          "task.type=mlm",
+          "task.seq_len=32",
+          "model.layers=1",
+          "model.width=32",
+          "model.heads=2",
+          "model.ff_width=64",
+          "model.dropout=0",
+          "model.attention_dropout=0",
+          "position.type=learned+tisa",
+          "position.learned.max_len=32",
+          "train.steps=4",
+          "train.batch_size=4",
+          "train.eval_every=2",
+          "train.eval_batches=1",
+          "train.log_every=1",
+          "train.checkpoint_every=2",
+          "snapshots.every_percent=0",
+          "snapshots.probe_size=2",
+          "threads=1"};
+}
+
+std::vector<std::string> train_args(const std::string& out, const std::string& cache) {
+  std::vector<std::string> a{"train", "--quiet", "--out", out, "--config", test::config_path("base.yaml")};
+  for (const auto& s : tiny_sets(cache)) a.insert(a.end(), {"--set", s});
+  return a;
+}
+
+std::vector<double> train_losses(const std::string& dir) {
+  std::vector<double> out;
+  std::ifstream in(run_metrics_path(dir));
+  for (std::string line; std::getline(in, line);)
+    out.push_back(nlohmann::json::parse(line).at("train_loss").get<double>());
+  return out;
+}
+
+// The final weights of a run folder (run.h5 /weights), by parameter name.
+std::map<std::string, torch::Tensor> final_weights(const std::string& dir) {
+  auto f = RunFileReader::open(run_h5_path(dir));
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& name : f->children("/weights")) out[name] = f->dataset("/weights/" + name).value;
+  return out;
+}
+
+// Largest |a-b| over all parameters; both runs must hold the same parameter names.
+double max_weight_difference(const std::string& a, const std::string& b) {
+  const auto wa = final_weights(a), wb = final_weights(b);
+  REQUIRE(wa.size() == wb.size());
+  REQUIRE(!wa.empty());
+  double worst = 0;
+  for (const auto& [name, t] : wa) {
+    REQUIRE_MESSAGE(wb.count(name), name);
+    REQUIRE(wb.at(name).sizes() == t.sizes());
+    worst = std::max(worst, (t.to(torch::kDouble) - wb.at(name).to(torch::kDouble)).abs().max().item<double>());
+  }
+  return worst;
+}
+
+void train_one_process(const std::string& out, const std::string& cache) {
+  TrainOptions o;
+  o.out_dir = out;
+  o.quiet = true;
+  train(load_config({test::config_path("base.yaml")}, tiny_sets(cache)), o);
+}
+
+}  // namespace
+
+TEST_CASE("dist: the launch environment is read like torchrun's, and contradictions are errors") {
+  // This process runs without WORLD_SIZE: one process, rank 0.
+  const DistEnv e = dist_env_from_environment();
+  CHECK(e.world_size == 1);
+  CHECK(e.rank == 0);
+  CHECK_FALSE(e.distributed());
+  // The Debian LibTorch plus libgloo-dev gives the Gloo backend (DESIGN.md §5).
+  const auto b = available_backends();
+  CHECK(std::find(b.begin(), b.end(), "gloo") != b.end());
+  // A one-process DataParallel changes nothing: the whole batch, the loss as is.
+  DataParallel dp(e, torch::kCPU);
+  CHECK(dp.world_size() == 1);
+  CHECK(dp.is_main());
+  CHECK(dp.backend() == "none");
+}
+
+TEST_CASE("dist: 2 Gloo ranks train the same weights as one process on the same global batch") {
+  Scratch tmp("equal");
+  const std::string cache = tmp.str("cache");
+  train_one_process(tmp.str("one"), cache);
+
+  auto args = train_args(tmp.str("two"), cache);
+  args.insert(args.end(), {"--nproc", "2"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+
+  // The global batch's mean loss at every step (rank 0 logs it) equals one process's.
+  const auto one = train_losses(tmp.str("one")), two = train_losses(tmp.str("two"));
+  REQUIRE(one.size() == 4);
+  REQUIRE(two.size() == 4);  // one writer: rank 1 appended nothing
+  for (size_t i = 0; i < one.size(); ++i) CHECK(two[i] == doctest::Approx(one[i]).epsilon(1e-5));
+  // Adam amplifies tiny differences of the summation order a little; 4 steps stay far below
+  // the size of one update (lr 1e-3 per step).
+  CHECK(max_weight_difference(tmp.str("one"), tmp.str("two")) < 2e-5);
+  for (const auto& f : {"config.yaml", "checkpoint.pt", "run.h5", "result.json"})
+    CHECK_MESSAGE(fs::exists(tmp.path / "two" / f), f);
+
+  // The check can fail: a run with another seed ends elsewhere.
+  auto other = train_args(tmp.str("seed2"), cache);
+  other.insert(other.end(), {"--set", "seed=2"});
+  REQUIRE(run_child(RELPOS_BINARY, other, {120, 0}).exit_code == 0);
+  CHECK(max_weight_difference(tmp.str("one"), tmp.str("seed2")) > 1e-3);
+}
+
+TEST_CASE("dist: a killed rank stops the run with an error naming it; --resume under DP finishes it") {
+  Scratch tmp("fault");
+  const std::string cache = tmp.str("cache");
+  train_one_process(tmp.str("one"), cache);
+
+  // Rank 1 dies by SIGKILL when it reaches step 3 (0-based: after 3 updates); the checkpoint of
+  // step 2 is the last one rank 0 wrote.
+  auto args = train_args(tmp.str("dp"), cache);
+  args.insert(args.end(), {"--nproc", "2"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0}, {"RELPOS_FAULT=1:3"});
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("rank 1 failed first") != std::string::npos);
+  CHECK(r.err.find("SIGKILL") != std::string::npos);
+  CHECK(r.err.find("--resume") != std::string::npos);
+  CHECK(r.wall_s < 60);  // no waiting for the 600 s collective timeout
+  REQUIRE(fs::exists(run_checkpoint_path(tmp.str("dp"))));
+  CHECK_FALSE(run_finished(tmp.str("dp")));
+
+  const ChildResult rr = run_child(
+      RELPOS_BINARY, {"train", "--quiet", "--resume", "--out", tmp.str("dp"), "--nproc", "2"}, {120, 0});
+  INFO(rr.err);
+  REQUIRE(rr.exit_code == 0);
+  CHECK(run_finished(tmp.str("dp")));
+  const auto one = train_losses(tmp.str("one")), dp = train_losses(tmp.str("dp"));
+  REQUIRE(dp.size() == one.size());
+  for (size_t i = 0; i < one.size(); ++i) CHECK(dp[i] == doctest::Approx(one[i]).epsilon(1e-5));
+  CHECK(max_weight_difference(tmp.str("one"), tmp.str("dp")) < 2e-5);
+}
+
+TEST_CASE("dist: a global batch that does not split over the ranks is refused before any rank starts") {
+  Scratch tmp("split");
+  auto args = train_args(tmp.str("run"), tmp.str("cache"));
+  args.insert(args.end(), {"--set", "train.batch_size=5", "--nproc", "2"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {60, 0});
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("train.batch_size: 5 does not split over 2 ranks") != std::string::npos);
+  CHECK_FALSE(fs::exists(tmp.path / "run"));
+}
+
+TEST_CASE("dist: device cuda without CUDA is a clear configuration error") {
+  if (torch::cuda::is_available()) return;  // CI is CPU-only; on a GPU machine there is no error
+  CHECK_THROWS_WITH_AS(parse_device("cuda"), doctest::Contains("CUDA is not available"), ConfigError);
+  CHECK_THROWS_WITH_AS(parse_device("cuda:1"), doctest::Contains("CUDA is not available"), ConfigError);
+  CHECK(parse_device("cpu") == torch::Device(torch::kCPU));
+}
+
+TEST_CASE("sweep: the SLURM array script runs a grid point's training when bash runs it") {
+  Scratch tmp("slurm");
+  const std::string cache = tmp.str("cache"), script = tmp.str("job.sh"), out = tmp.str("exp");
+  std::vector<std::string> args{"sweep", "--out", out, "--emit-slurm", script, "--grid", "seed=1,2",
+                                "--config", test::config_path("base.yaml")};
+  for (const auto& s : tiny_sets(cache)) args.insert(args.end(), {"--set", s});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {60, 0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(script);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("#SBATCH --array=0-1") != std::string::npos);
+  CHECK(fs::is_directory(out));  // SLURM writes its logs there but does not create it
+
+  // What one array element does: train grid point 1, then skip it when it is finished.
+  const std::string bash = "/bin/bash";
+  const ChildResult job = run_child(bash, {script}, {120, 0}, {"SLURM_ARRAY_TASK_ID=1", "SLURM_CPUS_PER_TASK=1"});
+  INFO(job.err);
+  REQUIRE(job.exit_code == 0);
+  std::string point;
+  for (const auto& e : fs::directory_iterator(out))
+    if (fs::is_directory(e.path())) point = e.path().string();
+  REQUIRE_FALSE(point.empty());
+  CHECK(run_finished(point));
+  CHECK(load_run_config(point).config.seed == 2);
+  const ChildResult again = run_child(bash, {script}, {60, 0}, {"SLURM_ARRAY_TASK_ID=1"});
+  CHECK(again.exit_code == 0);
+  CHECK(again.out.find("already finished") != std::string::npos);
+  // An index outside the grid is an error, not a silent success.
+  CHECK(run_child(bash, {script}, {60, 0}, {"SLURM_ARRAY_TASK_ID=7"}).exit_code != 0);
+}
