@@ -5,13 +5,18 @@
 #include <torch/cuda.h>
 #include <torch/types.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/bench/child_process.h"
 #include "core/config/config.h"
@@ -82,6 +87,14 @@ std::vector<double> train_losses(const std::string& dir) {
   return out;
 }
 
+// Lines of metrics.jsonl so far (0 before it exists).
+int64_t train_losses_if_any(const std::string& dir) {
+  std::ifstream in(run_metrics_path(dir));
+  int64_t n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
 // The final weights of a run folder (run.h5 /weights), by parameter name.
 std::map<std::string, torch::Tensor> final_weights(const std::string& dir) {
   auto f = RunFileReader::open(run_h5_path(dir));
@@ -122,6 +135,26 @@ TEST_CASE("dist: the launch environment is read like torchrun's, and contradicti
   // The Debian LibTorch plus libgloo-dev gives the Gloo backend (DESIGN.md §5).
   const auto b = available_backends();
   CHECK(std::find(b.begin(), b.end(), "gloo") != b.end());
+  // Variables that contradict each other are a configuration error naming them.
+  ::setenv("WORLD_SIZE", "2", 1);
+  ::setenv("RANK", "2", 1);
+  CHECK_THROWS_WITH_AS(dist_env_from_environment(), doctest::Contains("RANK=2 but WORLD_SIZE=2"), ConfigError);
+  ::setenv("RANK", "x", 1);
+  CHECK_THROWS_WITH_AS(dist_env_from_environment(), doctest::Contains("RANK='x'"), ConfigError);
+  ::setenv("RANK", "1", 1);
+  ::setenv("MASTER_PORT", "70000", 1);
+  CHECK_THROWS_WITH_AS(dist_env_from_environment(), doctest::Contains("MASTER_PORT=70000"), ConfigError);
+  ::setenv("MASTER_PORT", "29511", 1);
+  ::setenv("LOCAL_RANK", "1", 1);
+  ::setenv("LOCAL_WORLD_SIZE", "2", 1);
+  const DistEnv two = dist_env_from_environment();
+  CHECK(two.rank == 1);
+  CHECK(two.world_size == 2);
+  CHECK(two.master_port == 29511);
+  CHECK(two.local_world_size == 2);
+  for (const char* v : {"WORLD_SIZE", "RANK", "MASTER_PORT", "LOCAL_RANK", "LOCAL_WORLD_SIZE"}) ::unsetenv(v);
+  CHECK_FALSE(dist_env_from_environment().distributed());
+
   // A one-process DataParallel changes nothing: the whole batch, the loss as is.
   DataParallel dp(e, torch::kCPU);
   CHECK(dp.world_size() == 1);
@@ -158,7 +191,7 @@ TEST_CASE("dist: 2 Gloo ranks train the same weights as one process on the same 
   CHECK(max_weight_difference(tmp.str("one"), tmp.str("seed2")) > 1e-3);
 }
 
-TEST_CASE("dist: a killed rank stops the run with an error naming it; --resume under DP finishes it") {
+TEST_CASE("dist: a killed rank stops the run with an error naming it, and --resume under DP finishes it") {
   Scratch tmp("fault");
   const std::string cache = tmp.str("cache");
   train_one_process(tmp.str("one"), cache);
@@ -235,4 +268,57 @@ TEST_CASE("sweep: the SLURM array script runs a grid point's training when bash 
   CHECK(again.out.find("already finished") != std::string::npos);
   // An index outside the grid is an error, not a silent success.
   CHECK(run_child(bash, {script}, {60, 0}, {"SLURM_ARRAY_TASK_ID=7"}).exit_code != 0);
+}
+
+TEST_CASE("dist: Ctrl-C to the launcher stops every rank at one step with rank 0's checkpoint") {
+  Scratch tmp("sigint");
+  const std::string dir = tmp.str("dp"), log = tmp.str("launcher.err");
+  std::vector<std::string> args = train_args(dir, tmp.str("cache"));
+  args.insert(args.begin(), RELPOS_BINARY);
+  args.insert(args.end(), {"--set", "train.steps=100000", "--set", "train.checkpoint_every=100000",
+                           "--nproc", "2"});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  // Wait until the ranks train (rank 0 has logged a step), then interrupt the launcher only.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (train_losses_if_any(dir) < 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(log);
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(err);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(err.find("interrupted") != std::string::npos);
+  CHECK(err.find("--resume") != std::string::npos);
+  REQUIRE(fs::exists(run_checkpoint_path(dir)));
+  CHECK_FALSE(run_finished(dir));
+  const int64_t logged = train_losses_if_any(dir);
+  CHECK(logged >= 2);
+
+  // Resume (under DP) for two more steps: the log continues from the checkpoint's step with no
+  // step written twice, so rank 0 checkpointed the step the ranks agreed to stop at.
+  const ChildResult rr =
+      run_child(RELPOS_BINARY, {"train", "--quiet", "--resume", "--out", dir, "--nproc", "2", "--set",
+                                "train.steps=" + std::to_string(logged + 2)},
+                {120, 0});
+  INFO(rr.err);
+  REQUIRE(rr.exit_code == 0);
+  CHECK(run_finished(dir));
+  std::ifstream metrics(run_metrics_path(dir));
+  int64_t expect = 1;
+  for (std::string line; std::getline(metrics, line); ++expect)
+    CHECK(nlohmann::json::parse(line).at("step").get<int64_t>() == expect);
+  CHECK(expect - 1 == logged + 2);
 }
