@@ -2,6 +2,7 @@
 // N data-parallel ranks on this machine (core/dist/launch.h, docs/scaling.md).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "app/commands.h"
@@ -59,10 +60,14 @@ int launch(const ConfigArgs& args, const TrainOptions& o, const std::string& dev
     throw RunError(fmt::format("interrupted: the ranks stopped at one step and rank 0 saved its "
                                "checkpoint in {} ({})", o.out_dir, r.summary()),
                    "continue with: " + resume);
+  // A rank may have failed before rank 0 wrote any checkpoint (a missing corpus, a bad folder).
+  const bool has_checkpoint = std::filesystem::exists(run_checkpoint_path(o.out_dir));
   throw RunError(fmt::format("data-parallel run failed: rank {} failed first ({})", r.first_failed,
                              r.summary()),
-                 "the ranks' own errors are printed above; after fixing the cause, continue from "
-                 "the last checkpoint with: " + resume);
+                 has_checkpoint ? "the ranks' own errors are printed above; after fixing the cause, "
+                                  "continue from the last checkpoint with: " + resume
+                                : "the ranks' own errors are printed above; no checkpoint was "
+                                  "written, so run the same command again after fixing the cause");
 }
 
 }  // namespace
