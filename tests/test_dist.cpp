@@ -162,6 +162,20 @@ TEST_CASE("dist: the launch environment is read like torchrun's, and contradicti
   CHECK(dp.backend() == "none");
 }
 
+TEST_CASE("dist: a rank whose peers never arrive gives up after RELPOS_DIST_TIMEOUT with an error") {
+  DistEnv e;
+  e.rank = 0;
+  e.world_size = 2;
+  e.local_world_size = 2;
+  e.master_port = free_tcp_port();
+  e.timeout = std::chrono::seconds(1);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(DataParallel(e, torch::kCPU), doctest::Contains("joining the process group"), RunError);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(waited >= 0.9);
+  CHECK(waited < 15);
+}
+
 TEST_CASE("dist: 2 Gloo ranks train the same weights as one process on the same global batch") {
   Scratch tmp("equal");
   const std::string cache = tmp.str("cache");
