@@ -9,8 +9,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/data/task.h"
+#include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
 #include "core/model/model.h"
@@ -37,8 +39,14 @@ torch::Device parse_device(const std::string& device) {
   if (device == "cpu") return torch::kCPU;
   if (!torch::cuda::is_available())
     throw ConfigError(fmt::format("device: '{}' asked for, but CUDA is not available", device),
-                      "this LibTorch has no CUDA or no GPU is visible; use device: cpu");
-  return torch::Device(device);
+                      "this LibTorch has no CUDA or no GPU is visible; use device: cpu, or build "
+                      "against a CUDA LibTorch (docs/scaling.md, \"CUDA\")");
+  const torch::Device d(device);
+  const auto visible = static_cast<int64_t>(torch::cuda::device_count());
+  if (d.has_index() && d.index() >= visible)
+    throw ConfigError(fmt::format("device: '{}' asked for, but {} GPU(s) are visible", device, visible),
+                      "use cuda (GPU 0, or the rank's LOCAL_RANK under data parallelism) or cuda:0..");
+  return d;
 }
 
 LoadedConfig load_run_config(const std::string& dir, const std::vector<std::string>& overrides) {
@@ -129,12 +137,19 @@ void write_result(const std::string& dir, const TrainResult& r, double total_sec
 
 TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   const auto wall_start = std::chrono::steady_clock::now();
-  prepare_out_dir(opts);
   const Config& cfg = loaded.config;
-  const torch::Device device = parse_device(cfg.device);
-  configure_threads(cfg.threads);  // LibTorch and OpenBLAS together; 0 = automatic
+  // One process, or one rank of a data-parallel run (core/dist): only rank 0 writes DIR.
+  DataParallel dp(dist_env_from_environment(), parse_device(cfg.device));
+  if (dp.is_main()) prepare_out_dir(opts);
+  const torch::Device device = dp.device();
+  // LibTorch and OpenBLAS together; 0 = automatic (ranks on one node share its cores).
+  configure_threads(cfg.threads > 0 ? cfg.threads : dp.default_threads());
   const std::string dir = opts.out_dir;
-  ProgressLine progress(cfg.train.steps, opts.quiet);
+  ProgressLine progress(cfg.train.steps, opts.quiet || !dp.is_main());
+  if (dp.world_size() > 1)
+    progress.message(fmt::format("data-parallel: {} ranks ({}), {} of the {} rows of each batch per rank",
+                                 dp.world_size(), dp.backend(), cfg.train.batch_size / dp.world_size(),
+                                 cfg.train.batch_size));
 
   // Data first: a missing corpus should fail before anything is written.
   auto data = make_task_data(cfg);
@@ -151,7 +166,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     state = load_checkpoint(run_checkpoint_path(dir), *model, *optimizer);
     progress.message(fmt::format("resuming {} at step {}", dir, state.step));
   } else {
-    write_text_atomic(run_config_path(dir), to_yaml(cfg));
+    if (dp.is_main()) write_text_atomic(run_config_path(dir), to_yaml(cfg));
     if (!opts.init_from.empty()) {
       std::vector<std::string> skipped;
       auto fresh = load_matching_parameters(run_checkpoint_path(opts.init_from), *model, &skipped);
@@ -164,9 +179,12 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   }
 
   // Run file.
+  dp.attach(*model);
   std::unique_ptr<RunFileWriter> run_file;
   const std::string primary = primary_metric(cfg.task.type).name;
-  if (opts.resume && fs::exists(run_h5_path(dir))) {
+  if (!dp.is_main()) {
+    run_file = discarding_run_file();
+  } else if (opts.resume && fs::exists(run_h5_path(dir))) {
     run_file = RunFileWriter::open_append(run_h5_path(dir));
     run_file->truncate_metrics_after(state.step);
   } else {
@@ -179,7 +197,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     attrs.created = utc_timestamp();
     run_file = RunFileWriter::create(run_h5_path(dir), attrs);
   }
-  MetricsLog metrics_log(run_metrics_path(dir), opts.resume ? state.step : -1);
+  std::optional<MetricsLog> metrics_log;
+  if (dp.is_main()) metrics_log.emplace(run_metrics_path(dir), opts.resume ? state.step : -1);
 
   const int64_t probe_len = cfg.snapshots.probe_len > 0 ? cfg.snapshots.probe_len : cfg.task.seq_len;
   auto probe_batches = data->eval_batches(Split::Valid, cfg.snapshots.probe_size, 1, probe_len);
@@ -192,6 +211,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   const auto snaps = snapshot_steps(cfg.snapshots, cfg.train.steps);
   auto want_snapshot = [&](int64_t step) { return std::binary_search(snaps.begin(), snaps.end(), step); };
   auto take_snapshot = [&](int64_t step) {
+    if (!dp.is_main()) return;
     auto s = compute_snapshot(model, probe, cfg.snapshots, device);
     run_file->write_snapshot(step, s.attention, s.position_scores, s.position);
   };
@@ -204,7 +224,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   auto save = [&](int64_t step) {
     state.step = step;
     state.elapsed_seconds = elapsed();
-    save_checkpoint(run_checkpoint_path(dir), *model, *optimizer, state);
+    if (dp.is_main()) save_checkpoint(run_checkpoint_path(dir), *model, *optimizer, state);
   };
 
   install_interrupt_handlers();
@@ -220,7 +240,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   int64_t step = state.step;
   int64_t last_checkpoint = state.step;
   while (step < cfg.train.steps) {
-    if (interrupt_requested()) {
+    if (dp.stop_requested()) {
       save(step);
       run_file->flush();
       run_file->close();
@@ -229,15 +249,15 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
                                  interrupt_signal(), step, dir),
                      fmt::format("continue with: relpos train --resume --out {}", dir));
     }
-    const Batch batch = to_device(data->train_batch(step, cfg.train.batch_size), device);
+    const Batch batch = to_device(dp.local_batch(*data, step, cfg.train.batch_size, cfg.seed), device);
     set_learning_rate(*optimizer, learning_rate(cfg.train, step));
     optimizer->zero_grad();
     auto loss = batch_loss(model, batch);
-    const double loss_value = loss.item<double>();
+    // The global batch's mean loss; gradients averaged over the ranks.
+    const double loss_value = dp.backward(loss, loss_items(model, batch), step);
     bool finite = std::isfinite(loss_value);
     double grad_norm = 0;
     if (finite) {
-      loss.backward();
       grad_norm = cfg.train.grad_clip > 0
                       ? torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.train.grad_clip)
                       : 0.0;
@@ -263,13 +283,13 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     optimizer->step();
     ++step;
     window_loss += loss_value;
-    window_tokens += static_cast<double>(batch.tokens.numel());
+    window_tokens += static_cast<double>(batch.tokens.numel() * dp.world_size());
     ++window_steps;
 
     const bool last = step == cfg.train.steps;
     std::map<std::string, double> logged;
     if (step % cfg.train.eval_every == 0 || last) {
-      last_valid = evaluate(model, *data, cfg.task.type, Split::Valid, valid_batches, device);
+      if (dp.is_main()) last_valid = evaluate(model, *data, cfg.task.type, Split::Valid, valid_batches, device);
       for (const auto& [k, v] : last_valid) logged["valid_" + k] = v;
       auto it = last_valid.find(pm.name);
       if (it != last_valid.end()) {
@@ -283,6 +303,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
           ++state.evals_without_improvement;
         }
       }
+      state.evals_without_improvement =
+          dp.broadcast_from_main(state.evals_without_improvement, "the early-stopping count");
     }
     if (step % cfg.train.log_every == 0 || last || !logged.empty()) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
@@ -292,7 +314,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       logged["tokens_per_s"] = tps;
       logged["elapsed_s"] = elapsed();
       for (const auto& [k, v] : logged) run_file->append_metric(k, step, v);
-      metrics_log.write(step, logged);
+      if (metrics_log) metrics_log->write(step, logged);
       progress.update(step, logged["train_loss"], tps, metrics_summary(last_valid, pm.name));
       window_loss = window_tokens = 0;
       window_steps = 0;
@@ -332,7 +354,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   result.valid = last_valid;
   result.finished = true;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  write_result(dir, result, elapsed(), init_note);
+  if (dp.is_main()) write_result(dir, result, elapsed(), init_note);
   return result;
 }
 
