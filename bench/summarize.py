@@ -2,6 +2,7 @@
 """Markdown tables for docs/performance.md from `relpos bench --json` files.
 
 Usage: bench/summarize.py RESULTS.json [MORE.json ...]
+       bench/summarize.py --growth RESULTS.json [MORE.json ...]   (exponents over all files)
 Every number comes from the JSON: wall and CPU step time, peak RSS and the child's exact tensor
 peak, each also as a ratio to `none` from the same file (same invocation); the fast/direct
 comparison; the log-log growth exponents relpos bench fitted. Several files are not mixed: each
@@ -78,6 +79,32 @@ def table(doc):
                 f["variant"], f["impl"], f["points"], fmt(f["time_exponent"]), fmt(cpu),
                 fmt(f["step_mb_exponent"]), fmt(tens)))
 
+
+def combined_growth(docs):
+    """CPU-time and tensor-peak exponents over every length in all the files (absolute numbers,
+    not ratios, so files from separate invocations on the same machine may be combined)."""
+    pts = {}
+    for doc in docs:
+        for c in doc["cases"]:
+            if c["status"] == "ok":
+                pts.setdefault((c["variant"], c["impl"]), []).append(c)
+    print("| variant | impl | lengths | CPU step time ~ T^p | tensor peak ~ T^p | CPU ms per token, "
+          "first -> last T |")
+    print("|---|---|---|--:|--:|---|")
+    for (v, impl), cs in pts.items():
+        cs.sort(key=lambda c: c["length"])
+        xs = [c["length"] for c in cs]
+        if len(xs) < 2:
+            continue
+        per_tok = [c["cpu_ms"] / (c["length"] * c["child"]["batch"]) for c in (cs[0], cs[-1])]
+        print("| {} | {} | {} | {} | {} | {:.4f} -> {:.4f} |".format(
+            v, impl, ",".join(map(str, xs)), fmt(loglog_slope(xs, [c["cpu_ms"] for c in cs])),
+            fmt(loglog_slope(xs, [c["child"]["tensor_peak_mb"] for c in cs])), *per_tok))
+
+
+if sys.argv[1:2] == ["--growth"]:
+    combined_growth([json.load(open(p)) for p in sys.argv[2:]])
+    sys.exit(0)
 
 for path in sys.argv[1:]:
     doc = json.load(open(path))
