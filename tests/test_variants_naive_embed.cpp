@@ -27,15 +27,17 @@ ModelDims embed_dims(int64_t E) {
 
 }  // namespace
 
-TEST_CASE("naive: sinusoidal embed adds sin/cos(i / base^(2m/E)) at positions offset..") {
+TEST_CASE("naive: sinusoidal embed adds scale * sin/cos(i / base^(2m/E)) at positions offset..") {
   for (int64_t E : {6, 5}) {
     for (double base : {10000.0, 100.0}) {
       for (int64_t offset : {0, 3}) {
+        const double scale = offset == 0 ? 1.0 : 0.25;
         CAPTURE(E);
         CAPTURE(base);
         CAPTURE(offset);
-        auto enc =
-            make_variant("sinusoidal", embed_dims(E), "{base: " + std::to_string(base) + "}");
+        auto enc = make_variant("sinusoidal", embed_dims(E),
+                                "{base: " + std::to_string(base) + ", scale: " +
+                                    std::to_string(scale) + "}");
         const int64_t B = 2, T = 5;
         auto x = torch::randn({B, T, E}, torch::kDouble);  // (B,T,E)
         auto y = enc->embed(x, offset);                    // (B,T,E)
@@ -46,7 +48,7 @@ TEST_CASE("naive: sinusoidal embed adds sin/cos(i / base^(2m/E)) at positions of
             for (int64_t c = 0; c < E; ++c) {
               const double pos = static_cast<double>(offset + t);
               const double ang = pos / std::pow(base, static_cast<double>(c - c % 2) / E);
-              X[b][t][c] += c % 2 == 0 ? std::sin(ang) : std::cos(ang);  // odd E: last is sin
+              X[b][t][c] += scale * (c % 2 == 0 ? std::sin(ang) : std::cos(ang));  // odd E: sin
             }
         CHECK(max_abs_diff(y, expect) < kTol);
         CHECK(enc->max_length() == -1);

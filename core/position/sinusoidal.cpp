@@ -1,6 +1,9 @@
 // sinusoidal — Vaswani et al. 2017, "Attention Is All You Need".
-// Formula: x_i += PE(i), PE(i,2m) = sin(i / 10000^{2m/E}), PE(i,2m+1) = cos(i / 10000^{2m/E}),
-// at the embedding width E (an odd E leaves its last channel at sin).
+// Formula: x_i += s·PE(i), PE(i,2m) = sin(i / 10000^{2m/E}), PE(i,2m+1) = cos(i / 10000^{2m/E}),
+// at the embedding width E (an odd E leaves its last channel at sin); s = scale (default 1, the
+// paper's). Vaswani et al. multiply the token embeddings by √E instead; with our token
+// embeddings initialised at std 0.02 a table of amplitude 1 swamps them, and short runs can
+// stay at the unigram plateau (results/invariance): scale: 0.02–0.1 keeps the two comparable.
 // Hook: embed (1). Parameters: none (the table is computed for the positions in use).
 // Beyond the training length: defined for every position; nothing learned refers to it.
 #include <cmath>
@@ -27,31 +30,33 @@ namespace {
 
 struct SinusoidalParams : ParamsOf<SinusoidalParams> {
   double base = 10000.0;
+  double scale = 1.0;
   template <class V>
   void visit(V& v) {
     v("base", base, "wavelength base");
+    v("scale", scale, "multiplier of the table (1 = the paper's)");
   }
 };
 
 class SinusoidalImpl : public PositionEncodingImpl {
  public:
   SinusoidalImpl(const ModelDims& dims, const SinusoidalParams& p)
-      : E_(dims.embed_dim), base_(p.base) {}
+      : E_(dims.embed_dim), base_(p.base), scale_(p.scale) {}
   std::string type() const override { return "sinusoidal"; }
 
   torch::Tensor embed(const torch::Tensor& x, int64_t offset) override {
     auto pe = sinusoidal_table(x.size(1), E_, offset, base_, x.options());  // (T,E)
-    return x + pe.unsqueeze(0);                                             // (B,T,E)
+    return x + scale_ * pe.unsqueeze(0);                                    // (B,T,E)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {
-    return {{"table", sinusoidal_table(o.length, E_, 0, base_, torch::kFloat32),
+    return {{"table", scale_ * sinusoidal_table(o.length, E_, 0, base_, torch::kFloat32),
              {"position", "channel"}}};
   }
 
  private:
   int64_t E_;
-  double base_;
+  double base_, scale_;
 };
 
 }  // namespace
@@ -65,6 +70,7 @@ void register_sinusoidal(Registry& r) {
   v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
     const auto& p = static_cast<const SinusoidalParams&>(vp);
     if (!(p.base > 1.0)) c.fail("base", "out of range", std::to_string(p.base), "> 1");
+    if (!(p.scale > 0.0)) c.fail("scale", "out of range", std::to_string(p.scale), "> 0");
   };
   v.make = [](const ModelDims& d, const VariantParams& p, const PositionConfig&) {
     return std::make_shared<SinusoidalImpl>(d, static_cast<const SinusoidalParams&>(p));
