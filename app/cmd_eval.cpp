@@ -5,7 +5,10 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/io/run_file.h"
 #include "core/train/extrapolation.h"
+#include "core/train/trainer.h"
+#include "core/util/folder_lock.h"
 #include "core/util/errors.h"
 
 namespace relpos::app {
@@ -29,6 +32,15 @@ Command add_eval(CLI::App& app) {
   cmd->add_option("--set,-s", a->sets, "override a key of the run's config (e.g. device=cuda)");
   return {cmd, [a]() {
             auto run = load_run(a->run, a->sets);
+            // The table goes into the run's run.h5: no other relpos process may write it now
+            // (a training run still going, another eval).
+            FolderLock lock(a->run, "evaluation");
+            bool replacing = false;
+            try {
+              replacing = RunFileReader::open(run_h5_path(a->run))->exists("/eval/extrapolation");
+            } catch (const SchemaError&) {
+              // save_extrapolation repairs or reports the file
+            }
             auto opts = a->opts;
             opts.lengths = a->lengths;
             if (opts.lengths.empty()) {
@@ -45,6 +57,7 @@ Command add_eval(CLI::App& app) {
               for (const auto& [k, v] : r.metrics) line += fmt::format("  {} {:.4f}", k, v);
               std::cout << line << "\n";
             }
+            if (replacing) std::cout << "(replaced the earlier /eval/extrapolation table)\n";
             std::cout << "written to " << a->run << "/run.h5 (/eval/extrapolation) and "
                       << a->run << "/eval_extrapolation.csv\n";
             return 0;
