@@ -19,16 +19,16 @@ Command add_eval(CLI::App& app) {
     std::string run;
     std::vector<int64_t> lengths;
     std::vector<std::string> sets;
-    ExtrapolationOptions opts;
+    int64_t stride = -1, max_tokens = -1, batch = -1;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--run,-r", a->run, "run folder (written by relpos train)")->required();
   cmd->add_option("--lengths,-l", a->lengths, "evaluation lengths, e.g. 64,128,256")
       ->delimiter(',');
-  cmd->add_option("--stride", a->opts.stride,
-                  "clm: also a sliding-window perplexity with this stride (0 = off)");
-  cmd->add_option("--max-tokens", a->opts.max_tokens, "scored tokens per length (default 65536)");
-  cmd->add_option("--batch", a->opts.batch_size, "sequences per batch at the training length");
+  cmd->add_option("--stride", a->stride,
+                  "clm: also a sliding-window perplexity with this stride (default: eval.stride)");
+  cmd->add_option("--max-tokens", a->max_tokens, "scored tokens per length (default: eval.max_tokens)");
+  cmd->add_option("--batch", a->batch, "sequences per batch at the training length (default: eval.batch_size)");
   cmd->add_option("--set,-s", a->sets, "override a key of the run's config (e.g. device=cuda)");
   return {cmd, [a]() {
             auto run = load_run(a->run, a->sets);
@@ -41,12 +41,11 @@ Command add_eval(CLI::App& app) {
             } catch (const SchemaError&) {
               // save_extrapolation repairs or reports the file
             }
-            auto opts = a->opts;
-            opts.lengths = a->lengths;
-            if (opts.lengths.empty()) {
-              const int64_t T = run.config.config.task.seq_len;
-              opts.lengths = {T, 2 * T, 4 * T};
-            }
+            auto opts = extrapolation_options(run.config.config);
+            if (!a->lengths.empty()) opts.lengths = a->lengths;
+            if (a->stride >= 0) opts.stride = a->stride;
+            if (a->max_tokens > 0) opts.max_tokens = a->max_tokens;
+            if (a->batch > 0) opts.batch_size = a->batch;
             auto rows = evaluate_lengths(run, opts);
             save_extrapolation(a->run, run, rows, opts);
             std::cout << fmt::format("length extrapolation of {} (trained at T={}):\n", a->run,

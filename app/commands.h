@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/util/paths.h"  // config_dir()
 
 namespace relpos::app {
 
@@ -26,17 +27,19 @@ struct ConfigArgs {
   LoadedConfig load() const;
 };
 
-// The repository's configs/ folder (RELPOS_CONFIG_DIR overrides it).
-std::string config_dir();
 
 Command add_list(CLI::App& app);
 Command add_config(CLI::App& app);
 Command add_train(CLI::App& app);
 Command add_eval(CLI::App& app);
 Command add_sweep(CLI::App& app);
+Command add_reproduce(CLI::App& app);
 
 // The running relpos executable (for child processes).
 std::string self_executable();
 Command add_inspect(CLI::App& app);
+Command add_analyze(CLI::App& app);
+Command add_report(CLI::App& app);
+Command add_bench(CLI::App& app);
 
 }  // namespace relpos::app

@@ -5,14 +5,11 @@
 
 #include "app/commands.h"
 #include "core/util/errors.h"
+#include "core/util/paths.h"
 #include "core/util/signals.h"
 
 namespace relpos::app {
 
-std::string config_dir() {
-  if (const char* env = std::getenv("RELPOS_CONFIG_DIR")) return env;
-  return std::string(RELPOS_SOURCE_DIR) + "/configs";
-}
 
 void ConfigArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--config,-c", configs,
@@ -38,7 +35,11 @@ int main(int argc, char** argv) {
       app::add_train(app),
       app::add_eval(app),
       app::add_sweep(app),
+      app::add_reproduce(app),
       app::add_inspect(app),
+      app::add_analyze(app),
+      app::add_report(app),
+      app::add_bench(app),
   };
   try {
     app.parse(argc, argv);

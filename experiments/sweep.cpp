@@ -1,5 +1,7 @@
 #include "experiments/sweep.h"
 
+#include "experiments/run_info.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -15,7 +17,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -50,9 +51,11 @@ GridAxis parse_grid_axis(const std::string& spec) {
 
 namespace {
 
-// "position.type" + "learned+tisa" -> "learned+tisa"; "seed" + "2" -> "seed2".
+// "position.type" + "learned+tisa" -> "learned+tisa" (any *.type key gives its value);
+// "seed" + "2" -> "seed2"; "model.layers" + "4" -> "layers4".
 std::string slug(const std::string& key, const std::string& value) {
-  std::string s = key == "position.type" ? value : key.substr(key.rfind('.') + 1) + value;
+  const std::string last = key.substr(key.rfind('.') + 1);
+  std::string s = last == "type" ? value : last + value;
   for (char& c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '_' || c == '.'))
       c = '_';
@@ -78,17 +81,15 @@ std::vector<SweepPoint> expand_grid(const std::vector<GridAxis>& axes) {
   return points;
 }
 
-std::vector<std::string> find_run_dirs(const std::string& dir) {
-  std::vector<std::string> out;
-  if (!fs::is_directory(dir)) return out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_directory() && (fs::exists(e.path() / "run.h5") || fs::exists(e.path() / "result.json")))
-      out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 namespace {
+
+std::string init_from_dir(const SweepOptions& o, const SweepPoint& p) {
+  std::string s = o.init_from;
+  const std::string key = "{point}";
+  for (auto pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos))
+    s.replace(pos, key.size(), p.name);
+  return s;
+}
 
 std::vector<std::string> train_args(const SweepOptions& o, const SweepPoint& p,
                                     const std::string& dir, bool resume, int64_t threads) {
@@ -98,6 +99,7 @@ std::vector<std::string> train_args(const SweepOptions& o, const SweepPoint& p,
   } else {
     for (const auto& c : o.configs) args.insert(args.end(), {"--config", c});
     args.push_back("--overwrite");  // an unfinished folder without checkpoint: start over
+    if (!o.init_from.empty()) args.insert(args.end(), {"--init-from", init_from_dir(o, p)});
   }
   for (const auto& s : o.sets) args.insert(args.end(), {"--set", s});
   for (const auto& s : p.overrides) args.insert(args.end(), {"--set", s});
@@ -279,33 +281,13 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
 }
 
 void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunStatus>& runs) {
+  std::vector<RunSummary> sums;
   std::vector<std::string> metric_names;
-  std::vector<nlohmann::json> results;
-  std::vector<int64_t> params;
   for (const auto& r : runs) {
-    nlohmann::json j;
-    std::ifstream in(run_result_path(r.dir));
-    if (in) {
-      try {
-        in >> j;
-      } catch (const std::exception&) {
-        j = nlohmann::json();
-      }
-    }
-    if (j.contains("valid"))
-      for (auto& [k, v] : j["valid"].items())
-        if (std::find(metric_names.begin(), metric_names.end(), k) == metric_names.end())
-          metric_names.push_back(k);
-    results.push_back(j);
-    int64_t count = -1;
-    try {
-      const Config cfg = load_run_config(r.dir).config;
-      count = 0;
-      for (const auto& t : cfg.position.types)
-        count += make_position_encoding(t, model_dims(cfg.model), cfg.position)->parameter_count();
-    } catch (const std::exception&) {
-    }
-    params.push_back(count);
+    sums.push_back(read_run_summary(r.dir));
+    for (const auto& [k, v] : sums.back().valid)
+      if (std::find(metric_names.begin(), metric_names.end(), k) == metric_names.end())
+        metric_names.push_back(k);
   }
   std::ofstream csv(fs::path(out_dir) / "summary.csv"), md(fs::path(out_dir) / "summary.md");
   csv << "run,overrides,finished,position_params,train_seconds";
@@ -315,21 +297,20 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
     md << " valid " << m << " |";
   }
   csv << "\n";
-  md << "\n|---|---|---|---|" << std::string(metric_names.size() * 4, ' ');
+  md << "\n|---|---|---|---|";
   for (size_t i = 0; i < metric_names.size(); ++i) md << "---|";
   md << "\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    const auto& j = results[i];
-    const double secs = j.contains("train_seconds") ? j["train_seconds"].get<double>() : r.seconds;
+    const auto& s = sums[i];
+    const double secs = s.finished ? s.train_seconds : r.seconds;
     csv << r.point.name << ",\"" << join_names(r.point.overrides, " ") << "\","
-        << (r.finished ? 1 : 0) << "," << params[i] << "," << fmt::format("{:.1f}", secs);
-    md << "| " << r.point.name << " | " << (r.finished ? "yes" : "no") << " | " << params[i]
-       << " | " << fmt::format("{:.1f}", secs) << " |";
+        << (s.finished ? 1 : 0) << "," << s.position_params << "," << fmt::format("{:.1f}", secs);
+    md << "| " << r.point.name << " | " << (s.finished ? "yes" : "no") << " | "
+       << s.position_params << " | " << fmt::format("{:.1f}", secs) << " |";
     for (const auto& m : metric_names) {
-      std::string v;
-      if (j.contains("valid") && j["valid"].contains(m) && j["valid"][m].is_number())
-        v = fmt::format("{:.4f}", j["valid"][m].get<double>());
+      auto it = s.valid.find(m);
+      const std::string v = it == s.valid.end() ? "" : fmt::format("{:.4f}", it->second);
       csv << "," << v;
       md << " " << v << " |";
     }
@@ -355,6 +336,7 @@ std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& p
     for (const auto& x : o.sets) args.insert(args.end(), {"--set", x});
     for (const auto& x : points[i].overrides) args.insert(args.end(), {"--set", x});
     args.insert(args.end(), {"--set", "threads=${SLURM_CPUS_PER_TASK:-1}"});
+    if (!o.init_from.empty()) args.insert(args.end(), {"--init-from", init_from_dir(o, points[i])});
     std::string cmd;
     for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
     // A finished point is skipped; an unfinished one resumes from its checkpoint.

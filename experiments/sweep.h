@@ -33,6 +33,7 @@ struct SweepOptions {
   int64_t jobs = 1;                   // runs at once
   int64_t threads = 0;                // intra-op threads per run; 0 = cores / jobs
   std::string relpos_binary;          // the executable to run (default: this process's own)
+  std::string init_from;              // --init-from for every point; "{point}" -> point name
   bool quiet = false;
 };
 
@@ -55,8 +56,5 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
 
 // A SLURM array job running the same `relpos train` commands, one array element per point.
 std::string slurm_script(const SweepOptions& opts, const std::vector<SweepPoint>& points);
-
-// The run folders of an experiment folder (sub-folders holding a run.h5 or result.json).
-std::vector<std::string> find_run_dirs(const std::string& dir);
 
 }  // namespace relpos

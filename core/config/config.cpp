@@ -169,6 +169,11 @@ void validate(const Config& c, const SourceMap* src) {
       config_fail(src, "snapshots.steps", "snapshot step outside the run", std::to_string(step),
                   fmt::format("steps in [0, {}]", tr.steps));
 
+  for (auto len : c.eval.lengths)
+    if (len < 2) config_fail(src, "eval.lengths", "evaluation length too short", std::to_string(len), ">= 2");
+  k.at_least("eval.stride", c.eval.stride, 0);
+  k.at_least("eval.max_tokens", c.eval.max_tokens, 1);
+  k.at_least("eval.batch_size", c.eval.batch_size, 1);
   k.at_least("sweep.jobs", c.sweep.jobs, 1);
   for (const auto& axis : c.sweep.grid)
     if (axis.find('=') == std::string::npos || axis.back() == '=')

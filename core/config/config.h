@@ -180,6 +180,22 @@ struct SnapshotConfig : ConfigSection {
   }
 };
 
+// Length extrapolation (`relpos eval`, and the evaluation stage of `relpos reproduce`).
+struct EvalConfig : ConfigSection {
+  std::vector<int64_t> lengths;    // evaluation lengths; empty = 1x, 2x, 4x task.seq_len
+  int64_t stride = 0;              // clm: sliding-window stride; 0 = nonoverlapping chunks only
+  int64_t max_tokens = 65536;      // scored tokens per length (bounds the run time)
+  int64_t batch_size = 8;          // sequences per batch at the training length
+
+  template <class V>
+  void visit(V& v) {
+    v("lengths", lengths, "evaluation lengths");
+    v("stride", stride, "clm sliding-window stride, 0 = off");
+    v("max_tokens", max_tokens, "scored tokens per length");
+    v("batch_size", batch_size, "sequences per batch at the training length");
+  }
+};
+
 // A grid written in an experiment's config (used by `relpos sweep` when no --grid is given).
 struct SweepConfig : ConfigSection {
   std::vector<std::string> grid;   // "key=value1,value2" per axis, e.g. "position.type=none,shaw"
@@ -203,6 +219,7 @@ struct Config : ConfigSection {
   TaskConfig task;
   TrainConfig train;
   SnapshotConfig snapshots;
+  EvalConfig eval;
   SweepConfig sweep;
 
   template <class V>
@@ -217,6 +234,7 @@ struct Config : ConfigSection {
     v("task", task);
     v("train", train);
     v("snapshots", snapshots);
+    v("eval", eval);
     v("sweep", sweep);
   }
 };

@@ -177,6 +177,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model,
     ts.write("window_steps", c10::IValue(state.window_steps));
     ts.write("skipped_batches", c10::IValue(state.skipped_batches));
     ts.write("pending_post_step", c10::IValue(state.pending_post_step));
+    ts.write("elapsed_seconds", c10::IValue(state.elapsed_seconds));
     ts.write("cpu_rng_state", state.cpu_rng_state.defined()
                                   ? state.cpu_rng_state.to(torch::kCPU)
                                   : generator_state(at::detail::getDefaultCPUGenerator()));
@@ -247,6 +248,7 @@ TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
     if (ts.try_read("window_steps", v)) state.window_steps = v.toInt();
     if (ts.try_read("skipped_batches", v)) state.skipped_batches = v.toInt();
     if (ts.try_read("pending_post_step", v)) state.pending_post_step = v.toBool();
+    if (ts.try_read("elapsed_seconds", v)) state.elapsed_seconds = v.toDouble();
     ts.read("cpu_rng_state", state.cpu_rng_state);
     state.cpu_rng_state = state.cpu_rng_state.to(torch::kCPU);
     set_generator_state(at::detail::getDefaultCPUGenerator(), state.cpu_rng_state);

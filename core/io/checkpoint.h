@@ -24,6 +24,7 @@ struct TrainState {
   // The checkpoint was saved by an interrupt during the evaluation after `step`: the resumed
   // run first does that step's evaluation, logging, snapshot and checkpoint.
   bool pending_post_step = false;
+  double elapsed_seconds = 0.0;     // training wall time over every invocation so far
   torch::Tensor cpu_rng_state;      // torch's default CPU generator
   torch::Tensor cuda_rng_state;     // undefined on CPU-only runs
 };

@@ -1,5 +1,7 @@
 #include "core/model/attention.h"
 
+#include "core/model/attention_values.h"
+
 #include <cmath>
 #include <limits>
 
@@ -44,7 +46,9 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   auto v = split_heads(value(x));  // (B,H,T,d)
   for (const auto& e : encodings) e->transform_qk(q, k, ctx);
 
-  auto content = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim_));  // (B,H,T,T)
+  // 1/√d on q (B,H,T,d) rather than on the (B,H,T,T) product: one pass over T² fewer each way.
+  const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  auto content = torch::matmul(q * inv_sqrt_d, k.transpose(-1, -2));  // (B,H,T,T)
   auto scores = content;
   if (record) record->terms.clear();
   for (const auto& e : encodings) {
@@ -53,22 +57,26 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     if (record) record->terms.push_back(term.defined() ? term.detach() : term);
   }
 
-  auto visible = visibility_mask(T, ctx.causal, x.device()).view({1, 1, T, T});  // (1,1,T,T)
-  if (key_mask.defined()) {
-    TORCH_CHECK(key_mask.sizes() == torch::IntArrayRef({B, T}), "key mask must be (", B, ",", T,
-                "), got ", key_mask.sizes());
-    visible = visible & key_mask.view({B, 1, 1, T});  // (B,1,T,T)
+  // An encoder without padding sees every key: no mask to apply.
+  torch::Tensor hidden;  // (1|B,1,T,T) true where key j is not visible from query i
+  if (ctx.causal || key_mask.defined()) {
+    auto visible = visibility_mask(T, ctx.causal, x.device()).view({1, 1, T, T});  // (1,1,T,T)
+    if (key_mask.defined()) {
+      TORCH_CHECK(key_mask.sizes() == torch::IntArrayRef({B, T}), "key mask must be (", B, ",",
+                  T, "), got ", key_mask.sizes());
+      visible = visible & key_mask.view({B, 1, 1, T});  // (B,1,T,T)
+    }
+    hidden = visible.logical_not();
+    scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());  // (B,H,T,T)
   }
-  scores = scores.masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity());
   auto probs = torch::softmax(scores, -1);  // (B,H,T,T)
   // A query that sees no key at all (a sequence of padding only, or left padding in a causal
   // model) gets NaN from a softmax over -inf; its row becomes 0 so that no NaN reaches the
   // real tokens through the next layer (0·NaN is NaN). The causal mask alone never empties a row.
-  if (key_mask.defined()) probs = probs.masked_fill(visible.logical_not(), 0.0);  // (B,H,T,T)
+  if (key_mask.defined()) probs = probs.masked_fill(hidden, 0.0);  // (B,H,T,T)
   if (record) record->probs = probs.detach();
-  auto dropped = attention_dropout(probs);  // (B,H,T,T)
-
-  auto z = torch::matmul(dropped, v);  // (B,H,T,d)
+  auto [z, dropped] = attend_values(probs, v, attention_dropout->options.p(),
+                                    attention_dropout->is_training());  // (B,H,T,d), (B,H,T,T)
   for (const auto& e : encodings) {
     auto term = e->value_term(dropped, ctx);  // (B,H,T,d) or undefined
     if (term.defined()) z = z + term;

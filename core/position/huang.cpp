@@ -78,13 +78,30 @@ class HuangImpl : public PositionEncodingImpl {
 
   torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor& q,
                            const torch::Tensor& k, const AttentionContext& ctx) override {
+    // Every term is linear in q (or k): 1/√d goes on the (B,H,T,d) input rather than on a
+    // (B,H,T,T) result, and terms are summed in place; each (B,H,T,T) pass costs about as much
+    // as a q·kᵀ matmul on the CPU (docs/performance.md).
     torch::Tensor term;
-    auto add = [&term](const torch::Tensor& t) { term = term.defined() ? term + t : t; };
-    if (qa_) add(relative_query_term(q, table[ctx.layer], K_, direct_) * scale_);
-    if (ka_) add(relative_key_term(k, table[ctx.layer], K_, direct_) * scale_);
-    if (qka_) add(relative_qka_term(q, k, table[ctx.layer], K_, direct_) * scale_);
-    if (!qk_) {
-      add(-content);
+    auto add = [&term](const torch::Tensor& t) {
+      if (!term.defined()) {
+        term = t;
+      } else {
+        term.add_(t);
+      }
+    };
+    const bool uses_q = qa_ || qka_;
+    const torch::Tensor qs = uses_q ? q * scale_ : torch::Tensor();  // (B,H,T,d)
+    if (qa_) add(relative_query_term(qs, table[ctx.layer], K_, direct_));          // (B,H,T,T)
+    if (ka_) add(relative_key_term(k * scale_, table[ctx.layer], K_, direct_));   // (B,H,T,T)
+    if (qka_) {
+      // Without qk the term must also take content = q·k/√d away. Σ_m q k a - q·k = Σ_m q k (a-1),
+      // so the qka product with a - 1 does it without two more (B,H,T,T) passes (and their
+      // gradients), which cost more than the content matmul itself.
+      const torch::Tensor a = qk_ ? table[ctx.layer] : table[ctx.layer] - 1.0;  // (R,d)
+      add(relative_qka_term(qs, k, a, K_, direct_));                           // (B,H,T,T)
+    }
+    if (!qk_ && !qka_) {
+      term = term.defined() ? term - content : -content;  // (B,H,T,T)
     } else if (scale.defined()) {
       add(content * (distance_scale(ctx, content.size(-1), content.device()) - 1.0));
     }

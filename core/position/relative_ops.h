@@ -4,8 +4,10 @@
 // c(r) = max(-K, min(K, r)), so R = 2K + 1 rows (K is the clip distance). A table is (R,d),
 // shared by heads, or (H,R,d), one per head.
 //
-// Fast path: products with the R distinct vectors, (B,H,T,R), then a gather to (B,H,T,T): no
-// [T,T,d] tensor is built. Direct path: the straightforward form that gathers the table to
+// Fast path: products with the R distinct vectors, (B,H,T,R), then a skew to (B,H,T,T)
+// (relative_expand; relative_reduce for the value term): no [T,T,d] tensor is built. Without
+// clipping (K >= T-1) only the 2T-1 reachable rows are used, and long sequences go in query
+// blocks so that the product is not (T, 2T-1) (Transformer-XL). Direct path: the straightforward form that gathers the table to
 // [T,T,d] first (as Hugging Face does); kept as the reference the tests compare against.
 #pragma once
 
@@ -31,12 +33,36 @@ torch::Tensor relative_value_term(const torch::Tensor& probs, const torch::Tenso
                                   int64_t K, bool direct);
 
 // sum_m q_im k_jm a_{c(j-i),m} -> (B,H,T,T). q, k (B,H,T,d); table (R,d) shared by heads.
-// The fast path keeps no per-distance intermediates for backward: a custom autograd function
-// recomputes them, so memory stays O(B·H·T·(d + R)).
+// Fast path (relative_qka.cpp): clipped triangles as two matmuls, the band of |j-i| < K by a CPU
+// kernel (tensor ops elsewhere); a custom autograd function recomputes the band in backward, so
+// nothing beyond q, k and the table is saved.
 torch::Tensor relative_qka_term(const torch::Tensor& q, const torch::Tensor& k,
                                 const torch::Tensor& table, int64_t K, bool direct);
 
+// out[...,i,j] = x[...,i, clamp(j - i + offset, 0, W-1)]: x (...,Tq,W) -> (...,Tq,Tk). With
+// W = 2K+1 and offset K this lays out per-distance products x[i, c(j-i)+K] as scores.
+// Differentiable (the gradient is relative_reduce); a row-copy kernel on the CPU, gather elsewhere.
+torch::Tensor relative_expand(const torch::Tensor& x, int64_t Tk, int64_t offset);
+
+// Key layout, square: out[...,i,j] = x[...,j, clamp(j - i + offset, 0, W-1)], x (...,T,W) with
+// one row per key j -> (...,T,T). The key term k_j·a_{c(j-i)} without a transposed copy.
+torch::Tensor relative_expand_keys(const torch::Tensor& x, int64_t offset);
+
+// The adjoint of relative_expand: y[...,i,w] = sum_j g[...,i,j] [clamp(j-i+offset, 0, W-1) = w],
+// (...,Tq,Tk) -> (...,Tq,W). With W = 2K+1, offset K: probabilities summed per clipped distance.
+torch::Tensor relative_reduce(const torch::Tensor& g, int64_t W, int64_t offset);
+
+// Checks x (B,H,T,d) against a table (R,d) or (H,R,d) for clip distance K (TORCH_CHECK).
+void check_relative_table(const torch::Tensor& x, const torch::Tensor& table, int64_t K);
+
 // The table gathered to (T,T,d) (or (H,T,T,d)): the direct form, for tests and the reference path.
 torch::Tensor gather_relative_table(const torch::Tensor& table, int64_t T, int64_t K);
+
+namespace detail {
+// The fast qka path without the CPU kernel (the tensor-op band other devices use), so that
+// tests can check it on the CPU.
+torch::Tensor relative_qka_term_tensor_ops(const torch::Tensor& q, const torch::Tensor& k,
+                                           const torch::Tensor& table, int64_t K);
+}  // namespace detail
 
 }  // namespace relpos

@@ -38,7 +38,7 @@ class ShawImpl : public PositionEncodingImpl {
 
   torch::Tensor score_term(const torch::Tensor&, const torch::Tensor& q, const torch::Tensor&,
                            const AttentionContext& ctx) override {
-    return relative_query_term(q, keys[ctx.layer], K_, direct_) * scale_;  // (B,H,T,T)
+    return relative_query_term(q * scale_, keys[ctx.layer], K_, direct_);  // (B,H,T,T)
   }
 
   torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& ctx) override {

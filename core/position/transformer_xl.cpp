@@ -52,7 +52,8 @@ class TransformerXLImpl : public PositionEncodingImpl {
     auto uk = torch::matmul(k, u[ctx.layer].unsqueeze(-1)).squeeze(-1).unsqueeze(2);  // (B,H,1,T)
     auto rel = relative_vectors(ctx.layer, T, q.options());                           // (H,2T-1,d)
     auto qv = q + v[ctx.layer].view({1, H_, 1, d_});                                   // (B,H,T,d)
-    return (uk + relative_query_term(qv, rel, T - 1, direct_)) * scale_;                // (B,H,T,T)
+    // 1/√d on the (B,H,T,d) and (B,H,1,T) inputs rather than on the (B,H,T,T) sum.
+    return relative_query_term(qv * scale_, rel, T - 1, direct_) + uk * scale_;  // (B,H,T,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {

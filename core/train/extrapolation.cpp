@@ -58,6 +58,19 @@ LmSum score_windows(LoadedRun& run, const std::vector<int64_t>& stream,
 
 }  // namespace
 
+ExtrapolationOptions extrapolation_options(const Config& cfg) {
+  ExtrapolationOptions o;
+  o.lengths = cfg.eval.lengths;
+  if (o.lengths.empty()) {
+    const int64_t T = cfg.task.seq_len;
+    o.lengths = {T, 2 * T, 4 * T};
+  }
+  o.stride = cfg.eval.stride;
+  o.max_tokens = cfg.eval.max_tokens;
+  o.batch_size = cfg.eval.batch_size;
+  return o;
+}
+
 std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const ExtrapolationOptions& o) {
   const Config& cfg = run.config.config;
   const std::string& task = cfg.task.type;

@@ -30,6 +30,9 @@ struct ExtrapolationRow {
   std::map<std::string, double> metrics;   // e.g. loss, accuracy, ppl, ppl_sliding
 };
 
+// Options from the config's eval section (lengths default to 1x, 2x, 4x task.seq_len).
+ExtrapolationOptions extrapolation_options(const Config& cfg);
+
 std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const ExtrapolationOptions& opts);
 
 // Writes /eval/extrapolation into DIR/run.h5 and DIR/eval_extrapolation.csv.

@@ -25,6 +25,7 @@
 #include "core/util/errors.h"
 #include "core/util/signals.h"
 #include "core/util/system.h"
+#include "core/util/threads.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
@@ -128,7 +129,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   const auto lock = prepare_out_dir(opts);
   const Config& cfg = loaded.config;
   const torch::Device device = parse_device(cfg.device);
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  configure_threads(cfg.threads);  // LibTorch and OpenBLAS together; 0 = automatic
   const std::string dir = opts.out_dir;
   ProgressLine progress(cfg.train.steps, opts.quiet);
   const std::vector<int64_t> inject_nan = debug_nonfinite_steps();
@@ -199,9 +200,16 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     auto s = compute_snapshot(model, probe, cfg.snapshots, device);
     run_file->write_snapshot(step, s.attention, s.position_scores, s.position);
   };
+  const auto invocation_start = std::chrono::steady_clock::now();
+  const double elapsed_before = state.elapsed_seconds;
+  auto elapsed = [&] {
+    return elapsed_before +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - invocation_start).count();
+  };
   int64_t last_checkpoint = opts.resume ? state.step : -1;
   auto save = [&](int64_t step) {
     state.step = step;
+    state.elapsed_seconds = elapsed();
     // The generators' states NOW: after a resume, `state` still holds the states loaded from the
     // checkpoint, and saving those would make a second resume replay the wrong random numbers.
     state.cpu_rng_state = torch::Tensor();
@@ -280,6 +288,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       logged["train_loss"] = state.window_steps > 0 ? state.window_loss / state.window_steps : NAN;
       logged["lr"] = learning_rate(cfg.train, step - 1);
       logged["tokens_per_s"] = tps;
+      logged["elapsed_s"] = elapsed();
       if (state.skipped_batches > 0) logged["skipped_batches"] = static_cast<double>(state.skipped_batches);
       for (const auto& [k, v] : logged) run_file->append_metric(k, step, v);
       metrics_log.write(step, logged);
@@ -394,7 +403,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   result.finished = true;
   result.skipped_batches = state.skipped_batches;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  write_result(dir, result, result.seconds, init_note);
+  write_result(dir, result, elapsed(), init_note);
   return result;
 }
 

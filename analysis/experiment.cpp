@@ -1,0 +1,244 @@
+#include "analysis/experiment.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "analysis/stats.h"
+#include "analysis/tables.h"
+
+namespace relpos::analysis {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Final-snapshot invariance of a run: "attention", and the means of its scores:* and gram:*
+// quantities.
+std::map<std::string, double> final_invariance(const RunResult& r) {
+  std::map<std::string, double> out;
+  std::map<std::string, std::vector<double>> parts;
+  for (const auto& [q, v] : r.invariance) {
+    if (v.empty() || std::isnan(v.back())) continue;
+    if (q == "attention")
+      parts["inv_attention"].push_back(v.back());
+    else if (q.rfind("scores:", 0) == 0)
+      parts["inv_scores"].push_back(v.back());
+    else if (q.rfind("gram:", 0) == 0)
+      parts["inv_gram"].push_back(v.back());
+  }
+  for (const auto& [k, v] : parts) out[k] = mean(v);
+  return out;
+}
+
+const std::vector<ColumnSpec>& invariance_columns() {
+  static const std::vector<ColumnSpec> c = {{"inv_attention", "inv. attention", 3},
+                                            {"inv_scores", "inv. position scores", 3},
+                                            {"inv_gram", "inv. P·Pᵀ", 3}};
+  return c;
+}
+
+std::string most_common_metric(const std::vector<RunResult>& runs) {
+  std::map<std::string, int> count;
+  for (const auto& r : runs)
+    if (!r.metric.empty()) ++count[r.metric];
+  std::string best;
+  int n = 0;
+  for (const auto& [m, c] : count)
+    if (c > n) best = m, n = c;
+  return best;
+}
+
+double final_value(const RunInfo& info, const std::string& metric) {
+  auto it = info.metrics.find(metric);
+  return it == info.metrics.end() || it->second.y.empty() ? kNaN : it->second.y.back();
+}
+
+std::vector<std::string> group_order(const std::vector<RunResult>& runs) {
+  std::vector<std::string> g;
+  for (const auto& r : runs)
+    if (std::find(g.begin(), g.end(), r.info.group) == g.end()) g.push_back(r.info.group);
+  return g;
+}
+
+void results_table(const std::vector<RunResult>& runs, const fs::path& tables) {
+  std::vector<RunRecord> records;
+  std::set<std::string> metrics;
+  bool params = false, time = false;
+  std::set<std::string> inv;
+  for (const auto& r : runs) {
+    RunRecord rec{r.info.group, {}};
+    for (const auto& [m, s] : r.info.metrics)
+      if ((m.rfind("valid_", 0) == 0 || m.rfind("test_", 0) == 0) && !s.y.empty()) {
+        rec.values[m] = s.y.back();
+        metrics.insert(m);
+      }
+    for (const auto& [k, v] : final_invariance(r)) rec.values[k] = v, inv.insert(k);
+    if (r.info.positional_parameters >= 0)
+      rec.values["params"] = static_cast<double>(r.info.positional_parameters), params = true;
+    if (std::isfinite(r.training_time_s)) rec.values["time"] = r.training_time_s, time = true;
+    records.push_back(std::move(rec));
+  }
+  std::vector<ColumnSpec> cols;
+  for (const auto& m : metrics) cols.push_back({m, m, 4});
+  for (const auto& c : invariance_columns())
+    if (inv.count(c.key)) cols.push_back(c);
+  if (params) cols.push_back({"params", "pos. params", 0, false});
+  if (time) cols.push_back({"time", "train time (s)", 1});
+  Table t = group_table(records, cols, "variant");
+  t.title = "Results (mean ± sample std over runs)";
+  t.note =
+      "Metrics: last logged value of each run. inv.: translation invariance at the last "
+      "snapshot (attention: head-averaged maps, mean over layers; position scores: mean "
+      "over layers and heads; P·Pᵀ: absolute tables). pos. params: positional parameters.";
+  write_table(t, tables.string(), "results");
+}
+
+void final_invariance_tables(const std::vector<RunResult>& runs, const std::string& metric,
+                             const fs::path& tables, const fs::path& figures, bool draw,
+                             std::vector<FigureInfo>& figs) {
+  Table t;
+  t.title = "Final invariance and final " + metric + ", per run";
+  t.columns = {{"run", 0}, {"variant", 0}, {"seed", 0}, {metric, 4}};
+  for (const auto& c : invariance_columns()) t.columns.push_back({c.header, 3});
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> pairs;
+  std::map<std::string, Series> scatter;
+  for (const auto& r : runs) {
+    const double m = final_value(r.info, metric);
+    const auto inv = final_invariance(r);
+    std::vector<Cell> row{Cell::label(r.info.name), Cell::label(r.info.group),
+                          Cell::value(static_cast<double>(r.info.seed)), Cell::value(m)};
+    for (const auto& c : invariance_columns()) {
+      auto it = inv.find(c.key);
+      const double v = it == inv.end() ? kNaN : it->second;
+      row.push_back(Cell::value(v));
+      pairs[c.key].first.push_back(v);
+      pairs[c.key].second.push_back(m);
+    }
+    t.rows.push_back(std::move(row));
+    if (auto it = inv.find("inv_attention"); it != inv.end() && std::isfinite(m)) {
+      scatter[r.info.group].x.push_back(it->second);
+      scatter[r.info.group].y.push_back(m);
+    }
+  }
+  write_table(t, tables.string(), "final_invariance");
+
+  Table c;
+  c.title = "Final invariance against final " + metric + " across runs";
+  c.columns = {{"quantity", 0}, {"runs", 0}, {"Pearson r", 3}, {"Spearman ρ", 3}};
+  for (const auto& spec : invariance_columns()) {
+    auto [x, y] = pairs[spec.key];
+    drop_nan_pairs(x, y);
+    c.rows.push_back({Cell::label(spec.header), Cell::value(static_cast<double>(x.size())),
+                      Cell::value(pearson(x, y)), Cell::value(spearman(x, y))});
+  }
+  write_table(c, tables.string(), "final_invariance_correlation");
+  if (draw && runs.size() >= 2 && !scatter.empty())
+    figs.push_back(scatter_figure(scatter, "translation invariance of attention (final snapshot)",
+                                  "final " + metric, "final invariance against final " + metric,
+                                  figures.string(), "final_invariance_vs_metric"));
+}
+
+void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& tables,
+                           const fs::path& figures, bool draw, std::vector<FigureInfo>& figs) {
+  std::vector<std::string> columns;
+  std::set<double> length_set;
+  std::map<int64_t, int> train_lengths;
+  std::string note;
+  std::map<std::string, std::set<std::string>> not_applicable;  // group -> reasons
+  for (const auto& r : runs) {
+    const EvalTable& e = r.info.extrapolation;
+    if (e.empty()) continue;
+    for (const auto& [name, v] : e.columns)
+      if (std::find(columns.begin(), columns.end(), name) == columns.end()) columns.push_back(name);
+    length_set.insert(e.length.begin(), e.length.end());
+    if (r.info.train_length > 0) ++train_lengths[r.info.train_length];
+    if (note.empty())
+      for (const auto& [k, v] : e.attrs)
+        if (k != "not_applicable") note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
+    if (auto it = e.attrs.find("not_applicable"); it != e.attrs.end() && !it->second.empty())
+      not_applicable[r.info.group].insert(it->second);
+  }
+  if (columns.empty()) return;
+  const std::vector<double> lengths(length_set.begin(), length_set.end());
+  int64_t train_length = 0;
+  int best = 0;
+  for (const auto& [l, n] : train_lengths)
+    if (n > best) train_length = l, best = n;
+  const std::vector<std::string> groups = group_order(runs);
+  for (const auto& col : columns) {
+    Table t;
+    t.title = "Length extrapolation: " + col + " (mean ± sample std over runs)";
+    t.columns = {{"variant", 0}};
+    for (double l : lengths)
+      t.columns.push_back({fmt::format("{}{}", l, l == train_length ? " (train)" : ""), 3});
+    std::vector<ExtrapolationLine> lines;
+    for (const auto& g : groups) {
+      std::vector<Cell> row{Cell::label(g)};
+      ExtrapolationLine line{g, lengths, {}};
+      for (double l : lengths) {
+        Cell cell;
+        for (const auto& r : runs) {
+          if (r.info.group != g) continue;
+          const EvalTable& e = r.info.extrapolation;
+          for (const auto& [name, v] : e.columns)
+            if (name == col)
+              for (size_t k = 0; k < e.length.size() && k < v.size(); ++k)
+                if (e.length[k] == l) cell.samples.push_back(v[k]);
+        }
+        std::vector<double> finite;
+        for (double v : cell.samples)
+          if (!std::isnan(v)) finite.push_back(v);
+        line.value.push_back(finite.empty() ? kNaN : mean(finite));
+        row.push_back(std::move(cell));
+      }
+      if (std::any_of(line.value.begin(), line.value.end(),
+                      [](double v) { return !std::isnan(v); }))
+        lines.push_back(std::move(line));
+      t.rows.push_back(std::move(row));
+    }
+    t.note =
+        "Columns: evaluation length in tokens. —: not evaluated or not applicable at that "
+        "length." +
+        (note.empty() ? std::string() : " Evaluation: " + note + ".");
+    for (const auto& [g, reasons] : not_applicable)
+      for (const auto& why : reasons) t.note += fmt::format(" Not applicable for {}: {}.", g, why);
+    const std::string stem = "extrapolation_" + col;
+    write_table(t, tables.string(), stem);
+    if (draw && !lines.empty())
+      figs.push_back(extrapolation_figure(lines, col, static_cast<double>(train_length),
+                                          figures.string(), stem));
+  }
+}
+
+}  // namespace
+
+ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::string& dir,
+                                      const AnalyzeOptions& o) {
+  ExperimentResult ex;
+  ex.runs = std::move(runs);
+  ex.metric = most_common_metric(ex.runs);
+  const fs::path tables = fs::path(dir) / "tables", figures = fs::path(dir) / "figures";
+  fs::remove_all(tables);  // rewritten whole, as in analyze_run
+  fs::remove_all(figures);
+  fs::create_directories(tables);
+  results_table(ex.runs, tables);
+  if (!ex.metric.empty())
+    final_invariance_tables(ex.runs, ex.metric, tables, figures, o.figures, ex.figures);
+  extrapolation_outputs(ex.runs, tables, figures, o.figures, ex.figures);
+  if (o.figures) write_figure_index(figures.string(), ex.figures);
+  return ex;
+}
+
+ExperimentResult analyze_experiment(const std::vector<const RunSource*>& runs,
+                                    const std::string& dir, const AnalyzeOptions& o) {
+  std::vector<RunResult> results;
+  for (const RunSource* src : runs) results.push_back(analyze_run(*src, src->info().dir, o));
+  return summarize_experiment(std::move(results), dir, o);
+}
+
+}  // namespace relpos::analysis

@@ -1,0 +1,355 @@
+#include "analysis/figures.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "analysis/gnuplot.h"
+#include "core/util/errors.h"
+
+namespace relpos::analysis {
+namespace {
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  const auto c = t.to(torch::kCPU, torch::kFloat64).contiguous().reshape({-1});  // (n)
+  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
+std::vector<double> arange(int64_t n) {
+  std::vector<double> v(n);
+  for (int64_t k = 0; k < n; ++k) v[k] = static_cast<double>(k);
+  return v;
+}
+
+bool dims_are(const NamedTensor& t, std::initializer_list<const char*> names) {
+  if (t.dims.size() != names.size() || t.value.dim() != static_cast<int64_t>(names.size()))
+    return false;
+  size_t k = 0;
+  for (const char* n : names)
+    if (t.dims[k++] != n) return false;
+  return true;
+}
+
+// The r of each entry on the distance axis of `name`: <name>_distances, else distances.
+std::vector<double> distances_for(const std::map<std::string, NamedTensor>& tensors,
+                                  const std::string& name, int64_t n) {
+  for (const std::string& key : {name + "_distances", std::string("distances")}) {
+    auto it = tensors.find(key);
+    if (it != tensors.end() && it->second.value.numel() == n) return to_vector(it->second.value);
+  }
+  return {};
+}
+
+// Indices of the distances within [−radius, radius].
+std::vector<int64_t> within(const std::vector<double>& r, int64_t radius) {
+  std::vector<int64_t> idx;
+  for (size_t k = 0; k < r.size(); ++k)
+    if (std::abs(r[k]) <= static_cast<double>(radius)) idx.push_back(static_cast<int64_t>(k));
+  return idx;
+}
+
+std::string stem_of(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
+  return out;
+}
+
+FigureInfo info(const FigureFiles& f, std::string caption) { return {f.png, std::move(caption)}; }
+
+// Grid shape for n panels: about square.
+int grid_columns(int64_t n) {
+  return static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n))));
+}
+
+FigureSize grid_size(int64_t n, int panel_w, int panel_h) {
+  const int cols = grid_columns(n);
+  const int rows = static_cast<int>((n + cols - 1) / cols);
+  return {std::max(600, cols * panel_w), std::max(450, rows * panel_h + 40)};
+}
+
+// One curve per row of a (rows, distance) matrix.
+std::vector<Curve> profile_curves(const torch::Tensor& m, const std::vector<double>& r,
+                                  const std::vector<int64_t>& idx, const std::string& row_name) {
+  std::vector<Curve> curves;
+  const auto v = m.to(torch::kFloat64);  // (rows,R)
+  for (int64_t h = 0; h < v.size(0); ++h) {
+    Curve c;
+    c.label = fmt::format("{} {}", row_name, h);
+    const auto row = to_vector(v[h]);
+    for (int64_t k : idx) {
+      c.x.push_back(r[k]);
+      c.y.push_back(row[k]);
+    }
+    curves.push_back(std::move(c));
+  }
+  return curves;
+}
+
+}  // namespace
+
+std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
+                                                const std::string& label, int64_t radius) {
+  std::vector<FigureInfo> out;
+  for (const auto& [variant, tensors] : s.position) {
+    for (const auto& [name, t] : tensors) {
+      const bool table = dims_are(t, {"layer", "distance", "channel"});
+      const bool by_head = dims_are(t, {"head", "distance"});
+      const bool by_layer = dims_are(t, {"layer", "distance"});
+      const bool layer_head = dims_are(t, {"layer", "head", "distance"});
+      if (!table && !by_head && !by_layer && !layer_head) continue;
+      const int64_t n = t.value.size(table ? 1 : t.value.dim() - 1);
+      const std::vector<double> r = distances_for(tensors, name, n);
+      const std::vector<int64_t> idx = within(r, radius);
+      if (idx.empty()) continue;
+      const std::string base = fmt::format("relpos_{}_{}", stem_of(variant), stem_of(name));
+      const std::string what = fmt::format("{}/{}", variant, name);
+      if (table) {
+        const auto v = t.value.to(torch::kFloat64);  // (L,R,d)
+        for (int64_t l = 0; l < v.size(0); ++l) {
+          HeatmapPanel p;
+          p.title = fmt::format("{} layer {} — {} (step {})", what, l, label, s.step);
+          p.xlabel = "relative position r = j − i";
+          p.ylabel = "channel";
+          p.cblabel = "weight";
+          for (int64_t k : idx) p.x.push_back(r[k]);
+          p.y = arange(v.size(2));
+          p.values = Matrix(v.size(2), static_cast<int64_t>(idx.size()));
+          const Matrix layer = to_matrix(v[l]);  // (R,d)
+          for (int64_t c = 0; c < v.size(2); ++c)
+            for (size_t k = 0; k < idx.size(); ++k) p.values(c, k) = layer(idx[k], c);
+          p.palette = palette_for(p.values);
+          const auto f =
+              plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), p.title, {p}, 1, {900, 560});
+          out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}: each "
+                                            "column is the vector for one distance r.",
+                                            what, l)));
+        }
+        continue;
+      }
+      std::vector<CurvesPanel> panels;
+      const auto add_panel = [&](const torch::Tensor& m, const std::string& title,
+                                 const std::string& row_name) {
+        CurvesPanel p;
+        p.title = title;
+        const bool absolute = std::all_of(r.begin(), r.end(), [](double x) { return x >= 0; });
+        p.xlabel = absolute ? "distance |r| = |j − i|" : "relative position r = j − i";
+        p.ylabel = name == "scale" ? "scale s on q·k" : "score term";
+        p.curves = profile_curves(m, r, idx, row_name);
+        p.zero_line = name != "scale";  // a scale's neutral value is 1, not 0
+        double reach = 0;
+        for (int64_t k : idx) reach = std::max(reach, std::abs(r[k]));
+        p.xrange = absolute ? std::make_pair(0.0, reach) : std::make_pair(-reach, reach);
+        panels.push_back(std::move(p));
+      };
+      const std::string title = fmt::format("{} — {} (step {})", what, label, s.step);
+      if (layer_head) {
+        for (int64_t l = 0; l < t.value.size(0); ++l)
+          add_panel(t.value[l], fmt::format("layer {}", l), "head");
+      } else {
+        add_panel(t.value, title, by_head ? "head" : "layer");
+      }
+      const int64_t np = static_cast<int64_t>(panels.size());
+      const FigureSize size = np == 1 ? FigureSize{900, 560} : grid_size(np, 620, 400);
+      const auto f = plot_curves(dir, base, title, panels, grid_columns(np), size);
+      out.push_back(info(f, fmt::format("{} against the relative position r, one curve per {}.",
+                                        what, by_layer ? "layer" : "head")));
+    }
+  }
+  return out;
+}
+
+std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
+                                          const std::string& label, bool causal) {
+  std::vector<FigureInfo> out;
+  if (!s.attention.defined() || s.attention.dim() != 4) return out;
+  const auto a = s.attention.to(torch::kFloat64);  // (L,H,T,T)
+  const int64_t L = a.size(0), H = a.size(1), T = a.size(2);
+  const auto panel = [&](const torch::Tensor& m, const std::string& title) {
+    HeatmapPanel p;
+    p.title = title;
+    p.xlabel = "key position j";
+    p.ylabel = "query position i";
+    p.cblabel = "attention probability";
+    p.x = arange(T);
+    p.y = arange(T);
+    p.values = to_matrix(m);
+    p.top_down = true;
+    p.square = true;
+    // A few large probabilities (the first rows of a causal map, a sharp diagonal) would
+    // squeeze every other entry into the darkest colour: the scale stops at the 99th
+    // percentile of the visible entries, and the label says so.
+    std::vector<double> visible;
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) {
+        if (!causal || j <= i)
+          visible.push_back(p.values(i, j));
+        else
+          p.values(i, j) = std::nan("");  // masked: left blank, not drawn as 0
+      }
+    std::sort(visible.begin(), visible.end());
+    const double cap = visible[static_cast<size_t>(0.99 * static_cast<double>(visible.size() - 1))];
+    if (cap > 0 && cap < visible.back()) {
+      p.cbrange = std::make_pair(0.0, cap);
+      p.cblabel = fmt::format("attention probability (top colour: ≥ {:.3g})", cap);
+    }
+    return p;
+  };
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string title =
+        fmt::format("attention layer {}, mean over {} heads — {} (step {})", l, H, label, s.step);
+    const auto f = plot_heatmaps(dir, fmt::format("attention_layer{}_mean", l), title,
+                                 {panel(a[l].mean(0), title)}, 1, {760, 680});
+    out.push_back(info(f, fmt::format("Attention of layer {} averaged over the heads and the "
+                                      "probe set (query × key).",
+                                      l)));
+    std::vector<HeatmapPanel> heads;
+    for (int64_t h = 0; h < H; ++h) {
+      heads.push_back(panel(a[l][h], fmt::format("head {}", h)));
+      // said once in the title; it would collide with the next panel in a grid
+      if (heads.back().cbrange)
+        heads.back().title += fmt::format(" (top colour ≥ {:.3g})", heads.back().cbrange->second);
+      heads.back().cblabel.clear();
+    }
+    const auto g = plot_heatmaps(
+        dir, fmt::format("attention_layer{}_heads", l),
+        fmt::format("attention probability, layer {}, per head — {} (step {})", l, label, s.step),
+        heads, grid_columns(H), grid_size(H, 420, 380));
+    out.push_back(info(g, fmt::format("Attention of each head of layer {}, averaged over the "
+                                      "probe set.",
+                                      l)));
+  }
+  return out;
+}
+
+std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const SnapshotOptions& o,
+                                               const std::string& dir, const std::string& label) {
+  std::vector<FigureInfo> out;
+  for (const auto& [variant, table] : absolute_tables(s)) {
+    const int64_t n = gram_length(s, o, table.size(0));
+    HeatmapPanel p;
+    p.title =
+        fmt::format("{} table p_i, positions 0..{} — {} (step {})", variant, n - 1, label, s.step);
+    p.xlabel = "channel";
+    p.ylabel = "position i";
+    p.cblabel = "value";
+    p.x = arange(table.size(1));
+    p.y = arange(n);
+    p.values = to_matrix(table.narrow(0, 0, n));
+    p.palette = palette_for(p.values);
+    p.top_down = true;
+    const auto f =
+        plot_heatmaps(dir, "abs_" + stem_of(variant) + "_table", p.title, {p}, 1, {900, 640});
+    out.push_back(
+        info(f, fmt::format("The absolute position table of {}: one row per position.", variant)));
+    HeatmapPanel g;
+    g.title = fmt::format("{} P·Pᵀ — {} (step {})", variant, label, s.step);
+    g.xlabel = "position j";
+    g.ylabel = "position i";
+    g.cblabel = "p_i · p_j";
+    g.x = arange(n);
+    g.y = arange(n);
+    g.values = to_matrix(gram(table, n));
+    g.palette = palette_for(g.values);
+    g.top_down = true;
+    g.square = true;
+    const auto h =
+        plot_heatmaps(dir, "abs_" + stem_of(variant) + "_gram", g.title, {g}, 1, {760, 680});
+    out.push_back(info(h, fmt::format("Inner products of the {} position vectors (P·Pᵀ); a "
+                                      "translation-invariant table is constant along diagonals.",
+                                      variant)));
+  }
+  return out;
+}
+
+FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
+                             const std::string& metric_name, const Series& metric,
+                             const std::string& dir, const std::string& label) {
+  CurvesPanel p;
+  p.title = "translation invariance during training — " + label;
+  p.xlabel = "training step";
+  p.ylabel = "translation invariance";
+  p.y2label = metric_name;
+  p.yrange = std::make_pair(0.0, 1.02);
+  for (const auto& [key, series] : invariance)
+    p.curves.push_back({quantity_label(key), series.x, series.y, false, CurveStyle::linespoints});
+  if (!metric.x.empty())
+    p.curves.push_back(
+        {metric_name + " (right axis)", metric.x, metric.y, true, CurveStyle::lines});
+  const auto f = plot_curves(dir, "invariance_vs_step", p.title, {p}, 1, {960, 600});
+  return info(f, fmt::format("Translation invariance of the attention maps, position scores and "
+                             "P·Pᵀ at each snapshot, with {} on the right axis.",
+                             metric_name.empty() ? "no validation metric" : metric_name));
+}
+
+FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
+                                const std::string& metric, double train_length,
+                                const std::string& dir, const std::string& stem) {
+  CurvesPanel p;
+  p.title = "length extrapolation: " + metric;
+  p.xlabel = "evaluation length (tokens)";
+  p.ylabel = metric;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& l : lines) {
+    p.curves.push_back({l.label, l.length, l.value, false, CurveStyle::linespoints});
+    for (double x : l.length) lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  p.logx = std::isfinite(lo) && lo > 0 && hi / lo >= 4;
+  if (train_length > 0)
+    p.vlines.push_back({train_length, fmt::format("training length {}", train_length)});
+  if (std::isfinite(lo)) {
+    const double pad = p.logx ? 1.15 : 0.0;
+    p.xrange = p.logx ? std::make_pair(lo / pad, hi * pad)
+                      : std::make_pair(lo - 0.05 * (hi - lo + 1), hi + 0.05 * (hi - lo + 1));
+  }
+  const auto f = plot_curves(dir, stem, p.title, {p}, 1, {900, 600});
+  return info(f, fmt::format("{} at each evaluation length, one line per variant (mean over "
+                             "seeds); the dashed line marks the training length. Gaps: not "
+                             "applicable at that length.",
+                             metric));
+}
+
+FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,
+                          const std::string& xlabel, const std::string& ylabel,
+                          const std::string& title, const std::string& dir,
+                          const std::string& stem) {
+  CurvesPanel p;
+  p.title = title;
+  p.xlabel = xlabel;
+  p.ylabel = ylabel;
+  for (const auto& [variant, s] : by_variant)
+    p.curves.push_back({variant, s.x, s.y, false, CurveStyle::points});
+  const auto f = plot_curves(dir, stem, title, {p}, 1, {860, 600});
+  return info(f, title + ": one point per run.");
+}
+
+void write_figure_index(const std::string& dir, const std::vector<FigureInfo>& figures) {
+  std::filesystem::create_directories(dir);
+  const auto path = std::filesystem::path(dir) / "index.tsv";
+  std::ofstream f(path);
+  for (const auto& fig : figures) {
+    std::string caption = fig.caption;
+    std::replace(caption.begin(), caption.end(), '\t', ' ');
+    std::replace(caption.begin(), caption.end(), '\n', ' ');
+    f << std::filesystem::path(fig.png).filename().string() << '\t' << caption << '\n';
+  }
+  if (!f) throw Error("cannot write " + path.string());
+}
+
+std::vector<FigureInfo> read_figure_index(const std::string& dir) {
+  std::vector<FigureInfo> out;
+  std::ifstream f(std::filesystem::path(dir) / "index.tsv");
+  std::string line;
+  while (std::getline(f, line)) {
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    out.push_back(
+        {(std::filesystem::path(dir) / line.substr(0, tab)).string(), line.substr(tab + 1)});
+  }
+  return out;
+}
+
+}  // namespace relpos::analysis

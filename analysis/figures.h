@@ -1,0 +1,65 @@
+// The analysis figures, from plain data (snapshot tensors, metric series). Each function writes
+// PNG, PDF, .dat and .gp files into `dir` (see gnuplot.h) and returns what it drew.
+//
+//   1 relative_weight_figures  curves over r in [−R, R] of every exported profile (TISA f, T5
+//                              and ALiBi profiles, Huang scales), one curve per head (or layer);
+//                              relative tables (Shaw keys/values, Huang tables) as channel × r
+//                              heatmaps, one figure per layer
+//   2 attention_figures        head-averaged attention map of each layer, and a per-head grid
+//   3 absolute_table_figures   the table p_i (position × channel) and P·Pᵀ
+//   4 invariance_figure        invariance quantities and the validation metric against step
+//   5 extrapolation_figure     metric against evaluation length, one line per variant
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/snapshot.h"
+
+namespace relpos::analysis {
+
+struct FigureInfo {
+  std::string png;      // path of the PNG (PDF, .gp and .dat beside it)
+  std::string caption;  // one sentence for the report
+};
+
+struct Series {
+  std::vector<double> x, y;
+};
+
+// Figures 1–3 of one snapshot. `label` names the run in titles (e.g. "learned+tisa seed 1").
+std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
+                                                const std::string& label, int64_t radius = 50);
+// causal: the colour scale is set from the visible entries j <= i only.
+std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
+                                          const std::string& label, bool causal = false);
+std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const SnapshotOptions& o,
+                                               const std::string& dir, const std::string& label);
+
+// Figure 4: one line per invariance quantity (left axis), the metric on the right axis.
+FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
+                             const std::string& metric_name, const Series& metric,
+                             const std::string& dir, const std::string& label);
+
+// Figure 5: one line per variant (mean over its runs), training length marked.
+struct ExtrapolationLine {
+  std::string label;
+  std::vector<double> length, value;  // NaN: not applicable at that length
+};
+FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
+                                const std::string& metric, double train_length,
+                                const std::string& dir, const std::string& stem);
+
+// Final invariance against final metric, one point per run, one series per variant.
+FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,
+                          const std::string& xlabel, const std::string& ylabel,
+                          const std::string& title, const std::string& dir,
+                          const std::string& stem);
+
+// figures/index.tsv: one line per figure, "<file name>\t<caption>", read by `relpos report`.
+void write_figure_index(const std::string& dir, const std::vector<FigureInfo>& figures);
+std::vector<FigureInfo> read_figure_index(const std::string& dir);  // paths made absolute
+
+}  // namespace relpos::analysis

@@ -1,0 +1,370 @@
+#include "analysis/gnuplot.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/util/errors.h"
+
+namespace relpos::analysis {
+namespace fs = std::filesystem;
+namespace {
+
+// A gnuplot double-quoted string.
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.7g}", v) : "NaN"; }
+
+// Tableau-10 line colours, then dash types once they repeat.
+constexpr const char* kLineColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                        "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+std::string palette_line(Palette p) {
+  if (p == Palette::viridis)
+    return "set palette defined (0 '#440154', 0.13 '#482878', 0.25 '#3e4989', 0.38 '#31688e', "
+           "0.5 '#26828e', 0.63 '#1f9e89', 0.75 '#35b779', 0.88 '#6ece58', 1 '#fde725')";
+  return "set palette defined (0 '#2166ac', 0.25 '#67a9cf', 0.5 '#f7f7f7', 0.75 '#ef8a62', "
+         "1 '#b2182b')";
+}
+
+struct Script {
+  std::ostringstream body;  // the panels, drawn once per output format
+  std::string stem, title;
+  size_t panels = 0;
+  int columns = 1;
+  FigureSize size;
+  std::string preamble;  // settings made once, before the loop
+
+  std::string text(const std::string& data_note) const {
+    const int rows = static_cast<int>((panels + columns - 1) / columns);
+    std::ostringstream s;
+    s << "# " << title << "\n"
+      << "# Written by relpos. Data: " << stem << ".dat (" << data_note << ").\n"
+      << "# Redraw both " << stem << ".png and " << stem << ".pdf with: gnuplot " << stem << ".gp\n"
+      << "set encoding utf8\n";
+    for (size_t k = 0; k < std::size(kLineColours); ++k)
+      s << fmt::format("set linetype {} lc rgb '{}' lw 2 pt 7 ps 0.6\n", k + 1, kLineColours[k]);
+    s << "set linetype cycle " << std::size(kLineColours) << "\n" << preamble;
+    s << "do for [fmt in \"png pdf\"] {\n"
+      << "  if (fmt eq \"png\") {\n"
+      << fmt::format("    set terminal pngcairo size {},{} noenhanced font \"Sans,10\"\n",
+                     size.width, size.height)
+      << "  } else {\n"
+      << fmt::format(
+             "    set terminal pdfcairo size {:.2f}in,{:.2f}in noenhanced font \"Sans,8\"\n",
+             size.width / 100.0, size.height / 100.0)
+      << "  }\n"
+      << "  set output " << quote(stem + ".") << " . fmt\n";
+    if (panels > 1)
+      s << fmt::format("  set multiplot layout {},{} title {} font \",13\"\n", rows, columns,
+                       quote(title));
+    s << body.str();
+    if (panels > 1) s << "  unset multiplot\n";
+    s << "  set output\n}\n";
+    return s.str();
+  }
+};
+
+std::string panel_title(const std::string& panel, const std::string& figure, size_t panels) {
+  return panels > 1 || !panel.empty() ? panel : figure;
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f) throw Error(fmt::format("cannot write {}", path.string()));
+}
+
+// Runs argv[0] (a full path) with `cwd` as working directory; returns the exit status and
+// everything it printed.
+std::pair<int, std::string> run_process(const std::vector<std::string>& argv,
+                                        const std::string& cwd) {
+  int pipe_fd[2];
+  if (pipe(pipe_fd) != 0) throw Error("cannot create a pipe to run " + argv[0]);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("cannot start " + argv[0]);
+  if (pid == 0) {  // child: only async-signal-safe calls until exec
+    dup2(pipe_fd[1], STDOUT_FILENO);
+    dup2(pipe_fd[1], STDERR_FILENO);
+    close(pipe_fd[0]);
+    close(pipe_fd[1]);
+    if (chdir(cwd.c_str()) != 0) _exit(126);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(pipe_fd[1]);
+  std::string output;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(pipe_fd[0], buf, sizeof buf)) > 0) output.append(buf, static_cast<size_t>(n));
+  close(pipe_fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, output};
+}
+
+FigureFiles render(const fs::path& dir, const std::string& stem, const std::string& script,
+                   const std::string& data) {
+  const std::string gnuplot = require_gnuplot();
+  fs::create_directories(dir);
+  FigureFiles files{(dir / (stem + ".png")).string(), (dir / (stem + ".pdf")).string(),
+                    (dir / (stem + ".gp")).string(), (dir / (stem + ".dat")).string()};
+  write_file(files.data, data);
+  write_file(files.script, script);
+  fs::remove(files.png);
+  fs::remove(files.pdf);
+  const auto [status, output] = run_process({gnuplot, stem + ".gp"}, dir.string());
+  if (status != 0 || !fs::exists(files.png) || fs::file_size(files.png) == 0)
+    throw Error(
+        fmt::format("gnuplot failed on {} (exit status {}):\n{}", files.script, status, output),
+        "run `gnuplot " + stem + ".gp` in " + dir.string() + " to see the problem");
+  return files;
+}
+
+}  // namespace
+
+Palette palette_for(const Matrix& m) {
+  bool neg = false, pos = false;
+  for (double v : m.data) neg |= v<0, pos |= v> 0;
+  return neg && pos ? Palette::diverging : Palette::viridis;
+}
+
+namespace {
+
+std::pair<double, double> colour_range(const HeatmapPanel& p) {
+  if (p.cbrange) return *p.cbrange;
+  double lo = INFINITY, hi = -INFINITY;
+  for (double v : p.values.data)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (!std::isfinite(lo)) return {0.0, 1.0};
+  if (p.palette == Palette::diverging) {
+    const double m = std::max(std::abs(lo), std::abs(hi));
+    return m > 0 ? std::make_pair(-m, m) : std::make_pair(-1.0, 1.0);
+  }
+  if (hi <= lo) return {lo - 0.5, hi + 0.5};
+  return {lo, hi};
+}
+
+// Axis range that shows every cell of a coordinate vector fully.
+std::pair<double, double> cell_range(const std::vector<double>& c) {
+  const double step =
+      c.size() > 1 ? (c.back() - c.front()) / static_cast<double>(c.size() - 1) : 1.0;
+  return {c.front() - step / 2, c.back() + step / 2};
+}
+
+}  // namespace
+
+std::string find_gnuplot() {
+  if (const char* env = std::getenv("RELPOS_GNUPLOT"); env && *env)
+    return access(env, X_OK) == 0 ? std::string(env) : std::string();
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string d;
+  while (std::getline(dirs, d, ':')) {
+    const fs::path candidate = fs::path(d.empty() ? "." : d) / "gnuplot";
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return {};
+}
+
+std::string require_gnuplot() {
+  std::string g = find_gnuplot();
+  if (g.empty())
+    throw Error("gnuplot not found (looked at $RELPOS_GNUPLOT and on PATH); figures need it",
+                "install it with `apt-get install gnuplot-nox` (scripts/setup.sh does), or run "
+                "`relpos analyze --no-figures`");
+  return g;
+}
+
+HeatmapPanel downsample(const HeatmapPanel& p, int64_t max_cells) {
+  const int64_t n = std::max(p.values.rows, p.values.cols);
+  if (n <= max_cells || max_cells < 1) return p;
+  const int64_t f = (n + max_cells - 1) / max_cells;
+  const auto coords = [f](const std::vector<double>& c) {
+    std::vector<double> out;
+    for (size_t k = 0; k < c.size(); k += f) {
+      double sum = 0;
+      size_t m = 0;
+      for (; m < static_cast<size_t>(f) && k + m < c.size(); ++m) sum += c[k + m];
+      out.push_back(sum / static_cast<double>(m));
+    }
+    return out;
+  };
+  HeatmapPanel q = p;
+  q.x = coords(p.x);
+  q.y = coords(p.y);
+  q.values = Matrix(static_cast<int64_t>(q.y.size()), static_cast<int64_t>(q.x.size()));
+  for (int64_t i = 0; i < q.values.rows; ++i)
+    for (int64_t j = 0; j < q.values.cols; ++j) {
+      double sum = 0;
+      int64_t m = 0;
+      for (int64_t a = i * f; a < std::min((i + 1) * f, p.values.rows); ++a)
+        for (int64_t b = j * f; b < std::min((j + 1) * f, p.values.cols); ++b)
+          if (!std::isnan(p.values(a, b))) sum += p.values(a, b), ++m;
+      q.values(i, j) = m ? sum / static_cast<double>(m) : NAN;
+    }
+  q.title += fmt::format(" (means of {0}×{0} blocks)", f);
+  return q;
+}
+
+FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
+                          const std::vector<HeatmapPanel>& input, int columns, FigureSize size) {
+  if (input.empty()) throw Error("plot_heatmaps: no panels for " + stem);
+  std::vector<HeatmapPanel> panels;
+  for (size_t k = 0; k < input.size(); ++k) {
+    const HeatmapPanel& p = input[k];
+    if (p.values.rows != static_cast<int64_t>(p.y.size()) ||
+        p.values.cols != static_cast<int64_t>(p.x.size()) || p.x.empty() || p.y.empty())
+      throw Error(fmt::format("heatmap {} panel {}: values {}x{} but {} y and {} x coordinates",
+                              stem, k, p.values.rows, p.values.cols, p.y.size(), p.x.size()));
+    panels.push_back(downsample(p, input.size() > 1 ? 128 : 256));
+  }
+  Script s;
+  s.stem = stem, s.title = title, s.panels = panels.size(), s.size = size;
+  s.columns = std::max(1, std::min<int>(columns, static_cast<int>(panels.size())));
+  std::ostringstream data;
+  for (size_t k = 0; k < panels.size(); ++k) {
+    const HeatmapPanel& p = panels[k];
+    // gnuplot "nonuniform matrix": <ncols> x..., then per row: y v...
+    data << "# panel " << k + 1 << ": " << (p.title.empty() ? title : p.title) << "\n"
+         << p.x.size();
+    for (double x : p.x) data << ' ' << num(x);
+    data << '\n';
+    for (int64_t i = 0; i < p.values.rows; ++i) {
+      data << num(p.y[i]);
+      for (int64_t j = 0; j < p.values.cols; ++j) data << ' ' << num(p.values(i, j));
+      data << '\n';
+    }
+    data << "\n\n";
+    const auto [cb_lo, cb_hi] = colour_range(p);
+    const auto [x_lo, x_hi] = cell_range(p.x);
+    const auto [y_lo, y_hi] = cell_range(p.y);
+    auto& b = s.body;
+    b << "  # panel " << k + 1 << "\n"
+      << "  set title " << quote(panel_title(p.title, title, panels.size()))
+      << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
+      << "  set xlabel " << quote(p.xlabel) << "\n"
+      << "  set ylabel " << quote(p.ylabel) << "\n"
+      << "  set cblabel " << quote(p.cblabel) << "\n"
+      << "  " << palette_line(p.palette) << "\n"
+      << fmt::format("  set cbrange [{}:{}]\n", num(cb_lo), num(cb_hi))
+      << "  set format cb \"%g\"\n"
+      << fmt::format("  set xrange [{}:{}]\n", num(x_lo), num(x_hi))
+      << (p.top_down ? fmt::format("  set yrange [{}:{}]\n", num(y_hi), num(y_lo))
+                     : fmt::format("  set yrange [{}:{}]\n", num(y_lo), num(y_hi)))
+      << (p.square ? "  set size ratio -1\n" : "  set size noratio\n")
+      << "  set tics out\n  unset key\n  unset grid\n  set offsets 0, 0, 0, 0\n  set colorbox\n  "
+         "unset arrow\n"
+      << "  unset label\n  unset logscale\n  unset y2tics\n  unset y2label\n"
+      << "  plot " << quote(stem + ".dat") << " index " << k
+      << " nonuniform matrix with image notitle\n";
+  }
+  return render(dir, stem,
+                s.text("one block per panel in gnuplot's nonuniform matrix format: first line "
+                       "= column count and x of each column, then per row its y and values"),
+                data.str());
+}
+
+FigureFiles plot_curves(const std::string& dir, const std::string& stem, const std::string& title,
+                        const std::vector<CurvesPanel>& panels, int columns, FigureSize size) {
+  if (panels.empty()) throw Error("plot_curves: no panels for " + stem);
+  Script s;
+  s.stem = stem, s.title = title, s.panels = panels.size(), s.size = size;
+  s.columns = std::max(1, std::min<int>(columns, static_cast<int>(panels.size())));
+  std::ostringstream data;
+  size_t block = 0;
+  for (size_t k = 0; k < panels.size(); ++k) {
+    const CurvesPanel& p = panels[k];
+    const bool any_y2 =
+        std::any_of(p.curves.begin(), p.curves.end(), [](const Curve& c) { return c.y2; });
+    auto& b = s.body;
+    b << "  # panel " << k + 1 << "\n"
+      << "  set title " << quote(panel_title(p.title, title, panels.size()))
+      << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
+      << "  set xlabel " << quote(p.xlabel) << "\n"
+      << "  set ylabel " << quote(p.ylabel) << "\n"
+      << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n"
+      << "  set grid lc rgb '#d0d0d0' dt 3\n  set offsets 0, 0, graph 0.04, graph 0.04\n  set tics "
+         "out\n  set autoscale y2\n"
+      << (p.yrange
+              ? fmt::format("  set yrange [{}:{}]\n", num(p.yrange->first), num(p.yrange->second))
+              : std::string("  set autoscale y\n"))
+      << (p.xrange
+              ? fmt::format("  set xrange [{}:{}]\n", num(p.xrange->first), num(p.xrange->second))
+              : std::string("  set autoscale x\n"))
+      << (p.logx ? "  set logscale x 2\n" : "  unset logscale x\n");
+    if (any_y2)
+      b << "  set y2label " << quote(p.y2label) << "\n  set y2tics\n  set ytics nomirror\n";
+    else
+      b << "  unset y2label\n  unset y2tics\n  set ytics mirror\n";
+    if (p.key == "off")
+      b << "  unset key\n";
+    else if (p.key.empty())  // outside the plot: a legend never hides a curve
+      b << "  set key outside right top vertical Left reverse font \","
+        << (p.curves.size() > 8 ? 8 : 9) << "\" samplen 2 spacing 0.9\n";
+    else
+      b << "  set key " << p.key << " font \",9\"\n";
+    for (const auto& [x, label] : p.vlines)
+      b << fmt::format(
+               "  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
+               "rgb '#444444' front\n",
+               num(x))
+        << fmt::format(
+               "  set label {} at {}, graph 0.04 offset 0.5,0 left tc rgb '#444444' "
+               "front\n",
+               quote(label), num(x));
+    b << "  plot ";
+    // A function is clipped to the plot, unlike an arrow.
+    if (p.zero_line)
+      b << "0 with lines lc rgb '#999999' lw 1 dt 1 notitle"
+        << (p.curves.empty() ? "" : ", \\\n       ");
+    else if (p.curves.empty())
+      b << "NaN notitle";
+    for (size_t c = 0; c < p.curves.size(); ++c, ++block) {
+      const Curve& cv = p.curves[c];
+      if (cv.x.size() != cv.y.size())
+        throw Error(fmt::format("curve {} of {}: {} x values but {} y values", cv.label, stem,
+                                cv.x.size(), cv.y.size()));
+      data << "# panel " << k + 1 << ", curve " << c + 1 << ": " << cv.label << "\n# x y\n";
+      for (size_t i = 0; i < cv.x.size(); ++i) data << num(cv.x[i]) << ' ' << num(cv.y[i]) << '\n';
+      data << "\n\n";
+      const size_t colours = std::size(kLineColours);
+      b << (c ? ", \\\n       " : "") << quote(stem + ".dat") << " index " << block << " using 1:2"
+        << (cv.y2 ? " axes x1y2" : "")
+        << (cv.style == CurveStyle::lines         ? " with lines"
+            : cv.style == CurveStyle::linespoints ? " with linespoints"
+                                                  : " with points pt 7 ps 1.2")
+        << (cv.y2
+                ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
+                : fmt::format(" lt {} dt {}", c % colours + 1, c / colours + 1))
+        << " title " << quote(cv.label);
+    }
+    b << "\n";
+  }
+  return render(dir, stem, s.text("one block per curve, two columns x y, in plotting order"),
+                data.str());
+}
+
+}  // namespace relpos::analysis

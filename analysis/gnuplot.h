@@ -1,0 +1,87 @@
+// Figures drawn by gnuplot (Debian gnuplot-nox, pngcairo and pdfcairo terminals), run as a
+// child process. Every figure leaves three files next to its PNG and PDF so a researcher can
+// restyle it: <stem>.dat (the numbers), <stem>.gp (the script; `gnuplot <stem>.gp` inside the
+// folder redraws both PNG and PDF).
+//
+// Plain data in: panels of heatmaps or of curves, no tensors and no run files.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/invariance.h"
+
+namespace relpos::analysis {
+
+enum class Palette {
+  viridis,    // sequential, for values with a natural zero at one end (probabilities)
+  diverging,  // blue-white-red centred at 0, for signed weights (score terms, tables)
+};
+
+struct HeatmapPanel {
+  std::string title, xlabel, ylabel, cblabel;
+  std::vector<double> x;  // coordinate of each column
+  std::vector<double> y;  // coordinate of each row
+  Matrix values;          // (y.size(), x.size())
+  Palette palette = Palette::viridis;
+  bool top_down = false;  // first row at the top, as a matrix is printed (query x key maps)
+  bool square = false;    // equal scaling of both axes
+  // Colour range; unset: the data range (diverging: symmetric around 0).
+  std::optional<std::pair<double, double>> cbrange;
+};
+
+enum class CurveStyle { lines, linespoints, points };
+
+struct Curve {
+  std::string label;
+  std::vector<double> x, y;  // NaN in y leaves a gap
+  bool y2 = false;           // drawn against the right-hand axis
+  CurveStyle style = CurveStyle::lines;
+};
+
+struct CurvesPanel {
+  std::string title, xlabel, ylabel, y2label;
+  std::vector<Curve> curves;
+  std::vector<std::pair<double, std::string>> vlines;  // dashed vertical line at x, with label
+  std::optional<std::pair<double, double>> xrange, yrange;
+  bool logx = false;
+  std::string key;         // gnuplot key position ("top left"), "off", or empty: outside right
+  bool zero_line = false;  // a thin horizontal line at y = 0
+};
+
+struct FigureSize {
+  int width = 900;  // PNG pixels; the PDF gets width/100 by height/100 inches
+  int height = 650;
+};
+
+struct FigureFiles {
+  std::string png, pdf, script, data;
+};
+
+// Block means of f×f cells (NaN cells left out of a block's mean), f the smallest factor that
+// brings both axes to at most max_cells; coordinates become the blocks' mean coordinates and
+// the title says "(means of f×f blocks)". The panel itself when it is small enough.
+HeatmapPanel downsample(const HeatmapPanel& p, int64_t max_cells);
+
+// Draws the panels in a grid of `columns` columns with an overall title (used when there is
+// more than one panel). Panels are downsampled to at most 256 cells per axis (128 in a grid):
+// finer detail is not visible and would make the data file large (a 512×512 map per head).
+// Throws Error when gnuplot is missing or fails.
+FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
+                          const std::vector<HeatmapPanel>& panels, int columns = 1,
+                          FigureSize size = {});
+FigureFiles plot_curves(const std::string& dir, const std::string& stem, const std::string& title,
+                        const std::vector<CurvesPanel>& panels, int columns = 1,
+                        FigureSize size = {});
+
+// diverging when the values have both signs, else viridis.
+Palette palette_for(const Matrix& m);
+
+// gnuplot's path: $RELPOS_GNUPLOT, else `gnuplot` on PATH; empty when there is none.
+std::string find_gnuplot();
+// Throws Error (with the install hint) when find_gnuplot() finds nothing.
+std::string require_gnuplot();
+
+}  // namespace relpos::analysis

@@ -1,0 +1,193 @@
+#include "analysis/run_analysis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "analysis/stats.h"
+#include "analysis/tables.h"
+#include "core/train/objective.h"
+#include "core/util/errors.h"
+
+namespace relpos::analysis {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string run_label(const RunInfo& i) {
+  return fmt::format("{} seed {}", i.position_types.empty() ? i.name : i.position_types, i.seed);
+}
+
+// Long-format profiles of the figure snapshot: one line per (matrix, r).
+void write_profiles_csv(const std::vector<MatrixRow>& rows, const std::string& path) {
+  std::ofstream f(path);
+  f << "step,source,variant,layer,head,region,r,g,count\n";
+  for (const auto& r : rows) {
+    const Profile& g = r.metrics.profile;
+    for (size_t k = 0; k < g.offsets.size(); ++k)
+      f << fmt::format("{},{},{},{},{},{},{},{:.10g},{}\n", r.step, r.source, r.variant, r.layer,
+                       r.head, r.region == Region::lower ? "lower" : "full", g.offsets[k],
+                       g.values[k], g.counts[k]);
+  }
+  if (!f) throw Error("cannot write " + path);
+}
+
+void write_matrices_csv(const std::vector<MatrixRow>& rows, std::ofstream& f) {
+  const auto g = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.10g}", v); };
+  for (const auto& r : rows)
+    f << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", r.step, r.source, r.variant, r.layer,
+                     r.head, r.region == Region::lower ? "lower" : "full", g(r.metrics.invariance),
+                     g(r.metrics.symmetry), g(r.metrics.monotonicity_left),
+                     g(r.metrics.monotonicity_right));
+}
+
+}  // namespace
+
+std::string choose_metric(const std::map<std::string, Series>& metrics,
+                          const std::string& requested, const std::string& task) {
+  if (!requested.empty()) {
+    if (metrics.count(requested)) return requested;
+    std::vector<std::string> names;
+    for (const auto& [k, v] : metrics) names.push_back(k);
+    throw ConfigError(
+        fmt::format("--metric {}: the run has no such metric (it has: {})", requested,
+                    names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+  }
+  if (!task.empty())
+    if (const std::string m = "valid_" + primary_metric(task).name; metrics.count(m)) return m;
+  for (const char* m : {"valid_accuracy", "valid_f1", "valid_em", "valid_ppl", "valid_loss"})
+    if (metrics.count(m)) return m;
+  for (const auto& [k, v] : metrics)
+    if (k.rfind("valid_", 0) == 0) return k;
+  return "";
+}
+
+double training_time(const std::map<std::string, Series>& metrics) {
+  for (const char* m : {"elapsed_s", "train_time_s", "time_s", "wall_time_s"})
+    if (auto it = metrics.find(m); it != metrics.end() && !it->second.y.empty())
+      return it->second.y.back();
+  return kNaN;
+}
+
+RunResult analyze_run(const RunSource& src, const std::string& out_dir, const AnalyzeOptions& o) {
+  RunResult res;
+  res.info = src.info();
+  const RunInfo& info = res.info;
+  res.metric = choose_metric(info.metrics, o.metric, info.task);
+  res.training_time_s =
+      std::isfinite(info.train_seconds) ? info.train_seconds : training_time(info.metrics);
+  const Series metric = res.metric.empty() ? Series{} : info.metrics.at(res.metric);
+  res.final_metric = metric.y.empty() ? kNaN : metric.y.back();
+  res.steps = info.snapshot_steps;
+
+  const fs::path dir(out_dir), tables = dir / "tables", figures = dir / "figures";
+  // Both folders belong to the analysis: clear them so no file of an earlier analysis (a
+  // layer or metric that is gone) stays behind.
+  fs::remove_all(tables);
+  fs::remove_all(figures);
+  fs::create_directories(tables);
+  const SnapshotOptions so{info.causal, 0};
+  AnalysisFileWriter h5((dir / "analysis.h5").string(),
+                        {{"source", (fs::path(info.dir) / "run.h5").string()},
+                         {"metric", res.metric},
+                         {"position_types", info.position_types},
+                         {"region", info.causal ? "lower (causal: j <= i)" : "full"}});
+  std::ofstream matrices(tables / "invariance.csv");
+  matrices << "step,source,variant,layer,head,region,invariance,symmetry,monotonicity_left,"
+              "monotonicity_right\n";
+
+  const int64_t figure_step =
+      o.figure_step >= 0 ? o.figure_step : (res.steps.empty() ? -1 : res.steps.back());
+  if (o.figure_step >= 0 &&
+      std::find(res.steps.begin(), res.steps.end(), o.figure_step) == res.steps.end())
+    throw ConfigError(fmt::format("--step {}: {} has no snapshot at that step (snapshots: {})",
+                                  o.figure_step, info.dir, fmt::join(res.steps, ", ")));
+
+  std::vector<std::map<std::string, double>> summaries;
+  for (int64_t step : res.steps) {
+    const SnapshotData snap = src.snapshot(step);
+    const std::vector<MatrixRow> rows = measure_snapshot(snap, so);
+    h5.add_snapshot(step, rows);
+    write_matrices_csv(rows, matrices);
+    summaries.push_back(summarize(rows));
+    res.metric_at_step.push_back(interpolate(metric.x, metric.y, static_cast<double>(step)));
+    if (step == figure_step) {
+      write_profiles_csv(rows, (tables / "profiles.csv").string());
+      if (o.figures) {
+        const std::string label = run_label(info);
+        for (auto& f : relative_weight_figures(snap, figures.string(), label, o.radius))
+          res.figures.push_back(f);
+        for (auto& f : attention_figures(snap, figures.string(), label, info.causal))
+          res.figures.push_back(f);
+        for (auto& f : absolute_table_figures(snap, so, figures.string(), label))
+          res.figures.push_back(f);
+      }
+    }
+  }
+  if (!matrices) throw Error("cannot write " + (tables / "invariance.csv").string());
+  matrices.close();
+
+  for (size_t k = 0; k < summaries.size(); ++k)
+    for (const auto& [q, v] : summaries[k]) {
+      auto& series = res.invariance[q];
+      series.resize(summaries.size(), kNaN);
+      series[k] = v;
+    }
+  for (const auto& [q, v] : res.invariance) {
+    std::vector<double> x = v, y = res.metric_at_step;
+    drop_nan_pairs(x, y);
+    res.correlations.push_back({q, static_cast<int64_t>(x.size()), pearson(x, y), spearman(x, y)});
+  }
+  h5.finish(res.steps, res.metric_at_step, res.invariance, res.correlations);
+
+  // Tables: invariance per snapshot, and its correlation with the metric.
+  Table summary;
+  summary.title = "Translation invariance per snapshot — " + run_label(info);
+  summary.columns = {{"step", 0}};
+  if (!res.metric.empty()) summary.columns.push_back({res.metric + " (interpolated)", 4});
+  for (const auto& [q, v] : res.invariance) summary.columns.push_back({quantity_label(q), 4});
+  for (size_t k = 0; k < res.steps.size(); ++k) {
+    std::vector<Cell> row{Cell::value(static_cast<double>(res.steps[k]))};
+    if (!res.metric.empty()) row.push_back(Cell::value(res.metric_at_step[k]));
+    for (const auto& [q, v] : res.invariance) row.push_back(Cell::value(v[k]));
+    summary.rows.push_back(std::move(row));
+  }
+  write_table(summary, tables.string(), "invariance_summary");
+
+  Table corr;
+  corr.title = "Invariance against " +
+               (res.metric.empty() ? std::string("(no metric)") : res.metric) +
+               " over the snapshots — " + run_label(info);
+  corr.columns = {{"quantity", 0}, {"snapshots", 0}, {"Pearson r", 3}, {"Spearman ρ", 3}};
+  for (const auto& c : res.correlations)
+    corr.rows.push_back({Cell::label(quantity_label(c.quantity)),
+                         Cell::value(static_cast<double>(c.n)), Cell::value(c.pearson),
+                         Cell::value(c.spearman)});
+  corr.note =
+      "Pairs: each snapshot's invariance with the metric linearly interpolated at the "
+      "snapshot's step; snapshots outside the metric's steps are left out.";
+  write_table(corr, tables.string(), "invariance_correlation");
+
+  if (o.figures && !res.steps.empty()) {
+    std::map<std::string, Series> inv;
+    for (const auto& [q, v] : res.invariance) {
+      Series s;
+      for (size_t k = 0; k < v.size(); ++k) {
+        s.x.push_back(static_cast<double>(res.steps[k]));
+        s.y.push_back(v[k]);
+      }
+      inv[q] = s;
+    }
+    res.figures.push_back(
+        invariance_figure(inv, res.metric, metric, figures.string(), run_label(info)));
+  }
+  if (o.figures) write_figure_index(figures.string(), res.figures);
+  return res;
+}
+
+}  // namespace relpos::analysis

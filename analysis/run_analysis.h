@@ -1,0 +1,83 @@
+// Analysis of one run: the invariance metrics of every snapshot, their summary against training
+// step next to the validation metric, figures 1–4, analysis.h5 and the CSV/Markdown tables.
+// The run comes through RunSource (run_source.h reads run.h5; tests build one in memory).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis_file.h"
+#include "analysis/figures.h"
+#include "analysis/snapshot.h"
+
+namespace relpos::analysis {
+
+// One evaluation table: a `length` column and metric columns (NaN: not applicable).
+struct EvalTable {
+  std::vector<double> length;
+  std::vector<std::pair<std::string, std::vector<double>>> columns;
+  std::map<std::string, std::string> attrs;
+  bool empty() const { return length.empty(); }
+};
+
+// Everything about a run except its snapshots.
+struct RunInfo {
+  std::string dir;   // run folder
+  std::string name;  // its folder name
+  std::string config_yaml, position_types, git_commit, created, torch_version;
+  std::string task;  // task.type of the config ("mlm", "clm", ...); empty unknown
+  int64_t seed = 0;
+  bool causal = false;
+  int64_t train_length = 0;             // task.seq_len; 0 unknown
+  int64_t positional_parameters = -1;   // -1 unknown
+  double train_seconds = std::nan("");  // wall time of training (result.json); NaN unknown
+  std::map<std::string, Series> metrics;
+  std::vector<int64_t> snapshot_steps;  // sorted
+  EvalTable extrapolation;
+  std::string group;  // row label in cross-run tables; position_types unless grouped otherwise
+};
+
+class RunSource {
+ public:
+  virtual ~RunSource() = default;
+  virtual const RunInfo& info() const = 0;
+  virtual SnapshotData snapshot(int64_t step) const = 0;
+};
+
+struct AnalyzeOptions {
+  std::string metric;  // validation metric; empty: choose_metric()
+  bool figures = true;
+  int64_t figure_step = -1;  // snapshot drawn in figures 1–3; -1: the last
+  int64_t radius = 50;       // figures of relative weights span r in [-radius, radius]
+};
+
+struct RunResult {
+  RunInfo info;
+  std::string metric;                  // the validation metric used (empty: none)
+  std::vector<int64_t> steps;          // snapshot steps
+  std::vector<double> metric_at_step;  // the metric interpolated at each snapshot step
+  std::map<std::string, std::vector<double>> invariance;  // quantity -> per snapshot (NaN: absent)
+  std::vector<Correlation> correlations;  // each quantity against the metric over snapshots
+  std::vector<FigureInfo> figures;
+  double training_time_s = 0.0;  // NaN unknown
+  double final_metric = 0.0;     // last value of the metric; NaN unknown
+};
+
+// `requested` when given (an error naming the available metrics when absent); else
+// valid_<the task's primary metric> (as the trainer judges it: mlm/classify accuracy, clm ppl,
+// span_qa f1, synthetic seq_accuracy) when logged; else the first of valid_accuracy, valid_f1,
+// valid_em, valid_ppl, valid_loss present; else the first valid_* metric; else "".
+std::string choose_metric(const std::map<std::string, Series>& metrics,
+                          const std::string& requested, const std::string& task = "");
+// Last value of the first of the metrics elapsed_s, train_time_s, time_s, wall_time_s present;
+// else NaN. (RunInfo::train_seconds, from the run's result.json, takes precedence.)
+double training_time(const std::map<std::string, Series>& metrics);
+
+// Writes out_dir/analysis.h5, out_dir/tables/ and (with figures) out_dir/figures/.
+RunResult analyze_run(const RunSource& src, const std::string& out_dir, const AnalyzeOptions& o);
+
+}  // namespace relpos::analysis

@@ -1,0 +1,215 @@
+#include "analysis/run_source.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analysis/gnuplot.h"
+#include "core/config/config.h"
+#include "core/io/schema.h"
+#include "core/position/position_encoding.h"
+#include "core/util/errors.h"
+
+namespace relpos::analysis {
+namespace fs = std::filesystem;
+namespace {
+
+std::vector<double> to_doubles(const torch::Tensor& t) {
+  const auto c = t.to(torch::kFloat64).contiguous().reshape({-1});  // (n)
+  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
+// Positional parameters of the run's encodings, built from its stored config; -1 when the
+// config cannot be built (written by another version, say).
+int64_t positional_parameters(const std::string& config_yaml) {
+  try {
+    const Config c = parse_config(YAML::Load(config_yaml), nullptr);
+    const ModelDims dims = model_dims(c.model);
+    int64_t n = 0;
+    for (const auto& type : c.position.types)
+      n += make_position_encoding(type, dims, c.position)->parameter_count();
+    return n;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// train_seconds of DIR/result.json (written by `relpos train` when a run finishes); NaN when
+// absent or unreadable.
+double result_seconds(const std::string& dir) {
+  std::ifstream f(fs::path(dir) / "result.json");
+  if (!f) return std::nan("");
+  const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("train_seconds") && j["train_seconds"].is_number())
+    return j["train_seconds"].get<double>();
+  return std::nan("");
+}
+
+}  // namespace
+
+std::string yaml_value(const std::string& yaml, const std::string& dotted_key) {
+  try {
+    YAML::Node node = YAML::Load(yaml);
+    std::stringstream keys(dotted_key);
+    for (std::string k; std::getline(keys, k, '.');) {
+      if (!node.IsMap() || !node[k]) return "";
+      node = node[k];
+    }
+    if (node.IsScalar()) return node.Scalar();
+    YAML::Emitter out;
+    out << YAML::Flow << node;
+    return out.c_str();
+  } catch (const YAML::Exception&) {
+    return "";
+  }
+}
+
+bool is_run_dir(const std::string& dir) { return fs::is_regular_file(fs::path(dir) / "run.h5"); }
+
+std::vector<std::string> find_run_dirs(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && is_run_dir(e.path().string())) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  // The order the runs were started in (`relpos sweep` writes one `--out DIR` command per run
+  // into commands.txt), so tables list variants in the order of the sweep's grid.
+  std::ifstream commands(fs::path(dir) / "commands.txt");
+  std::vector<std::string> names;
+  for (std::string word, prev; commands >> word; prev = word)
+    if (prev == "--out" || prev == "-o") names.push_back(fs::path(word).filename().string());
+  const auto rank = [&](const std::string& d) {
+    const auto it = std::find(names.begin(), names.end(), fs::path(d).filename().string());
+    return it - names.begin();  // not listed: after every listed run, by name
+  };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  return out;
+}
+
+RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::string>& group_by) {
+  const std::string path = (fs::path(run_dir) / "run.h5").string();
+  reader_ = RunFileReader::open(path);
+  RunFileReader& r = *reader_;
+  RunInfo& i = info_;
+  i.dir = run_dir;
+  i.name = fs::path(run_dir).lexically_normal().filename().string();
+  if (i.name.empty() || i.name == ".")
+    i.name = fs::absolute(run_dir).lexically_normal().filename().string();
+  const auto attr = [&](const char* name) {
+    try {
+      return r.root_attribute(name);
+    } catch (const SchemaError&) {
+      return std::string();  // optional for the analysis
+    }
+  };
+  i.config_yaml = attr(schema::kAttrConfig);
+  i.position_types = attr(schema::kAttrPositionTypes);
+  i.git_commit = attr(schema::kAttrGitCommit);
+  i.created = attr(schema::kAttrCreated);
+  i.torch_version = attr(schema::kAttrTorchVersion);
+  const std::string seed = attr(schema::kAttrSeed);
+  i.seed = seed.empty() ? 0 : std::stoll(seed);
+  i.causal = yaml_value(i.config_yaml, "model.mode") == "decoder";
+  i.task = yaml_value(i.config_yaml, "task.type");
+  const std::string seq_len = yaml_value(i.config_yaml, "task.seq_len");
+  i.train_length = seq_len.empty() ? 0 : std::stoll(seq_len);
+  i.positional_parameters = positional_parameters(i.config_yaml);
+  i.group = i.position_types.empty() ? i.name : i.position_types;
+  if (!group_by.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& k : group_by) parts.push_back(k + "=" + yaml_value(i.config_yaml, k));
+    i.group = fmt::format("{}", fmt::join(parts, ", "));
+  }
+  for (const auto& name : r.metric_names()) {
+    const auto [steps, values] = r.metric(name);
+    Series s;
+    for (int64_t st : steps) s.x.push_back(static_cast<double>(st));
+    s.y = values;
+    i.metrics[name] = s;
+  }
+  i.snapshot_steps = r.snapshot_steps();
+  i.train_seconds = result_seconds(run_dir);
+  const std::string eval = schema::eval_group(schema::kEvalExtrapolation);
+  if (r.exists(eval)) {
+    std::vector<double> applicable;
+    for (const auto& col : r.children(eval)) {
+      const auto values =
+          to_doubles(r.dataset(schema::eval_column_path(schema::kEvalExtrapolation, col)).value);
+      if (col == "length")
+        i.extrapolation.length = values;
+      else if (col == "applicable")
+        applicable = values;  // 0: the variant cannot run there
+      else if (col == "tokens")
+        continue;  // a count, not a metric
+      else
+        i.extrapolation.columns.push_back({col, values});
+    }
+    for (auto& [name, v] : i.extrapolation.columns)
+      for (size_t k = 0; k < v.size() && k < applicable.size(); ++k)
+        if (applicable[k] == 0) v[k] = std::nan("");
+    // Attribute names are up to the code that wrote the table; these are the ones shown.
+    for (const char* a : {"task", "split", "stride", "not_applicable", "metric", "note"}) {
+      try {
+        const std::string v = r.attribute(eval, a);
+        if (!v.empty()) i.extrapolation.attrs[a] = v;
+      } catch (const SchemaError&) {
+      }
+    }
+    if (i.extrapolation.length.empty()) i.extrapolation.columns.clear();
+  }
+}
+
+SnapshotData RunFileSource::snapshot(int64_t step) const {
+  const RunFileReader& r = *reader_;
+  SnapshotData s;
+  s.step = step;
+  if (r.exists(schema::attention_path(step)))
+    s.attention = r.dataset(schema::attention_path(step)).value;
+  const std::string scores = schema::position_scores_group(step);
+  if (r.exists(scores))
+    for (const auto& v : r.children(scores))
+      s.position_scores[v] = r.dataset(schema::position_scores_path(step, v)).value;
+  const std::string position = schema::position_group(step);
+  if (r.exists(position))
+    for (const auto& v : r.children(position))
+      for (const auto& name : r.children(schema::position_variant_group(step, v))) {
+        NamedTensor t = r.dataset(schema::position_path(step, v, name));
+        t.name = name;
+        s.position[v][name] = std::move(t);
+      }
+  return s;
+}
+
+ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
+                                const std::vector<std::string>& group_by, bool* experiment) {
+  if (o.figures) require_gnuplot();
+  if (is_run_dir(dir)) {
+    if (experiment) *experiment = false;
+    RunFileSource src(dir, group_by);
+    ExperimentResult ex;
+    ex.runs.push_back(analyze_run(src, dir, o));
+    ex.metric = ex.runs.back().metric;
+    return ex;
+  }
+  const auto dirs = find_run_dirs(dir);
+  if (dirs.empty())
+    throw ConfigError(
+        fmt::format("{} holds no run.h5 and no run folders (folders with a run.h5)", dir),
+        "give a run folder written by `relpos train --out DIR` or an experiment folder of them");
+  if (experiment) *experiment = true;
+  std::vector<std::unique_ptr<RunFileSource>> sources;
+  std::vector<const RunSource*> ptrs;
+  for (const auto& d : dirs) {
+    sources.push_back(std::make_unique<RunFileSource>(d, group_by));
+    ptrs.push_back(sources.back().get());
+  }
+  return analyze_experiment(ptrs, dir, o);
+}
+
+}  // namespace relpos::analysis

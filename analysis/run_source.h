@@ -1,0 +1,42 @@
+// The thin layer between run.h5 and the analysis: reads a run folder through RunFileReader
+// (core/io/run_file.h) into RunInfo and SnapshotData, one snapshot at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/experiment.h"
+#include "analysis/run_analysis.h"
+#include "core/io/run_file.h"
+
+namespace relpos::analysis {
+
+class RunFileSource : public RunSource {
+ public:
+  // run_dir holds run.h5. group_by: dotted config keys whose values label the run's row in
+  // cross-run tables (empty: the position types).
+  explicit RunFileSource(const std::string& run_dir, const std::vector<std::string>& group_by = {});
+  const RunInfo& info() const override { return info_; }
+  SnapshotData snapshot(int64_t step) const override;
+
+ private:
+  std::unique_ptr<RunFileReader> reader_;
+  RunInfo info_;
+};
+
+bool is_run_dir(const std::string& dir);  // holds run.h5
+// The run folders directly inside an experiment folder: in the order of their `--out DIR`
+// in DIR/commands.txt (as `relpos sweep` writes it), the others after them by name.
+std::vector<std::string> find_run_dirs(const std::string& dir);
+
+// The value at a dotted key ("model.layers") of a YAML text, as text; empty when absent.
+std::string yaml_value(const std::string& yaml, const std::string& dotted_key);
+
+// `relpos analyze DIR`: a run folder (holds run.h5) is analysed in place; an experiment folder
+// (holds run folders) gets every run analysed, then the cross-run tables and figures.
+// `experiment` tells which it was. Throws ConfigError when DIR is neither.
+ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
+                                const std::vector<std::string>& group_by, bool* experiment);
+
+}  // namespace relpos::analysis

@@ -1,0 +1,25 @@
+// Small statistics on plain vectors: mean, sample standard deviation, Pearson and Spearman
+// correlation, linear interpolation of a series. Undefined results are NaN, never an exception:
+// a correlation of fewer than two points or of a constant vector is NaN.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace relpos::analysis {
+
+double mean(const std::vector<double>& x);
+// Sample standard deviation (divides by n − 1); NaN for n < 2.
+double sample_std(const std::vector<double>& x);
+double pearson(const std::vector<double>& x, const std::vector<double>& y);
+// Ranks 1..n, ties get the mean of the ranks they span.
+std::vector<double> ranks(const std::vector<double>& x);
+// Pearson correlation of the ranks.
+double spearman(const std::vector<double>& x, const std::vector<double>& y);
+// The value of the piecewise-linear series (xs sorted ascending) at x; NaN outside [xs.front(),
+// xs.back()]. Equal xs take the later value.
+double interpolate(const std::vector<double>& xs, const std::vector<double>& ys, double x);
+// Drops pairs where either value is NaN.
+void drop_nan_pairs(std::vector<double>& x, std::vector<double>& y);
+
+}  // namespace relpos::analysis

@@ -1,0 +1,246 @@
+// relpos bench: step time and peak memory of position variants across lengths (issue 6).
+// Every configuration runs in a child process (this executable, `bench --child`), whose peak
+// RSS the parent reads with wait4(); see core/bench/bench.h.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/version.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "app/commands.h"
+#include "core/bench/bench.h"
+#include "core/bench/child_process.h"
+#include "core/bench/measure.h"
+#include "core/bench/report.h"
+#include "core/position/registry.h"
+#include "core/util/errors.h"
+#include "core/util/threads.h"
+
+namespace relpos::app {
+namespace {
+
+struct BenchArgs {
+  ConfigArgs config;
+  std::vector<std::string> variants;
+  std::vector<int64_t> lengths = {128, 512, 1024};
+  std::string direct = "auto";
+  int64_t batch = 0, threads = -1;
+  std::string device;
+  StepOptions step;
+  int repeats = 1;
+  int timeout_s = 1800;
+  double max_memory_mb = -1;  // -1: 3/4 of physical memory
+  std::string json;
+  bool blas = false;
+  bool child = false;
+
+  // The config files and --set overrides every child gets (batch, threads, device included).
+  std::vector<std::string> config_sets() const {
+    std::vector<std::string> sets = config.sets;
+    if (batch > 0) sets.push_back("train.batch_size=" + std::to_string(batch));
+    if (threads >= 0) sets.push_back("threads=" + std::to_string(threads));
+    if (!device.empty()) sets.push_back("device=" + device);
+    return sets;
+  }
+  // The options as a command line (for the report), defaults included.
+  std::string command_line() const {
+    std::string s = "relpos bench";
+    if (!variants.empty()) s += fmt::format(" --variants {}", fmt::join(variants, ","));
+    s += fmt::format(" --lengths {} --direct {}", fmt::join(lengths, ","), direct);
+    if (batch > 0) s += fmt::format(" --batch {}", batch);
+    s += fmt::format(" --steps {} --warmup {}", step.steps, step.warmup);
+    if (threads >= 0) s += fmt::format(" --threads {}", threads);
+    if (!device.empty()) s += " --device " + device;
+    if (repeats != 1) s += fmt::format(" --repeat {}", repeats);
+    if (step.vocab != 256) s += fmt::format(" --vocab {}", step.vocab);
+    if (step.optimizer) s += " --optimizer";
+    for (const auto& f : config.configs) s += " --config " + f;
+    for (const auto& o : config.sets) s += " --set " + o;
+    if (!json.empty()) s += " --json " + json;
+    return s;
+  }
+  LoadedConfig load(const std::vector<std::string>& extra_sets = {}) const {
+    std::vector<std::string> files = config.configs;
+    if (files.empty()) files = {config_dir() + "/base.yaml", config_dir() + "/bench.yaml"};
+    std::vector<std::string> sets = config_sets();
+    sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
+    return load_config(files, sets);
+  }
+};
+
+nlohmann::ordered_json measurement_json(const StepMeasurement& m, const Config& c) {
+  nlohmann::ordered_json j;
+  j["variant"] = fmt::format("{}", fmt::join(c.position.types, "+"));
+  j["impl"] = c.position.relative_impl;
+  j["length"] = c.task.seq_len;
+  j["batch"] = c.train.batch_size;
+  j["layers"] = c.model.layers;
+  j["width"] = c.model.width;
+  j["heads"] = c.model.heads;
+  j["mode"] = c.model.mode;
+  j["device"] = m.device;
+  j["step_ms"] = m.step_ms_median;
+  j["step_ms_min"] = m.step_ms_min;
+  j["step_ms_max"] = m.step_ms_max;
+  j["cpu_ms"] = m.cpu_ms_median;
+  j["tokens_per_s"] = m.tokens_per_s;
+  j["loss"] = m.loss;
+  j["base_rss_mb"] = m.base_rss_mb;
+  j["peak_rss_mb"] = m.peak_rss_mb;
+  j["tensor_base_mb"] = m.tensor_base_mb;
+  j["tensor_peak_mb"] = m.tensor_peak_mb;
+  j["cuda_peak_mb"] = m.cuda_peak_mb;
+  j["cuda_reserved_mb"] = m.cuda_reserved_mb;
+  j["parameters"] = m.parameters;
+  j["position_parameters"] = m.position_parameters;
+  j["torch_threads"] = m.torch_threads;
+  j["blas_threads"] = m.blas_threads;
+  return j;
+}
+
+int run_child_mode(const BenchArgs& a) {
+  const LoadedConfig loaded = a.load();
+  const StepMeasurement m = measure_step_time(loaded.config, a.step);
+  std::cout << kResultTag << measurement_json(m, loaded.config).dump() << std::endl;
+  return 0;
+}
+
+nlohmann::ordered_json blas_report(const Config& c) {
+  const ThreadSettings t = configure_threads(c.threads);
+  nlohmann::ordered_json j;
+  j["library"] = blas_library();
+  j["openblas_config"] = openblas_config();
+  j["torch_threads"] = t.torch_threads;
+  j["blas_threads"] = t.blas_threads;
+  j["matmul_1024_gflops"] = matmul_gflops(1024, 5);
+  return j;
+}
+
+std::string blas_line(const nlohmann::ordered_json& b) {
+  return fmt::format("BLAS: sgemm_ from {} ({}); {} torch / {} BLAS threads; 1024x1024 matmul "
+                     "{:.1f} GFLOP/s",
+                     b["library"].get<std::string>(), b["openblas_config"].get<std::string>(),
+                     b["torch_threads"].get<int>(), b["blas_threads"].get<int>(),
+                     b["matmul_1024_gflops"].get<double>());
+}
+
+int run_parent(const BenchArgs& a, const std::string& command_line) {
+  const LoadedConfig loaded = a.load();  // validates the config before any child runs
+  const Config& c = loaded.config;
+  BenchPlan plan;
+  plan.variants = a.variants.empty() ? Registry::get().names() : a.variants;
+  for (const auto& v : plan.variants) (void)a.load({"position.type=" + v});  // names, params
+  plan.lengths = a.lengths;
+  if (a.direct == "auto") {
+    plan.direct = default_direct_variants(plan.variants);
+  } else if (a.direct != "none") {
+    std::stringstream in(a.direct);
+    for (std::string v; std::getline(in, v, ',');) plan.direct.push_back(v);
+  }
+  plan.repeats = a.repeats;
+  plan.timeout_s = a.timeout_s;
+  plan.max_memory_mb = a.max_memory_mb >= 0 ? a.max_memory_mb : 0.75 * physical_memory_mb();
+  plan.program = self_executable();
+  plan.child_args = {"bench", "--child", "--steps", std::to_string(a.step.steps), "--warmup",
+                     std::to_string(a.step.warmup), "--vocab", std::to_string(a.step.vocab)};
+  if (a.step.optimizer) plan.child_args.push_back("--optimizer");
+  for (const auto& f : a.config.configs) plan.child_args.insert(plan.child_args.end(), {"--config", f});
+  for (const auto& s : a.config_sets()) plan.child_args.insert(plan.child_args.end(), {"--set", s});
+
+  nlohmann::ordered_json header;
+  header["format"] = "relpos-bench-1";
+  header["command"] = command_line;
+  header["machine"] = machine_info();
+  header["blas"] = blas_report(c);
+  header["options"] = {{"variants", plan.variants},
+                       {"lengths", plan.lengths},
+                       {"direct", plan.direct},
+                       {"batch", c.train.batch_size},
+                       {"layers", c.model.layers},
+                       {"width", c.model.width},
+                       {"heads", c.model.heads},
+                       {"ff_width", c.model.ff_width},
+                       {"mode", c.model.mode},
+                       {"device", c.device},
+                       {"threads", c.threads},
+                       {"steps", a.step.steps},
+                       {"warmup", a.step.warmup},
+                       {"repeats", plan.repeats},
+                       {"timeout_s", plan.timeout_s},
+                       {"max_memory_mb", plan.max_memory_mb},
+                       {"vocab", a.step.vocab},
+                       {"optimizer", a.step.optimizer}};
+  std::cout << fmt::format("relpos bench: {} layers, D={}, H={}, ff={}, {} mode, batch {}, "
+                           "device {}, threads {}; {} warm-up + {} measured steps, {} repeat(s)\n",
+                           c.model.layers, c.model.width, c.model.heads, c.model.ff_width,
+                           c.model.mode, c.train.batch_size, c.device,
+                           c.threads == 0 ? std::string("auto") : std::to_string(c.threads),
+                           a.step.warmup, a.step.steps, plan.repeats)
+            << fmt::format("machine: {} ({} CPUs available), LibTorch {}\n",
+                           header["machine"]["cpu"].get<std::string>(),
+                           header["machine"]["available_cpus"].get<int>(), TORCH_VERSION)
+            << blas_line(header["blas"]) << "\n"
+            << std::flush;
+
+  auto progress = [](const BenchCase& k, int done, int total, const std::string& line) {
+    std::cerr << fmt::format("[{}/{}] {} {} T={}: {}\n", done, total, k.variant, k.impl, k.length,
+                             line);
+  };
+  const auto cases = run_bench(plan, progress);
+  const auto fits = growth_fits(cases);
+  std::cout << "\n" << bench_table(cases, fits);
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
+    if (!out) throw RunError("bench: cannot write " + a.json);
+    out << bench_json(header, cases, fits).dump(2) << "\n";
+    std::cout << "wrote " << a.json << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "bench", "time forward+backward steps and peak memory of position variants across lengths");
+  auto a = std::make_shared<BenchArgs>();
+  a->config.add_to(cmd);
+  cmd->add_option("--variants", a->variants, "variants to measure (default: every registered one)")
+      ->delimiter(',');
+  cmd->add_option("--lengths", a->lengths, "sequence lengths T")->delimiter(',')->capture_default_str();
+  cmd->add_option("--direct", a->direct,
+                  "variants also measured on the direct [T,T,d] path: auto, none or a list")
+      ->capture_default_str();
+  cmd->add_option("--batch", a->batch, "batch size (default: train.batch_size, 8 in bench.yaml)");
+  cmd->add_option("--steps", a->step.steps, "measured steps per configuration")->capture_default_str();
+  cmd->add_option("--warmup", a->step.warmup, "unmeasured steps first")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "intra-op threads (default: config `threads`, 0 = auto)");
+  cmd->add_option("--device", a->device, "cpu | cuda | cuda:N (default: config `device`)");
+  cmd->add_option("--repeat", a->repeats, "run every configuration this many times, interleaved")
+      ->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "seconds per configuration before it is stopped")
+      ->capture_default_str();
+  cmd->add_option("--max-memory", a->max_memory_mb,
+                  "address-space limit per configuration in MB (default 3/4 of RAM; 0 = none)");
+  cmd->add_option("--vocab", a->step.vocab, "vocabulary of the random tokens")->capture_default_str();
+  cmd->add_flag("--optimizer", a->step.optimizer, "include an AdamW step (a full training step)");
+  cmd->add_option("--json", a->json, "write the results as JSON to this file");
+  cmd->add_flag("--blas", a->blas, "only report the BLAS in use and its 1024x1024 matmul GFLOP/s");
+  cmd->add_option("--profile", a->step.profile,
+                  "with --child: write a chrome trace of one extra step to this file")
+      ->group("");
+  cmd->add_flag("--child", a->child, "measure one configuration (internal)")->group("");
+  return {cmd, [a]() {
+    if (a->child) return run_child_mode(*a);
+    if (a->blas) {
+      const LoadedConfig loaded = a->load();
+      std::cout << blas_line(blas_report(loaded.config)) << "\n";
+      return 0;
+    }
+    return run_parent(*a, a->command_line());
+  }};
+}
+
+}  // namespace relpos::app

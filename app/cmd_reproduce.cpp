@@ -1,0 +1,39 @@
+// relpos reproduce NAME: a named experiment end to end (experiments/experiment.h).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "app/commands.h"
+#include "experiments/experiment.h"
+
+namespace relpos::app {
+
+Command add_reproduce(CLI::App& app) {
+  auto* cmd = app.add_subcommand("reproduce", "run a named experiment: sweeps, evaluation, analysis, report");
+  auto o = std::make_shared<ReproduceOptions>();
+  auto list = std::make_shared<bool>(false);
+  std::string names;
+  for (const auto& e : experiment_list()) names += (names.empty() ? "" : ", ") + e.name;
+  cmd->add_option("name", o->name, "experiment: " + names);
+  cmd->add_option("--scale", o->scale, "mini (2-core CPU, built-in data) or paper (GPU, your corpora)");
+  cmd->add_option("--out,-o", o->out_dir, "experiment folder (default results/<name>)");
+  cmd->add_option("--jobs,-j", o->jobs, "runs at once (default: the experiment config's sweep.jobs)");
+  cmd->add_option("--set,-s", o->sets, "override a key in every run, e.g. --set device=cuda");
+  cmd->add_flag("--list", *list, "list the experiments and exit");
+  cmd->add_flag("--quiet,-q", o->quiet, "less output");
+  return {cmd, [o, list]() {
+            if (*list || o->name.empty()) {
+              for (const auto& e : experiment_list())
+                std::cout << fmt::format("  {:<14} {}\n", e.name, e.summary);
+              return o->name.empty() && !*list ? 1 : 0;
+            }
+            o->relpos_binary = self_executable();
+            o->command_line = fmt::format("relpos reproduce {} --scale {}", o->name, o->scale);
+            for (const auto& s : o->sets) o->command_line += " --set " + s;
+            const std::string report = reproduce(*o);
+            std::cout << "report: " << report << "\n";
+            return 0;
+          }};
+}
+
+}  // namespace relpos::app

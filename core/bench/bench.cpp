@@ -1,0 +1,240 @@
+#include "core/bench/bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "core/bench/child_process.h"
+
+namespace relpos {
+
+const char* const kResultTag = "RELPOS_BENCH_RESULT ";
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Variants whose score/value terms have a fast and a direct [T,T,d] implementation
+// (relative_ops.h); huang_m1/m2 only rescale q·k and have nothing to switch.
+const std::vector<std::string> kTwoPathVariants = {"shaw", "transformer_xl", "huang", "huang_m3",
+                                                   "huang_m4"};
+
+struct RunRecord {
+  double step_ms = kNaN, cpu_ms = kNaN, tokens_per_s = kNaN, peak_mb = kNaN, base_mb = kNaN,
+         cuda_peak_mb = -1;
+  nlohmann::ordered_json child;
+  std::string error;
+  bool ok = false;
+};
+
+double median(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string last_lines(const std::string& text, size_t n) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  std::string out;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i)
+    out += (out.empty() ? "" : " | ") + lines[i];
+  return out;
+}
+
+RunRecord run_one(const BenchPlan& plan, const BenchCase& c) {
+  std::vector<std::string> args = plan.child_args;
+  for (const std::string& s :
+       {"position.type=" + c.variant, "position.relative_impl=" + c.impl,
+        "task.seq_len=" + std::to_string(c.length)}) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  // A learned table must cover the benchmarked length.
+  if (c.variant.find("learned") != std::string::npos) {
+    args.push_back("--set");
+    args.push_back("position.learned.max_len=" + std::to_string(c.length));
+  }
+  ChildLimits limits;
+  limits.timeout_s = plan.timeout_s;
+  limits.max_memory_mb = plan.max_memory_mb;
+  const ChildResult r = run_child(plan.program, args, limits, plan.extra_env);
+  RunRecord rec;
+  const size_t at = r.out.rfind(kResultTag);
+  if (!r.ok() || at == std::string::npos) {
+    std::string why = r.describe(plan.timeout_s);
+    const std::string tail = last_lines(r.err, 2);
+    rec.error = tail.empty() ? why : why + ": " + tail;
+    return rec;
+  }
+  const size_t begin = at + std::string(kResultTag).size();
+  const size_t end = r.out.find('\n', begin);
+  try {
+    rec.child = nlohmann::ordered_json::parse(r.out.substr(begin, end - begin));
+  } catch (const nlohmann::json::exception& e) {
+    rec.error = std::string("unreadable child report: ") + e.what();
+    return rec;
+  }
+  rec.ok = true;
+  rec.step_ms = rec.child.at("step_ms").get<double>();
+  rec.cpu_ms = rec.child.at("cpu_ms").get<double>();
+  rec.tokens_per_s = rec.child.at("tokens_per_s").get<double>();
+  rec.base_mb = rec.child.at("base_rss_mb").get<double>();
+  rec.cuda_peak_mb = rec.child.at("cuda_peak_mb").get<double>();
+  rec.peak_mb = r.max_rss_mb;  // the parent's view: ru_maxrss from wait4()
+  rec.child["ru_maxrss_mb"] = r.max_rss_mb;
+  rec.child["child_wall_s"] = r.wall_s;
+  return rec;
+}
+
+std::string key_of(const BenchCase& c) {
+  return c.variant + "/" + c.impl + "/" + std::to_string(c.length);
+}
+
+}  // namespace
+
+std::vector<std::string> default_direct_variants(const std::vector<std::string>& variants) {
+  std::vector<std::string> out;
+  for (const auto& v : variants)
+    if (std::find(kTwoPathVariants.begin(), kTwoPathVariants.end(), v) != kTwoPathVariants.end())
+      out.push_back(v);
+  return out;
+}
+
+std::vector<BenchCase> plan_cases(const BenchPlan& plan) {
+  std::vector<std::string> variants = plan.variants;
+  if (std::find(variants.begin(), variants.end(), "none") == variants.end())
+    variants.insert(variants.begin(), "none");
+  std::vector<BenchCase> cases;
+  for (int64_t T : plan.lengths) {
+    for (const auto& v : variants) {
+      cases.push_back({v, "fast", T});
+      if (std::find(plan.direct.begin(), plan.direct.end(), v) != plan.direct.end())
+        cases.push_back({v, "direct", T});
+    }
+  }
+  return cases;
+}
+
+std::vector<CaseSummary> run_bench(
+    const BenchPlan& plan,
+    const std::function<void(const BenchCase&, int, int, const std::string&)>& progress) {
+  const std::vector<BenchCase> cases = plan_cases(plan);
+  const int repeats = std::max(1, plan.repeats);
+  std::map<std::string, std::vector<RunRecord>> runs;  // key -> one record per repeat
+  const int total = static_cast<int>(cases.size()) * repeats;
+  int done = 0;
+  for (int rep = 0; rep < repeats; ++rep) {
+    for (const auto& c : cases) {
+      RunRecord rec = run_one(plan, c);
+      ++done;
+      if (progress) {
+        const std::string line =
+            rec.ok ? fmt::format("{:.1f} ms/step, peak {:.0f} MB", rec.step_ms, rec.peak_mb)
+                   : "FAILED: " + rec.error;
+        progress(c, done, total, line);
+      }
+      runs[key_of(c)].push_back(std::move(rec));
+    }
+  }
+
+  std::vector<CaseSummary> out;
+  for (const auto& c : cases) {
+    const auto& recs = runs[key_of(c)];
+    const auto& none = runs[key_of({"none", "fast", c.length})];
+    CaseSummary s;
+    s.key = c;
+    std::vector<double> step, cpu, tok, peak, base, stepmb, cuda, rt, rp, rs;
+    for (size_t r = 0; r < recs.size(); ++r) {
+      const RunRecord& x = recs[r];
+      if (!x.ok) {
+        ++s.failures;
+        s.error = x.error;
+        continue;
+      }
+      ++s.runs;
+      s.child = x.child;
+      step.push_back(x.step_ms);
+      cpu.push_back(x.cpu_ms);
+      tok.push_back(x.tokens_per_s);
+      peak.push_back(x.peak_mb);
+      base.push_back(x.base_mb);
+      stepmb.push_back(x.peak_mb - x.base_mb);
+      cuda.push_back(x.cuda_peak_mb);
+      const RunRecord& n = none[r];  // the `none` run of the same repeat
+      rt.push_back(n.ok ? x.step_ms / n.step_ms : kNaN);
+      rp.push_back(n.ok ? x.peak_mb / n.peak_mb : kNaN);
+      rs.push_back(n.ok ? (x.peak_mb - x.base_mb) / (n.peak_mb - n.base_mb) : kNaN);
+    }
+    if (s.runs > 0) {
+      s.step_ms = median(step);
+      s.cpu_ms = median(cpu);
+      s.tokens_per_s = median(tok);
+      s.peak_mb = median(peak);
+      s.base_mb = median(base);
+      s.step_mb = median(stepmb);
+      s.cuda_peak_mb = median(cuda);
+      s.time_ratio = median(rt);
+      s.peak_ratio = median(rp);
+      s.step_mb_ratio = median(rs);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+double loglog_slope(const std::vector<double>& x, const std::vector<double>& y) {
+  const size_t n = std::min(x.size(), y.size());
+  if (n < 2) return kNaN;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) {
+    mx += std::log(x[i]);
+    my += std::log(y[i]);
+  }
+  mx /= static_cast<double>(n);
+  my /= static_cast<double>(n);
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double dx = std::log(x[i]) - mx;
+    sxy += dx * (std::log(y[i]) - my);
+    sxx += dx * dx;
+  }
+  return sxx > 0 ? sxy / sxx : kNaN;
+}
+
+std::vector<GrowthFit> growth_fits(const std::vector<CaseSummary>& cases) {
+  std::vector<GrowthFit> out;
+  std::map<std::string, size_t> index;
+  std::vector<std::vector<double>> lengths, times, mems;
+  for (const auto& c : cases) {
+    if (!c.ok()) continue;
+    const std::string k = c.key.variant + "/" + c.key.impl;
+    if (!index.count(k)) {
+      index[k] = out.size();
+      out.push_back({c.key.variant, c.key.impl, 0, 0, 0});
+      lengths.emplace_back();
+      times.emplace_back();
+      mems.emplace_back();
+    }
+    const size_t i = index[k];
+    lengths[i].push_back(static_cast<double>(c.key.length));
+    times[i].push_back(c.step_ms);
+    mems[i].push_back(std::max(c.step_mb, 1e-3));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].points = static_cast<int>(lengths[i].size());
+    out[i].time_exponent = loglog_slope(lengths[i], times[i]);
+    out[i].memory_exponent = loglog_slope(lengths[i], mems[i]);
+  }
+  return out;
+}
+
+}  // namespace relpos

@@ -1,0 +1,83 @@
+// `relpos bench`: forward+backward step time and peak memory of every variant at several
+// lengths, each configuration in a child process of its own, with ratios to `none` measured in
+// the same invocation and the direct [T,T,d] path of the relative variants beside the fast one.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace relpos {
+
+struct BenchCase {
+  std::string variant;  // position.type (a registry name or a stack such as learned+tisa)
+  std::string impl;     // position.relative_impl: fast | direct
+  int64_t length = 0;   // T
+};
+
+// One configuration after all its repeats (medians over the repeats that succeeded).
+struct CaseSummary {
+  BenchCase key;
+  int runs = 0;             // repeats that succeeded
+  int failures = 0;         // repeats that failed
+  std::string error;        // the last failure, "" when every repeat succeeded
+  double step_ms = 0;       // median step wall time
+  double cpu_ms = 0;        // median process CPU time per step
+  double tokens_per_s = 0;
+  double peak_mb = 0;       // peak RSS (ru_maxrss of the child)
+  double base_mb = 0;       // RSS before the first step (libraries, model, batch)
+  double step_mb = 0;       // peak_mb - base_mb: what the steps themselves added
+  double cuda_peak_mb = -1; // CUDA caching allocator peak (GPU runs), else -1
+  // Ratios to `none` at the same T, computed per repeat and then the median; NaN when `none`
+  // failed at this T.
+  double time_ratio = 0, peak_ratio = 0, step_mb_ratio = 0;
+  nlohmann::ordered_json child;  // the last successful child's own report
+  bool ok() const { return runs > 0; }
+};
+
+// Growth with T, from a least-squares line through (log T, log y) over the lengths that ran.
+struct GrowthFit {
+  std::string variant, impl;
+  double time_exponent = 0;     // step_ms ∝ T^p
+  double memory_exponent = 0;   // step_mb ∝ T^p
+  int points = 0;
+};
+
+struct BenchPlan {
+  std::vector<std::string> variants;  // `none` is added first when missing (ratios need it)
+  std::vector<int64_t> lengths;
+  std::vector<std::string> direct;    // variants also measured with relative_impl=direct
+  int repeats = 1;                    // every configuration this many times, interleaved
+  int timeout_s = 0;                  // per child; 0 = none
+  double max_memory_mb = 0;           // per child address-space limit; 0 = none
+  std::string program;                // the relpos executable
+  std::vector<std::string> child_args;  // `bench --child` and the options shared by all cases
+  std::vector<std::string> extra_env;
+};
+
+// The configurations of a plan, in the order they run within one repeat.
+std::vector<BenchCase> plan_cases(const BenchPlan& plan);
+
+// The relative variants whose relative_impl selects between two code paths: the direct column
+// is measured for those of them that are in `variants`.
+std::vector<std::string> default_direct_variants(const std::vector<std::string>& variants);
+
+// Runs every case `repeats` times (cases interleaved within a repeat), each in a child process.
+// `progress` is called after every child. A child that fails is recorded, never thrown.
+std::vector<CaseSummary> run_bench(
+    const BenchPlan& plan,
+    const std::function<void(const BenchCase&, int done, int total, const std::string& line)>&
+        progress);
+
+// Slope of the least-squares line through (log x, log y); NaN with fewer than two points.
+double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);
+
+std::vector<GrowthFit> growth_fits(const std::vector<CaseSummary>& cases);
+
+// The `RELPOS_BENCH_RESULT {json}` line a child prints, and its parsing.
+extern const char* const kResultTag;
+
+}  // namespace relpos

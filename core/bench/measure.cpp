@@ -1,0 +1,166 @@
+#include "core/bench/measure.h"
+
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/cuda.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adamw.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <vector>
+
+#include "core/bench/tensor_memory.h"
+#include "core/model/model.h"
+#include "core/util/errors.h"
+#include "core/util/threads.h"
+
+#ifdef RELPOS_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace relpos {
+namespace {
+
+double status_field_mb(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(key) + ":";
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) return std::stod(line.substr(prefix.size())) / 1024.0;  // kB
+  return 0;
+}
+
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Waits for queued device work, so that the clock measures it (no-op on the CPU).
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+}  // namespace
+
+double current_rss_mb() { return status_field_mb("VmRSS"); }
+double peak_rss_mb() { return status_field_mb("VmHWM"); }
+
+StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
+  if (opts.steps < 1 || opts.warmup < 0 || opts.vocab < 2)
+    throw ConfigError("bench: steps must be >= 1, warmup >= 0 and vocab >= 2 (got steps " +
+                      std::to_string(opts.steps) + ", warmup " + std::to_string(opts.warmup) +
+                      ", vocab " + std::to_string(opts.vocab) + ")");
+  const torch::Device device(cfg.device);
+  if (device.is_cuda() && !torch::cuda::is_available())
+    throw ConfigError("device: '" + cfg.device + "' asked for, but CUDA is not available",
+                      "this LibTorch has no CUDA or no GPU is visible; use --device cpu");
+  if (!device.is_cuda()) track_cpu_tensor_memory();  // before the model's tensors exist
+  const ThreadSettings threads = configure_threads(cfg.threads);
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+
+  Model model(cfg, opts.vocab);
+  if (model->kind() != HeadKind::Lm)
+    throw ConfigError("bench: task.type '" + cfg.task.type +
+                      "' has no language-model head (expected mlm, clm or a synthetic task)");
+  model->to(device);
+  model->train();
+  const int64_t B = cfg.train.batch_size, T = cfg.task.seq_len, V = opts.vocab;
+  auto long_opts = torch::TensorOptions().dtype(torch::kLong).device(device);
+  auto tokens = torch::randint(V, {B, T}, long_opts);   // (B,T)
+  auto targets = torch::randint(V, {B, T}, long_opts);  // (B,T)
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  if (opts.optimizer)
+    optimizer = std::make_unique<torch::optim::AdamW>(
+        model->parameters(), torch::optim::AdamWOptions(cfg.train.lr));
+
+  StepMeasurement m;
+  m.device = device.str();
+  m.torch_threads = threads.torch_threads;
+  m.blas_threads = threads.blas_threads;
+  for (const auto& p : model->parameters()) m.parameters += p.numel();
+  for (const auto& p : model->transformer->position->parameters())
+    m.position_parameters += p.numel();
+  m.base_rss_mb = current_rss_mb();
+  const double MB = 1024.0 * 1024.0;
+  if (!device.is_cuda()) {
+    m.tensor_base_mb = static_cast<double>(cpu_tensor_bytes()) / MB;
+    reset_cpu_tensor_peak();
+  }
+#ifdef RELPOS_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
+#endif
+
+  std::vector<double> wall, cpu;
+  torch::Tensor loss;
+  auto step = [&] {
+    model->zero_grad(/*set_to_none=*/true);
+    auto logits = model->lm_logits(model->hidden(tokens));  // (B,T,V)
+    loss = torch::nn::functional::cross_entropy(logits.view({B * T, V}), targets.view({B * T}));
+    loss.backward();
+    if (optimizer) optimizer->step();
+  };
+  for (int64_t s = 0; s < opts.warmup + opts.steps; ++s) {
+    sync(device);
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = process_cpu_ms();
+    step();
+    sync(device);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (s >= opts.warmup) {
+      wall.push_back(ms);
+      cpu.push_back(process_cpu_ms() - c0);
+    }
+  }
+  if (!opts.profile.empty()) {
+    torch::autograd::profiler::RecordProfile guard(opts.profile);
+    step();
+    sync(device);
+  }
+  m.loss = loss.item<double>();
+  if (!std::isfinite(m.loss))
+    throw RunError("bench: the loss is not finite (" + std::to_string(m.loss) + ")");
+  m.step_ms_median = median(wall);
+  m.step_ms_min = *std::min_element(wall.begin(), wall.end());
+  m.step_ms_max = *std::max_element(wall.begin(), wall.end());
+  m.cpu_ms_median = median(cpu);
+  m.tokens_per_s = static_cast<double>(B * T) / (m.step_ms_median * 1e-3);
+  m.peak_rss_mb = peak_rss_mb();
+  if (!device.is_cuda()) m.tensor_peak_mb = static_cast<double>(cpu_tensor_peak_bytes()) / MB;
+#ifdef RELPOS_WITH_CUDA
+  if (device.is_cuda()) {
+    // Index 0 of each stat array is the aggregate over pool types in every LibTorch version.
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(
+        device.index() < 0 ? 0 : device.index());
+    m.cuda_peak_mb = static_cast<double>(stats.allocated_bytes[0].peak) / (1024.0 * 1024.0);
+    m.cuda_reserved_mb = static_cast<double>(stats.reserved_bytes[0].peak) / (1024.0 * 1024.0);
+  }
+#endif
+  return m;
+}
+
+double matmul_gflops(int64_t n, int repeats) {
+  torch::NoGradGuard guard;
+  auto a = torch::randn({n, n});  // (n,n)
+  auto b = torch::randn({n, n});  // (n,n)
+  auto c = torch::mm(a, b);       // (n,n) warm-up: first call spins up the BLAS threads
+  std::vector<double> s;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c = torch::mm(a, b);  // (n,n)
+    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * static_cast<double>(n) * n * n / median(s) * 1e-9;
+}
+
+}  // namespace relpos

@@ -1,0 +1,158 @@
+#include "core/bench/report.h"
+
+#include <fmt/format.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include "core/util/threads.h"
+
+namespace relpos {
+namespace {
+
+std::string num(double x, const char* f = "{:.2f}") {
+  return std::isnan(x) ? std::string("-") : fmt::format(fmt::runtime(f), x);
+}
+
+nlohmann::ordered_json json_num(double x) {
+  return std::isnan(x) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x);
+}
+
+const CaseSummary* find(const std::vector<CaseSummary>& cases, const std::string& v,
+                        const std::string& impl, int64_t T) {
+  for (const auto& c : cases)
+    if (c.key.variant == v && c.key.impl == impl && c.key.length == T) return &c;
+  return nullptr;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector<GrowthFit>& fits) {
+  std::string out;
+  out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}\n",
+                     "variant", "impl", "T", "ms/step", "xnone", "cpu ms", "tok/s", "peak MB",
+                     "xnone", "step MB", "xnone");
+  int64_t last_T = -1;
+  for (const auto& c : cases) {
+    if (last_T >= 0 && c.key.length != last_T) out += "\n";
+    last_T = c.key.length;
+    if (!c.ok()) {
+      out += fmt::format("{:<15} {:<6} {:>5} FAILED ({} of {} runs): {}\n", c.key.variant,
+                         c.key.impl, c.key.length, c.failures, c.failures + c.runs, c.error);
+      continue;
+    }
+    out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}{}\n",
+                       c.key.variant, c.key.impl, c.key.length, num(c.step_ms, "{:.1f}"),
+                       num(c.time_ratio), num(c.cpu_ms, "{:.1f}"), num(c.tokens_per_s, "{:.0f}"),
+                       num(c.peak_mb, "{:.0f}"), num(c.peak_ratio), num(c.step_mb, "{:.0f}"),
+                       num(c.step_mb_ratio),
+                       c.failures ? fmt::format("  ({} failed runs)", c.failures) : "");
+  }
+  out += "xnone: ratio to `none` at the same T, per repeat, then the median. peak MB: ru_maxrss "
+         "of the child; step MB: peak minus the RSS before the first step.\n";
+
+  std::string direct;
+  for (const auto& c : cases) {
+    if (c.key.impl != "direct" || !c.ok()) continue;
+    const CaseSummary* f = find(cases, c.key.variant, "fast", c.key.length);
+    if (!f || !f->ok()) continue;
+    direct += fmt::format("{:<15} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}\n",
+                          c.key.variant, c.key.length, num(f->step_ms, "{:.1f}"),
+                          num(c.step_ms, "{:.1f}"), num(c.step_ms / f->step_ms),
+                          num(f->peak_mb, "{:.0f}"), num(c.peak_mb, "{:.0f}"),
+                          num(c.peak_mb / f->peak_mb), num(f->step_mb, "{:.0f}"),
+                          num(c.step_mb, "{:.0f}"), num(c.step_mb / f->step_mb));
+  }
+  if (!direct.empty()) {
+    out += fmt::format("\nfast vs direct [T,T,d] path\n{:<15} {:>5} {:>10} {:>10} {:>7} {:>9} "
+                       "{:>9} {:>7} {:>9} {:>9} {:>7}\n",
+                       "variant", "T", "fast ms", "direct ms", "d/f", "fast pk", "direct pk",
+                       "d/f", "fast stp", "direct stp", "d/f");
+    out += direct;
+  }
+
+  bool any_fit = false;
+  for (const auto& f : fits) any_fit = any_fit || f.points >= 2;
+  if (any_fit) {
+    out += fmt::format("\ngrowth with T (least-squares slope on log-log)\n{:<15} {:<6} {:>6} "
+                       "{:>10} {:>12}\n",
+                       "variant", "impl", "points", "time ~T^p", "step MB ~T^p");
+    for (const auto& f : fits)
+      if (f.points >= 2)
+        out += fmt::format("{:<15} {:<6} {:>6} {:>10} {:>12}\n", f.variant, f.impl, f.points,
+                           num(f.time_exponent), num(f.memory_exponent));
+  }
+  return out;
+}
+
+nlohmann::ordered_json bench_json(nlohmann::ordered_json doc,
+                                  const std::vector<CaseSummary>& cases,
+                                  const std::vector<GrowthFit>& fits) {
+  auto& arr = doc["cases"] = nlohmann::ordered_json::array();
+  for (const auto& c : cases) {
+    nlohmann::ordered_json j;
+    j["variant"] = c.key.variant;
+    j["impl"] = c.key.impl;
+    j["length"] = c.key.length;
+    j["status"] = c.ok() ? "ok" : "failed";
+    j["runs"] = c.runs;
+    j["failures"] = c.failures;
+    if (!c.error.empty()) j["error"] = c.error;
+    if (c.ok()) {
+      j["step_ms"] = c.step_ms;
+      j["cpu_ms"] = c.cpu_ms;
+      j["tokens_per_s"] = c.tokens_per_s;
+      j["peak_rss_mb"] = c.peak_mb;
+      j["base_rss_mb"] = c.base_mb;
+      j["step_mb"] = c.step_mb;
+      j["cuda_peak_mb"] = json_num(c.cuda_peak_mb);
+      j["time_ratio_vs_none"] = json_num(c.time_ratio);
+      j["peak_ratio_vs_none"] = json_num(c.peak_ratio);
+      j["step_mb_ratio_vs_none"] = json_num(c.step_mb_ratio);
+      j["child"] = c.child;
+    }
+    arr.push_back(std::move(j));
+  }
+  auto& fa = doc["fits"] = nlohmann::ordered_json::array();
+  for (const auto& f : fits)
+    fa.push_back({{"variant", f.variant},
+                  {"impl", f.impl},
+                  {"points", f.points},
+                  {"time_exponent", json_num(f.time_exponent)},
+                  {"step_mb_exponent", json_num(f.memory_exponent)}});
+  return doc;
+}
+
+nlohmann::ordered_json machine_info() {
+  nlohmann::ordered_json j;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  const std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  j["date"] = date;
+  j["host"] = host;
+  j["cpu"] = cpu_model();
+  j["hardware_threads"] = std::thread::hardware_concurrency();
+  j["available_cpus"] = available_cpus();
+  j["libtorch"] = TORCH_VERSION;
+  j["blas_library"] = blas_library();
+  j["openblas_config"] = openblas_config();
+  return j;
+}
+
+}  // namespace relpos

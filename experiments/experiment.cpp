@@ -1,0 +1,154 @@
+#include "experiments/experiment.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "analysis/report.h"
+#include "analysis/run_source.h"
+#include "core/train/run_model.h"
+#include "core/train/trainer.h"
+#include "core/util/errors.h"
+#include "core/util/paths.h"
+#include "core/util/system.h"
+
+namespace relpos {
+namespace fs = std::filesystem;
+
+// One registration function per experiment file.
+ExperimentInfo quickstart_experiment();
+ExperimentInfo huang2020_experiment();
+ExperimentInfo extrapolation_experiment();
+ExperimentInfo invariance_experiment();
+ExperimentInfo tisa2021_experiment();
+ExperimentInfo synthetic_experiment();
+
+const std::vector<ExperimentInfo>& experiment_list() {
+  static const std::vector<ExperimentInfo> list = {
+      quickstart_experiment(),   huang2020_experiment(), extrapolation_experiment(),
+      invariance_experiment(),   tisa2021_experiment(),  synthetic_experiment(),
+  };
+  return list;
+}
+
+std::vector<std::string> run_dirs(const std::vector<SweepRunStatus>& runs) {
+  std::vector<std::string> out;
+  for (const auto& r : runs) out.push_back(r.dir);
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> available_scales(const std::string& name) {
+  std::vector<std::string> scales;
+  const fs::path dir = fs::path(config_dir()) / "experiments" / name;
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string stem = e.path().stem().string();
+      if (e.path().extension() == ".yaml" && stem.find('-') == std::string::npos)
+        scales.push_back(stem);
+    }
+  std::sort(scales.begin(), scales.end());
+  return scales;
+}
+
+}  // namespace
+
+ExperimentContext::ExperimentContext(const ReproduceOptions& opts) : opts_(opts) {
+  const fs::path cfg = fs::path(config_dir()) / "experiments" / opts.name / (opts.scale + ".yaml");
+  if (!fs::exists(cfg))
+    throw ConfigError(fmt::format("reproduce {}: no scale '{}' (no {})", opts.name, opts.scale,
+                                  cfg.string()),
+                      "known scales: " + join_names(available_scales(opts.name)));
+  config_file_ = cfg.string();
+  config_ = load_config({config_file_}, opts.sets).config;
+  dir_ = opts.out_dir.empty()
+             ? (fs::path(source_dir()) / "results" /
+                (opts.scale == "mini" ? opts.name : opts.name + "-" + opts.scale))
+                   .string()
+             : opts.out_dir;
+  fs::create_directories(dir_);
+  std::ofstream cmds(fs::path(dir_) / "commands.txt", std::ios::app);
+  cmds << "# " << utc_timestamp() << "  commit " << git_commit() << "  on " << machine_summary()
+       << "\n"
+       << (opts.command_line.empty() ? "relpos reproduce " + opts.name : opts.command_line) << "\n";
+}
+
+std::string ExperimentContext::part_config(const std::string& part) const {
+  if (part.empty()) return config_file_;
+  const fs::path p = fs::path(config_file_).parent_path() / (opts_.scale + "-" + part + ".yaml");
+  if (!fs::exists(p))
+    throw ConfigError(fmt::format("reproduce {}: missing config {}", opts_.name, p.string()));
+  return p.string();
+}
+
+void ExperimentContext::log(const std::string& message) const {
+  if (!opts_.quiet) std::cerr << "[" << opts_.name << "] " << message << "\n";
+}
+
+std::vector<SweepRunStatus> ExperimentContext::sweep(const std::string& sub,
+                                                     const std::vector<std::string>& configs,
+                                                     const std::vector<std::string>& grid,
+                                                     const std::vector<std::string>& sets,
+                                                     const std::string& init_from) const {
+  SweepOptions o;
+  o.configs = configs;
+  o.sets = opts_.sets;
+  o.sets.insert(o.sets.end(), sets.begin(), sets.end());
+  for (const auto& g : grid) o.grid.push_back(parse_grid_axis(g));
+  o.out_dir = sub.empty() ? dir_ : (fs::path(dir_) / sub).string();
+  const Config c = load_config(configs, o.sets).config;
+  o.jobs = opts_.jobs > 0 ? opts_.jobs : c.sweep.jobs;
+  o.relpos_binary = opts_.relpos_binary;
+  o.init_from = init_from;
+  o.quiet = opts_.quiet;
+  log(fmt::format("sweep -> {} ({} runs)", o.out_dir, expand_grid(o.grid).size()));
+  return run_sweep(o);
+}
+
+void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs) const {
+  for (const auto& d : dirs) {
+    const fs::path table = fs::path(d) / "eval_extrapolation.csv";
+    if (fs::exists(table) && fs::last_write_time(table) >= fs::last_write_time(run_result_path(d)))
+      continue;
+    auto run = load_run(d, opts_.sets);
+    auto eo = extrapolation_options(run.config.config);
+    log(fmt::format("length evaluation of {} at {}", fs::path(d).filename().string(),
+                    join_names([&] {
+                      std::vector<std::string> s;
+                      for (auto l : eo.lengths) s.push_back(std::to_string(l));
+                      return s;
+                    }())));
+    auto rows = relpos::evaluate_lengths(run, eo);
+    save_extrapolation(d, run, rows, eo);
+  }
+}
+
+std::string ExperimentContext::analyze_and_report(const std::string& folder) const {
+  log("analysis of " + folder);
+  analysis::AnalyzeOptions ao;
+  bool experiment = false;
+  auto result = analysis::analyze_folder(folder, ao, {}, &experiment);
+  analysis::ReportInputs in;
+  in.dir = folder;
+  in.experiment = experiment;
+  for (const auto& r : result.runs) in.runs.push_back(r.info);
+  analysis::write_report(in);
+  return (fs::path(folder) / "report.md").string();
+}
+
+std::string reproduce(const ReproduceOptions& opts) {
+  for (const auto& e : experiment_list()) {
+    if (e.name != opts.name) continue;
+    ExperimentContext ctx(opts);
+    ctx.log(fmt::format("{} ({} scale) -> {}", e.summary, opts.scale, ctx.dir()));
+    return e.run(ctx);
+  }
+  std::vector<std::string> names;
+  for (const auto& e : experiment_list()) names.push_back(e.name);
+  throw ConfigError(fmt::format("reproduce: unknown experiment '{}'", opts.name),
+                    "known: " + join_names(names));
+}
+
+}  // namespace relpos

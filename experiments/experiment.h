@@ -1,0 +1,79 @@
+// Named experiments (`relpos reproduce NAME --scale mini|paper`): each wires sweeps, length
+// evaluation, analysis and a report together. One file per experiment in experiments/, each
+// registering itself in experiment_list() (experiment.cpp). Configs live in
+// configs/experiments/<name>/<scale>.yaml; docs/experiments.md says what each reproduces.
+#pragma once
+
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/train/extrapolation.h"
+#include "experiments/sweep.h"
+
+namespace relpos {
+
+struct ReproduceOptions {
+  std::string name;
+  std::string scale = "mini";           // mini | paper
+  std::string out_dir;                  // default results/<name> (mini) or results/<name>-<scale>
+  int64_t jobs = 0;                     // runs at once; 0 = the config's sweep.jobs
+  std::vector<std::string> sets;        // overrides for every run (e.g. device=cuda)
+  std::string relpos_binary;            // executable for child runs
+  std::string command_line;             // as typed, for the report
+  bool quiet = false;
+};
+
+// What an experiment's stages share.
+class ExperimentContext {
+ public:
+  explicit ExperimentContext(const ReproduceOptions& opts);
+
+  const ReproduceOptions& options() const { return opts_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& config_file() const { return config_file_; }
+  const Config& config() const { return config_; }  // the experiment config, overrides applied
+  // A sibling config of the same experiment and scale: configs/experiments/<name>/<scale>-<part>.yaml
+  // (e.g. "finetune-squad"), or the main one for "".
+  std::string part_config(const std::string& part) const;
+  void log(const std::string& message) const;
+
+  // Runs a grid into dir()/sub (sub may be ""). `init_from` is a run-folder template in which
+  // "{point}" is replaced by each point's name (fine-tuning from the matching pre-trained run).
+  std::vector<SweepRunStatus> sweep(const std::string& sub, const std::vector<std::string>& configs,
+                                    const std::vector<std::string>& grid,
+                                    const std::vector<std::string>& sets = {},
+                                    const std::string& init_from = "") const;
+
+  // Length evaluation of each run folder (skipped when its table is newer than the run).
+  void evaluate_lengths(const std::vector<std::string>& run_dirs) const;
+
+  // `relpos analyze` and `relpos report` on an experiment folder; returns the report path.
+  std::string analyze_and_report(const std::string& folder) const;
+
+ private:
+  ReproduceOptions opts_;
+  std::string dir_;
+  std::string config_file_;
+  Config config_;
+};
+
+struct ExperimentInfo {
+  std::string name;
+  std::string summary;
+  std::function<std::string(ExperimentContext&)> run;  // returns the path of the report
+};
+
+// Every named experiment, in a fixed order.
+const std::vector<ExperimentInfo>& experiment_list();
+
+// Runs one experiment end to end; returns the report path. Throws ConfigError for an unknown
+// name or scale (listing the known ones).
+std::string reproduce(const ReproduceOptions& opts);
+
+// The run folders of a sweep's statuses.
+std::vector<std::string> run_dirs(const std::vector<SweepRunStatus>& runs);
+
+}  // namespace relpos

@@ -1,0 +1,77 @@
+#include "experiments/report_util.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "analysis/report.h"
+#include "core/util/errors.h"
+#include "core/util/system.h"
+
+namespace relpos {
+namespace fs = std::filesystem;
+
+std::vector<RunSummary> summaries(const std::vector<SweepRunStatus>& runs) {
+  std::vector<RunSummary> out;
+  for (const auto& r : runs) out.push_back(read_run_summary(r.dir));
+  return out;
+}
+
+std::vector<analysis::RunRecord> records(const std::vector<RunSummary>& runs) {
+  std::vector<analysis::RunRecord> out;
+  for (const auto& s : runs) {
+    analysis::RunRecord r;
+    r.group = s.position_types;
+    for (const auto& [k, v] : s.valid) r.values["valid_" + k] = v;
+    r.values["params"] = static_cast<double>(s.position_params);
+    r.values["train_s"] = s.train_seconds;
+    for (const auto& [metric, by_len] : s.extrapolation)
+      for (const auto& [len, v] : by_len) r.values[metric + "@" + std::to_string(len)] = v;
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string write_experiment_report(const ExperimentContext& ctx, const std::string& title,
+                                    const std::string& intro,
+                                    const std::vector<ReportSection>& sections) {
+  const fs::path dir(ctx.dir());
+  fs::create_directories(dir / "tables");
+  fs::create_directories(dir / "figures");
+  std::string md = "# " + title + "\n\n" + intro + "\n\n";
+  for (const auto& sec : sections) {
+    md += "## " + sec.heading + "\n\n";
+    if (!sec.text.empty()) md += sec.text + "\n\n";
+    for (size_t i = 0; i < sec.tables.size(); ++i) {
+      const std::string stem = i < sec.table_stems.size() ? sec.table_stems[i] : fmt::format("table{}", i);
+      md += analysis::write_table(sec.tables[i], (dir / "tables").string(), stem) + "\n";
+      md += fmt::format("(also [CSV](tables/{0}.csv) and [LaTeX](tables/{0}.tex))\n\n", stem);
+    }
+    for (const auto& [png, caption] : sec.figures) {
+      if (!fs::exists(png)) {
+        md += fmt::format("*(figure missing: {})*\n\n", png);
+        continue;
+      }
+      // Keep the stage's file name but make it unique within figures/.
+      const fs::path rel = fs::relative(png, dir);
+      std::string name = rel.string();
+      for (char& c : name)
+        if (c == '/') c = '_';
+      fs::copy_file(png, dir / "figures" / name, fs::copy_options::overwrite_existing);
+      md += fmt::format("![{0}](figures/{1})\n\n*{0}*\n\n", caption, name);
+    }
+  }
+  md += "## Provenance\n\n";
+  md += fmt::format("Produced by `relpos reproduce {} --scale {}` on {}, commit `{}`, {}.\n",
+                    ctx.options().name, ctx.options().scale, machine_summary(), git_commit(),
+                    utc_timestamp());
+  md += "Every command run is listed in [commands.txt](commands.txt); each stage folder has its "
+        "own report.md with per-run figures.\n";
+  const fs::path md_path = dir / "report.md";
+  std::ofstream(md_path) << md;
+  std::ofstream(dir / "report.html") << analysis::markdown_to_html(md, dir.string(), title);
+  return md_path.string();
+}
+
+}  // namespace relpos

@@ -1,0 +1,34 @@
+// The top-level report of a multi-stage experiment: Markdown with tables, figures copied from
+// the stages, and links to each stage's own report; an HTML page beside it (figures inlined).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/tables.h"
+#include "experiments/experiment.h"
+#include "experiments/run_info.h"
+
+namespace relpos {
+
+struct ReportSection {
+  std::string heading;
+  std::string text;                      // Markdown paragraph(s)
+  std::vector<analysis::Table> tables;   // written to tables/<stem>.{md,csv,tex}
+  std::vector<std::string> table_stems;
+  std::vector<std::pair<std::string, std::string>> figures;  // (PNG path, caption); copied to figures/
+};
+
+// Writes DIR/report.md and DIR/report.html; returns the Markdown path.
+std::string write_experiment_report(const ExperimentContext& ctx, const std::string& title,
+                                    const std::string& intro,
+                                    const std::vector<ReportSection>& sections);
+
+// Summaries of the runs of a sweep, in order.
+std::vector<RunSummary> summaries(const std::vector<SweepRunStatus>& runs);
+
+// Records for analysis::group_table keyed by position types: valid metrics as "valid_<name>",
+// "params", "train_s", and extrapolation values as "<metric>@<length>".
+std::vector<analysis::RunRecord> records(const std::vector<RunSummary>& runs);
+
+}  // namespace relpos

@@ -1,0 +1,23 @@
+// What an experiment needs to know about a finished run folder, read from its files.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace relpos {
+
+struct RunSummary {
+  std::string dir;
+  std::string position_types;              // "learned+tisa"
+  int64_t seed = 0;
+  bool finished = false;                   // result.json present
+  std::map<std::string, double> valid;     // final validation metrics (result.json)
+  double train_seconds = 0;
+  int64_t position_params = -1;            // positional parameters of the model (-1: unknown)
+  std::map<std::string, std::map<int64_t, double>> extrapolation;  // metric -> length -> value
+};
+
+// Never throws for a missing or broken file: the fields stay unknown.
+RunSummary read_run_summary(const std::string& dir);
+
+}  // namespace relpos

@@ -1,0 +1,83 @@
+// tisa2021: an ALBERT-style model (factorized embeddings, one block shared by every layer)
+// with and without TISA, pre-trained with MLM and fine-tuned on sentence classification
+// (Wennberg & Henter 2021, Table 2 in spirit), and the positional parameter count of every
+// variant at the experiment's size and at ALBERT-base size.
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "core/position/position_encoding.h"
+#include "experiments/report_util.h"
+
+namespace relpos {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Positional parameters of every registered variant for a model config.
+analysis::Table parameter_table(const Config& cfg, const std::string& title) {
+  analysis::Table t;
+  t.title = title;
+  t.columns = {{"variant", 0, false}, {"positional parameters", 0, false}};
+  const ModelDims dims = model_dims(cfg.model);
+  for (const auto& name : Registry::get().names()) {
+    auto enc = make_position_encoding(name, dims, cfg.position);
+    t.rows.push_back({analysis::Cell::label(name),
+                      analysis::Cell::value(static_cast<double>(enc->parameter_count()))});
+  }
+  t.note = fmt::format("L={} (shared: {}), D={}, H={}, E={}; the learned table as configured.",
+                       cfg.model.layers, cfg.model.share_layers ? "yes" : "no", cfg.model.width,
+                       cfg.model.heads, cfg.model.embed_dim());
+  return t;
+}
+
+}  // namespace
+
+ExperimentInfo tisa2021_experiment() {
+  return {"tisa2021", "ALBERT-style model with and without TISA on classification",
+          [](ExperimentContext& ctx) {
+            const auto grid = ctx.config().sweep.grid;
+            auto pre = ctx.sweep("pretrain", {ctx.config_file()}, grid);
+            const std::string pre_dir = (fs::path(ctx.dir()) / "pretrain").string();
+            ctx.analyze_and_report(pre_dir);
+            auto cls = ctx.sweep("classify", {ctx.part_config("classify")}, grid, {},
+                                 pre_dir + "/{point}");
+            ctx.analyze_and_report((fs::path(ctx.dir()) / "classify").string());
+
+            std::vector<analysis::RunRecord> recs = records(summaries(cls));
+            auto pre_recs = records(summaries(pre));
+            for (size_t i = 0; i < recs.size() && i < pre_recs.size(); ++i)
+              if (pre_recs[i].values.count("valid_accuracy"))
+                recs[i].values["mlm_accuracy"] = pre_recs[i].values["valid_accuracy"];
+            auto table = analysis::group_table(
+                recs, {{"params", "positional params", 0, false},
+                       {"mlm_accuracy", "MLM accuracy (pre-training)", 3, true},
+                       {"valid_accuracy", "classification accuracy", 3, true}});
+            table.note = "Validation split; mean ± sample std over seeds.";
+
+            const Config base =
+                load_config({ctx.config_file()},
+                            {"model.layers=12", "model.width=768", "model.heads=12",
+                             "model.ff_width=3072", "model.embedding_width=128",
+                             "model.share_layers=true", "task.seq_len=512",
+                             "position.learned.max_len=512"})
+                    .config;
+            ReportSection results{"Classification with and without TISA", "", {table}, {"tisa2021"}, {}};
+            ReportSection params{
+                "Positional parameters of every variant",
+                "TISA's point: a few kernel parameters per head instead of a table per position.",
+                {parameter_table(ctx.config(), "This experiment's model"),
+                 parameter_table(base, "ALBERT-base size (L=12 shared, D=768, H=12, E=128)")},
+                {"parameters_mini", "parameters_albert_base"},
+                {}};
+            return write_experiment_report(
+                ctx, "TISA on an ALBERT-style model",
+                "Pre-training (MLM on the State of the Union corpus) then fine-tuning on UCI "
+                "Sentiment Labelled Sentences, with factorized embeddings and one block shared "
+                "by every layer. Stage reports: [pretrain](pretrain/report.md), "
+                "[classify](classify/report.md).",
+                {results, params});
+          }};
+}
+
+}  // namespace relpos

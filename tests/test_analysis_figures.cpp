@@ -1,0 +1,133 @@
+// Figures: the data file holds the given numbers, the script is written beside it, and gnuplot
+// turns it into a non-empty PNG and PDF (skipped when gnuplot is not installed).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/gnuplot.h"
+#include "tests/analysis_sample.h"
+
+using namespace relpos::analysis;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) { return relpos::test::analysis_scratch(name); }
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The numbers of every non-comment line.
+std::vector<std::vector<double>> numbers(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<std::vector<double>> rows;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream in(line);
+    std::vector<double> row;
+    std::string tok;
+    while (in >> tok) row.push_back(tok == "NaN" ? NAN : std::stod(tok));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("heatmap figure: data file, script, PNG and PDF") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("heatmap");
+  HeatmapPanel p;
+  p.title = "test map";
+  p.xlabel = "key position j";
+  p.ylabel = "query position i";
+  p.cblabel = "probability";
+  p.x = {0, 1, 2};
+  p.y = {0, 1};
+  p.values = Matrix(2, 3);
+  p.values.data = {0.5, 0.25, 0.25, 0.1, 0.2, 0.7};
+  p.top_down = true;
+  const FigureFiles f = plot_heatmaps(dir.string(), "map", "test map", {p, p}, 2);
+  CHECK(fs::file_size(f.png) > 1000);
+  CHECK(fs::file_size(f.pdf) > 1000);
+  const std::string script = slurp(f.script);
+  CHECK(script.find("set output \"map.\" . fmt") != std::string::npos);
+  CHECK(script.find("nonuniform matrix with image") != std::string::npos);
+  CHECK(script.find("set yrange [1.5:-0.5]") != std::string::npos);  // first row on top
+  const auto rows = numbers(f.data);
+  REQUIRE(rows.size() == 6);  // two panels: header + 2 rows each
+  CHECK(rows[0] == std::vector<double>{3, 0, 1, 2});
+  CHECK(rows[1] == std::vector<double>{0, 0.5, 0.25, 0.25});
+  CHECK(rows[2] == std::vector<double>{1, 0.1, 0.2, 0.7});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("curves figure with a second axis, a marked x and a gap") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("curves");
+  CurvesPanel p;
+  p.xlabel = "step";
+  p.ylabel = "invariance";
+  p.y2label = "valid_loss";
+  p.curves.push_back({"invariance", {0, 10, 20}, {0.1, 0.5, 0.9}, false, CurveStyle::linespoints});
+  p.curves.push_back(
+      {"valid_loss \"quoted\"", {0, 10, 20}, {3.0, NAN, 2.0}, true, CurveStyle::lines});
+  p.vlines.push_back({10, "train length"});
+  const FigureFiles f = plot_curves(dir.string(), "curves", "invariance during training", {p});
+  CHECK(fs::file_size(f.png) > 1000);
+  const std::string script = slurp(f.script);
+  CHECK(script.find("axes x1y2") != std::string::npos);
+  CHECK(script.find("title \"valid_loss \\\"quoted\\\"\"") != std::string::npos);
+  const auto rows = numbers(f.data);
+  REQUIRE(rows.size() == 6);
+  CHECK(rows[4][0] == 10);
+  CHECK(std::isnan(rows[4][1]));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a mismatched heatmap is refused with its shapes") {
+  HeatmapPanel p;
+  p.x = {0, 1};
+  p.y = {0};
+  p.values = Matrix(2, 2);
+  if (find_gnuplot().empty()) return;
+  CHECK_THROWS_WITH(plot_heatmaps(fresh_dir("bad").string(), "bad", "bad", {p}),
+                    doctest::Contains("values 2x2 but 1 y and 2 x coordinates"));
+}
+
+TEST_CASE("large heatmaps are drawn from block means") {
+  HeatmapPanel p;
+  p.title = "big";
+  p.x = {0, 1, 2, 3, 4};
+  p.y = {10, 11, 12, 13, 14};
+  p.values = Matrix(5, 5);
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 5; ++j) p.values(i, j) = j > i ? NAN : 10.0 * i + j;
+  // 5 cells per axis, at most 2: blocks of 3 -> rows {0,1,2},{3,4}, same for columns.
+  const HeatmapPanel q = downsample(p, 2);
+  CHECK(q.title == "big (means of 3×3 blocks)");
+  CHECK(q.x == std::vector<double>{1, 3.5});
+  CHECK(q.y == std::vector<double>{11, 13.5});
+  // block (0,0): visible 0, 10, 11, 20, 21, 22 -> 84/6 = 14
+  CHECK(q.values(0, 0) == doctest::Approx(14.0));
+  CHECK(std::isnan(q.values(0, 1)));  // rows 0-2, columns 3-4: all masked
+  // block (1,0): rows 3,4 x cols 0..2: 30,31,32,40,41,42 -> 216/6 = 36
+  CHECK(q.values(1, 0) == doctest::Approx(36.0));
+  // block (1,1): 33, 43, 44 (34 masked) -> 120/3 = 40
+  CHECK(q.values(1, 1) == doctest::Approx(40.0));
+  CHECK(downsample(p, 5).values.data.size() == 25);  // small enough: unchanged
+}

@@ -1,0 +1,218 @@
+// A whole run and an experiment analysed from in-memory sources, checked against direct
+// computations written here.
+#include <H5Cpp.h>
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/experiment.h"
+#include "analysis/gnuplot.h"
+#include "analysis/report.h"
+#include "analysis/run_analysis.h"
+#include "tests/analysis_sample.h"
+
+using namespace relpos;
+using namespace relpos::analysis;
+namespace fs = std::filesystem;
+
+namespace {
+
+class MemorySource : public RunSource {
+ public:
+  RunInfo run;
+  std::map<int64_t, SnapshotData> snaps;
+  const RunInfo& info() const override { return run; }
+  SnapshotData snapshot(int64_t step) const override { return snaps.at(step); }
+};
+
+// Attention drifts from a random row-stochastic map (step 0) to the sample's banded map (100).
+MemorySource sample_run(const fs::path& dir, double loss_offset = 0.0) {
+  MemorySource src;
+  src.run.dir = dir.string();
+  src.run.name = dir.filename().string();
+  src.run.position_types = "learned+alibi";
+  src.run.group = "learned+alibi";
+  src.run.seed = 1;
+  src.run.metrics["loss"] = {{0, 50, 100}, {6, 4, 3}};
+  src.run.metrics["valid_loss"] = {{0, 25, 50, 75, 100},
+                                   {5 + loss_offset, 4, 3.5, 3.2, 3.1 + loss_offset}};
+  torch::manual_seed(11);
+  const auto noise = torch::softmax(2 * torch::randn({2, 4, 24, 24}), -1);  // (L,H,T,T)
+  for (int64_t step : {0, 50, 100}) {
+    SnapshotData s = test::sample_snapshot(step);
+    const double w = step / 100.0;
+    s.attention = w * s.attention + (1 - w) * noise;
+    src.snaps[step] = s;
+    src.run.snapshot_steps.push_back(step);
+  }
+  return src;
+}
+
+std::vector<std::string> lines(const fs::path& p) {
+  std::ifstream f(p);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(f, l);) out.push_back(l);
+  return out;
+}
+
+std::vector<double> read_doubles(H5::H5File& f, const std::string& path) {
+  H5::DataSet ds = f.openDataSet(path);
+  std::vector<double> v(ds.getSpace().getSimpleExtentNpoints());
+  ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a run: invariance per snapshot, its correlation with the metric, and the files") {
+  const fs::path dir = test::analysis_scratch("run");
+  const MemorySource src = sample_run(dir);
+  AnalyzeOptions o;
+  o.figures = !find_gnuplot().empty();
+  const RunResult res = analyze_run(src, dir.string(), o);
+
+  CHECK(res.metric == "valid_loss");
+  CHECK(res.steps == std::vector<int64_t>{0, 50, 100});
+  CHECK(res.metric_at_step == std::vector<double>{5, 3.5, 3.1});
+  // direct: mean over the two layers of the head-averaged map's invariance
+  std::vector<double> expected;
+  for (int64_t step : {0, 50, 100}) {
+    const auto& a = src.snaps.at(step).attention;
+    double sum = 0;
+    for (int64_t l = 0; l < 2; ++l)
+      sum += test::naive_invariance(a[l].to(torch::kFloat64).mean(0), false) / 2;
+    expected.push_back(sum);
+  }
+  REQUIRE(res.invariance.at("attention").size() == 3);
+  for (int k = 0; k < 3; ++k)
+    CHECK(res.invariance.at("attention")[k] == doctest::Approx(expected[k]).epsilon(1e-9));
+  CHECK(expected[2] > expected[0]);  // the banded map is the more invariant one
+  const double r = test::naive_pearson(expected, {5, 3.5, 3.1});
+  bool found = false;
+  for (const auto& c : res.correlations)
+    if (c.quantity == "attention") {
+      found = true;
+      CHECK(c.n == 3);
+      CHECK(c.pearson == doctest::Approx(r));
+      CHECK(c.spearman == doctest::Approx(-1.0));  // invariance rises while the loss falls
+    }
+  CHECK(found);
+
+  H5::H5File f((dir / "analysis.h5").string(), H5F_ACC_RDONLY);
+  const auto h5_attention = read_doubles(f, "/summary/attention");
+  REQUIRE(h5_attention.size() == 3);
+  CHECK(h5_attention[1] == doctest::Approx(expected[1]).epsilon(1e-9));
+  CHECK(read_doubles(f, "/matrices/invariance").size() == 3 * 19);
+  H5::DataSet prof = f.openDataSet("/profiles/step_50/values");
+  hsize_t dims[2];
+  prof.getSpace().getSimpleExtentDims(dims);
+  CHECK(dims[0] == 19);
+  CHECK(dims[1] == 2 * 24 - 1);
+  f.close();
+
+  const auto summary = lines(dir / "tables" / "invariance_summary.csv");
+  REQUIRE(summary.size() == 4);
+  CHECK(summary[0].rfind("step,valid_loss (interpolated),attention (head average),", 0) == 0);
+  CHECK(summary[2].rfind("50,3.5,", 0) == 0);
+  CHECK(lines(dir / "tables" / "invariance.csv").size() == 1 + 3 * 19);
+  CHECK(fs::exists(dir / "tables" / "invariance_correlation.md"));
+  CHECK(fs::exists(dir / "tables" / "profiles.csv"));
+  if (o.figures) {
+    const auto figs = read_figure_index((dir / "figures").string());
+    CHECK(figs.size() == res.figures.size());
+    CHECK(fs::exists(dir / "figures" / "invariance_vs_step.png"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an experiment: grouped results, extrapolation and final invariance tables") {
+  const fs::path dir = test::analysis_scratch("experiment");
+  std::vector<MemorySource> srcs;
+  for (int k = 0; k < 3; ++k) {
+    MemorySource s = sample_run(dir / fmt::format("run{}", k), k == 1 ? 0.2 : 0.0);
+    s.run.seed = k + 1;
+    s.run.group = s.run.position_types = k < 2 ? "learned+alibi" : "alibi";
+    s.run.positional_parameters = k < 2 ? 640 : 0;
+    s.run.metrics["elapsed_s"] = {{100}, {60.0 + k}};
+    s.run.train_length = 64;
+    s.run.extrapolation.length = {64, 128, 256};
+    s.run.extrapolation.columns = {{"valid_ppl", {10.0 + k, 12.0, k < 2 ? NAN : 13.0}}};
+    srcs.push_back(std::move(s));
+  }
+  std::vector<const RunSource*> ptrs;
+  for (const auto& s : srcs) ptrs.push_back(&s);
+  AnalyzeOptions o;
+  o.figures = false;
+  const ExperimentResult ex = analyze_experiment(ptrs, dir.string(), o);
+  CHECK(ex.metric == "valid_loss");
+  const auto results = lines(dir / "tables" / "results.md");
+  // learned+alibi: final valid_loss 3.1 and 3.3 -> 3.2000 ± 0.1414; time 60, 61 -> 60.5 ± 0.7
+  REQUIRE(results.size() >= 5);
+  CHECK(results[2] ==
+        "| variant | runs | valid_loss | inv. attention | inv. position scores | inv. P·Pᵀ | pos. "
+        "params | train time (s) |");
+  CHECK(results[4].rfind("| learned+alibi | 2 | 3.2000 ± 0.1414 | ", 0) == 0);
+  CHECK(results[4].find("| 640 | 60.5 ± 0.7 |") != std::string::npos);
+  CHECK(results[5].rfind("| alibi | 1 | 3.1000 | ", 0) == 0);
+  const auto extra = lines(dir / "tables" / "extrapolation_valid_ppl.md");
+  // learned+alibi at 64: (10, 11) -> 10.500 ± 0.707; at 256 both NaN -> —
+  CHECK(extra[2] == "| variant | 64 (train) | 128 | 256 |");
+  CHECK(extra[4] == "| learned+alibi | 10.500 ± 0.707 | 12.000 ± 0.000 | — |");
+  CHECK(extra[5] == "| alibi | 12.000 | 12.000 | 13.000 |");
+  CHECK(lines(dir / "tables" / "final_invariance.csv").size() == 4);
+  CHECK(fs::exists(dir / "tables" / "final_invariance_correlation.tex"));
+  CHECK(fs::exists(dir / "run1" / "analysis.h5"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("base64 follows RFC 4648's test vectors") {
+  CHECK(base64("") == "");
+  CHECK(base64("f") == "Zg==");
+  CHECK(base64("fo") == "Zm8=");
+  CHECK(base64("foo") == "Zm9v");
+  CHECK(base64("foob") == "Zm9vYg==");
+  CHECK(base64("fooba") == "Zm9vYmE=");
+  CHECK(base64("foobar") == "Zm9vYmFy");
+  CHECK(base64(std::string("\xff\x00\x10", 3)) == "/wAQ");
+}
+
+TEST_CASE("the report puts commands, provenance, tables and figures together") {
+  const fs::path dir = test::analysis_scratch("report");
+  std::vector<MemorySource> srcs;
+  for (int k = 0; k < 2; ++k) {
+    MemorySource s = sample_run(dir / fmt::format("run{}", k));
+    s.run.seed = k + 1;
+    s.run.git_commit = "0123456789abcdef0123";
+    s.run.created = "2024-05-01T12:00:00Z";
+    s.run.torch_version = "1.13.0";
+    srcs.push_back(std::move(s));
+  }
+  std::vector<const RunSource*> ptrs{&srcs[0], &srcs[1]};
+  AnalyzeOptions o;
+  o.figures = !find_gnuplot().empty();
+  analyze_experiment(ptrs, dir.string(), o);
+  std::ofstream(dir / "commands.txt")
+      << "relpos sweep --grid seed=1,2 --out " << dir.string() << "\n";
+  const std::string md = write_report({dir.string(), {srcs[0].run, srcs[1].run}, true});
+  CHECK(md.find("relpos sweep --grid seed=1,2") != std::string::npos);
+  CHECK(md.find("relpos commit `0123456789abcdef0123`") != std::string::npos);
+  CHECK(md.find("| run1 | learned+alibi | 2 | 0123456789ab | 2024-05-01T12:00:00Z | 1.13.0 |") !=
+        std::string::npos);
+  CHECK(md.find("**Results (mean ± sample std over runs)**") != std::string::npos);
+  CHECK(md.find("### run1 — learned+alibi, seed 2") != std::string::npos);
+  std::ifstream h(dir / "report.html");
+  std::stringstream html;
+  html << h.rdbuf();
+  CHECK(html.str().find("<th>variant</th>") != std::string::npos);
+  CHECK(html.str().find("<pre><code>relpos sweep") != std::string::npos);
+  if (o.figures) {
+    CHECK(md.find("](run0/figures/invariance_vs_step.png)") != std::string::npos);
+    CHECK(md.find("](figures/final_invariance_vs_metric.png)") != std::string::npos);
+    CHECK(html.str().find("src=\"data:image/png;base64,iVBORw0KGgo") != std::string::npos);
+  }
+  if (!std::getenv("RELPOS_KEEP_TEST_FIGURES")) fs::remove_all(dir);
+}

@@ -1,0 +1,140 @@
+// `relpos bench` smoke test (one tiny configuration in child processes, JSON checked), the
+// child-process runner, the log-log growth fit and the thread helper. No timing assertions.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/bench/bench.h"
+#include "core/bench/child_process.h"
+#include "core/util/errors.h"
+#include "core/util/threads.h"
+
+using namespace relpos;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return "/tmp/relpos_test_" + std::to_string(getpid()) + "_" + name;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);  // throws (fails the test) on invalid JSON
+}
+
+// The tiny model every bench child of these tests builds.
+const std::vector<std::string> kTiny = {
+    "--lengths", "16",  "--steps", "1", "--warmup", "0", "--batch", "2", "--threads", "1",
+    "--set", "model.layers=1", "--set", "model.width=16", "--set", "model.heads=2",
+    "--set", "model.ff_width=32", "--set", "position.shaw.clip=4"};
+
+}  // namespace
+
+TEST_CASE("bench: one tiny configuration writes valid JSON with positive numbers") {
+  const std::string json = temp_path("bench.json");
+  std::vector<std::string> args = {"bench", "--variants", "none,shaw", "--json", json};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("shaw") != std::string::npos);  // the table
+
+  const auto j = read_json(json);
+  CHECK(j.at("format") == "relpos-bench-1");
+  CHECK(j.at("machine").at("libtorch").get<std::string>().size() > 0);
+  CHECK(j.at("blas").at("matmul_1024_gflops").get<double>() > 0);
+  CHECK(j.at("options").at("batch") == 2);
+  const auto& cases = j.at("cases");
+  REQUIRE(cases.size() == 3);  // none fast, shaw fast, shaw direct
+  CHECK(cases[0].at("variant") == "none");
+  CHECK(cases[2].at("impl") == "direct");
+  for (const auto& c : cases) {
+    CAPTURE(c.dump());
+    REQUIRE(c.at("status") == "ok");
+    for (const char* key : {"step_ms", "cpu_ms", "tokens_per_s", "peak_rss_mb", "base_rss_mb",
+                            "time_ratio_vs_none", "peak_ratio_vs_none"})
+      CHECK(c.at(key).get<double>() > 0);
+    CHECK(c.at("length") == 16);
+    CHECK(c.at("child").at("batch") == 2);
+    CHECK(c.at("child").at("torch_threads") == 1);
+    CHECK(std::isfinite(c.at("child").at("loss").get<double>()));
+  }
+  CHECK(cases[0].at("time_ratio_vs_none").get<double>() == 1.0);  // none against itself
+  std::remove(json.c_str());
+}
+
+TEST_CASE("bench: a configuration that fails is reported, not a crash") {
+  // 64 MB of address space is too little to even load LibTorch: every child fails.
+  const std::string json = temp_path("bench_fail.json");
+  std::vector<std::string> args = {"bench", "--variants", "none", "--max-memory", "64",
+                                   "--json", json};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("FAILED") != std::string::npos);
+  const auto j = read_json(json);
+  REQUIRE(j.at("cases").size() == 1);
+  CHECK(j.at("cases")[0].at("status") == "failed");
+  CHECK(j.at("cases")[0].at("error").get<std::string>().size() > 0);
+  std::remove(json.c_str());
+}
+
+TEST_CASE("bench: child processes report exit codes, signals, time limits and output") {
+  auto ok = run_child("/bin/sh", {"-c", "echo out; echo err >&2; exit 3"});
+  CHECK(ok.exit_code == 3);
+  CHECK(ok.out == "out\n");
+  CHECK(ok.err == "err\n");
+  CHECK(ok.max_rss_mb > 0);
+  CHECK(ok.describe(0) == "exit code 3");
+
+  auto killed = run_child("/bin/sh", {"-c", "kill -9 $$"});
+  CHECK(killed.signal == 9);
+  CHECK(killed.describe(0).find("out of memory?") != std::string::npos);
+
+  auto slow = run_child("/bin/sh", {"-c", "sleep 5"}, {1, 0});
+  CHECK(slow.timed_out);
+  CHECK(slow.describe(1) == "timed out after 1 s");
+
+  auto env = run_child("/bin/sh", {"-c", "echo $RELPOS_TEST_VAR"}, {}, {"RELPOS_TEST_VAR=x1"});
+  CHECK(env.out == "x1\n");
+}
+
+TEST_CASE("bench: the log-log slope recovers power laws") {
+  const std::vector<double> T = {128, 512, 1024};
+  std::vector<double> quad, lin;
+  for (double t : T) {
+    quad.push_back(3.0 * t * t);
+    lin.push_back(0.5 * t);
+  }
+  CHECK(loglog_slope(T, quad) == doctest::Approx(2.0).epsilon(1e-12));
+  CHECK(loglog_slope(T, lin) == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(std::isnan(loglog_slope({128}, {1.0})));
+  // Points off a line: x = (0, 1, 2)·ln 2, y = (0, 3, 4)·ln 2, so the least-squares slope is
+  // Σ(x-1)(y-7/3) / Σ(x-1)² = (7/3 + 5/3) / 2 = 2.
+  CHECK(loglog_slope({1, 2, 4}, {1, 8, 16}) == doctest::Approx(2.0).epsilon(1e-12));
+}
+
+TEST_CASE("threads: configure_threads sets LibTorch and OpenBLAS together") {
+  const int before = at::get_num_threads();
+  const ThreadSettings one = configure_threads(1);
+  CHECK(one.torch_threads == 1);
+  CHECK(at::get_num_threads() == 1);
+  if (!openblas_config().empty()) CHECK(one.blas_threads == 1);
+  const ThreadSettings aut = configure_threads(0);
+  CHECK(aut.automatic);
+  CHECK(aut.torch_threads == automatic_threads());
+  CHECK(aut.available >= 1);
+  CHECK_THROWS_WITH_AS(configure_threads(-2),
+                       doctest::Contains("threads: out of range (got -2"), ConfigError);
+  configure_threads(before);
+  CHECK(blas_library().size() > 0);  // some library provides sgemm_
+}
