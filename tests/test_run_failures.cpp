@@ -154,7 +154,7 @@ TEST_CASE("an unwritable output folder is refused before anything starts") {
                 out);
 }
 
-TEST_CASE("a full disk: known before the start, a clear error; found mid-run, the previous "
+TEST_CASE("a full disk: known before the start, a clear error / found mid-run, the previous "
           "checkpoint is intact and --resume finishes the run") {
   TempFolder tmp("diskfull");
   const auto sets = tiny_run(tmp.str("cache"), 60);
