@@ -163,6 +163,13 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
        {data("squad/bad_utf8.json") + ":3:", "invalid JSON", "<0xE9>"}},
       {"malformed JSON", "DataError", [&] { load_squad(data("squad/bad_json.json")); },
        {data("squad/bad_json.json") + ":6:", "invalid JSON", "(expected SQuAD v1.1"}},
+      {"a JSON number beyond double's range (found by fuzzing)", "DataError",
+       [&] {
+         Corpus c;
+         load_sentiment_file(write(f + "overflow.json", "[\n{\"text\": \"Great.\", \"class\": 1e999}]\n"),
+                             "x", c);
+       },
+       {f + "overflow.json:2: invalid JSON: number overflow parsing '1e999'"}},
       {"SQuAD answer outside its context", "DataError",
        [&] { load_squad(data("squad/answer_outside.json")); },
        {"answer_start 99 outside the context of 22 characters (expected 0..21)"}},

@@ -44,9 +44,9 @@ size_t replay(const std::string& harness, Check check) {
       try {
         check(reinterpret_cast<const uint8_t*>(b.data()), b.size());
       } catch (const relpos::fuzz::FuzzFinding& e) {
-        FAIL_CHECK("fuzz finding: " << e.what());
+        FAIL_CHECK("fuzz finding: " << std::string(e.what()));
       } catch (const std::exception& e) {
-        FAIL_CHECK("an exception that is not a relpos error escaped: " << e.what());
+        FAIL_CHECK("an exception that is not a relpos error escaped: " << std::string(e.what()));
       }
       ++n;
     }
