@@ -170,6 +170,13 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
                              "x", c);
        },
        {f + "overflow.json:2: invalid JSON: number overflow parsing '1e999'"}},
+      {"a sentiment record whose text is null (found by fuzzing)", "DataError",
+       [&] {
+         Corpus c;
+         load_sentiment_file(write(f + "null_text.json", "[{\"text\": \"Fine.\", \"class\": 1}, {\"text\": null}]"),
+                             "x", c);
+       },
+       {f + "null_text.json: record 1: {\"text\":null} (expected a JSON array of"}},
       {"SQuAD answer outside its context", "DataError",
        [&] { load_squad(data("squad/answer_outside.json")); },
        {"answer_start 99 outside the context of 22 characters (expected 0..21)"}},
