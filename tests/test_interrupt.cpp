@@ -189,7 +189,9 @@ TEST_CASE("relpos train: SIGINT during a long evaluation stops within a batch / 
 TEST_CASE("relpos sweep: SIGTERM is forwarded, every run checkpoints, the sweep exits 143 / "
           "SIGKILL of the sweep still stops its runs at a checkpoint / the same command continues") {
   TempFolder tmp("sweep");
-  auto sets = tiny_run(tmp.str("cache"));
+  // 200 steps: with 60, on two idle cores one run could finish (~1 s) before the other had
+  // logged the lines the test waits for.
+  auto sets = tiny_run(tmp.str("cache"), 200);
   train_here(sets, tmp.str("ref"));  // seed 1, the sweep's first point
   const std::string exp = tmp.str("exp");
   std::vector<std::string> args{"sweep", "--config", config_path("base.yaml"), "--out", exp,
@@ -228,7 +230,8 @@ TEST_CASE("relpos sweep: SIGTERM is forwarded, every run checkpoints, the sweep 
     // checkpoint and stop.
     Child sweep(args, tmp.str("sweep2.log"));
     const int64_t before = count_lines(run_metrics_path(run1));
-    REQUIRE(wait_until(both_past(before + 6), 60, [&] { return sweep.running(); }));
+    REQUIRE_MESSAGE(wait_until(both_past(before + 6), 60, [&] { return sweep.running(); }),
+                    sweep.output());
     sweep.signal(SIGKILL);
     CHECK(sweep.wait() == 128 + SIGKILL);
     for (const auto& run : {run1, run2}) {
