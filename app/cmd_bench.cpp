@@ -15,6 +15,7 @@
 #include "core/bench/measure.h"
 #include "core/bench/report.h"
 #include "core/position/registry.h"
+#include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/threads.h"
 
@@ -129,6 +130,7 @@ std::string blas_line(const nlohmann::ordered_json& b) {
 int run_parent(const BenchArgs& a, const std::string& command_line) {
   const LoadedConfig loaded = a.load();  // validates the config before any child runs
   const Config& c = loaded.config;
+  (void)parse_device(c.device);  // device: cuda without CUDA fails here, not once per child
   BenchPlan plan;
   plan.variants = a.variants.empty() ? Registry::get().names() : a.variants;
   for (const auto& v : plan.variants) (void)a.load({"position.type=" + v});  // names, params

@@ -19,6 +19,7 @@ Command add_eval(CLI::App& app) {
     std::string run;
     std::vector<int64_t> lengths;
     std::vector<std::string> sets;
+    std::string device;
     int64_t stride = -1, max_tokens = -1, batch = -1;
   };
   auto a = std::make_shared<Args>();
@@ -30,8 +31,11 @@ Command add_eval(CLI::App& app) {
   cmd->add_option("--max-tokens", a->max_tokens, "scored tokens per length (default: eval.max_tokens)");
   cmd->add_option("--batch", a->batch, "sequences per batch at the training length (default: eval.batch_size)");
   cmd->add_option("--set,-s", a->sets, "override a key of the run's config (e.g. device=cuda)");
+  cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (same as --set device=...)");
   return {cmd, [a]() {
-            auto run = load_run(a->run, a->sets);
+            auto sets = a->sets;
+            if (!a->device.empty()) sets.push_back("device=" + a->device);
+            auto run = load_run(a->run, sets);
             // The table goes into the run's run.h5: no other relpos process may write it now
             // (a training run still going, another eval).
             FolderLock lock(a->run, "evaluation");

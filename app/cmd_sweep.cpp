@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -49,6 +50,10 @@ Command add_sweep(CLI::App& app) {
             o.out_dir = a->out;
             o.relpos_binary = self_executable();
             if (!a->slurm.empty()) {
+              // SLURM writes the jobs' logs into the experiment folder but does not create it.
+              std::error_code ec;
+              std::filesystem::create_directories(o.out_dir, ec);
+              if (ec) throw RunError(fmt::format("{}: cannot create: {}", o.out_dir, ec.message()));
               std::ofstream f(a->slurm);
               if (!f) throw RunError(fmt::format("{}: cannot write", a->slurm));
               f << slurm_script(o, expand_grid(o.grid));

@@ -1,19 +1,86 @@
-// relpos train: one training run into a run folder (see core/train/trainer.h).
+// relpos train: one training run into a run folder (see core/train/trainer.h); with --nproc N,
+// N data-parallel ranks on this machine (core/dist/launch.h, docs/scaling.md).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/dist/distributed.h"
+#include "core/dist/launch.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/util/signals.h"
 
 namespace relpos::app {
+
+namespace {
+
+struct LaunchArgs {
+  int64_t nproc = 1, nnodes = 1, node_rank = 0, master_port = 0;
+  std::string master_addr = "127.0.0.1";
+};
+
+// The command every rank runs: this one without the launch options.
+std::vector<std::string> rank_command(const ConfigArgs& args, const TrainOptions& o,
+                                      const std::string& device) {
+  std::vector<std::string> cmd{self_executable(), "train", "--out", o.out_dir};
+  for (const auto& c : args.configs) cmd.insert(cmd.end(), {"--config", c});
+  for (const auto& s : args.sets) cmd.insert(cmd.end(), {"--set", s});
+  if (o.resume) cmd.push_back("--resume");
+  if (o.overwrite) cmd.push_back("--overwrite");
+  if (!o.init_from.empty()) cmd.insert(cmd.end(), {"--init-from", o.init_from});
+  if (!device.empty()) cmd.insert(cmd.end(), {"--device", device});
+  if (o.quiet) cmd.push_back("--quiet");
+  return cmd;
+}
+
+int launch(const ConfigArgs& args, const TrainOptions& o, const std::string& device,
+           const LaunchArgs& l, const Config& cfg) {
+  if (dist_env_from_environment().distributed())
+    throw ConfigError("train: --nproc starts its own ranks, but WORLD_SIZE is already set",
+                      "run `relpos train` without --nproc under torchrun/srun, or unset WORLD_SIZE");
+  const int64_t world = l.nproc * l.nnodes;
+  if (cfg.train.batch_size % world != 0)
+    throw ConfigError(fmt::format("train.batch_size: {} does not split over {} ranks",
+                                  cfg.train.batch_size, world),
+                      "train.batch_size is the global batch: use a multiple of the number of ranks");
+  LaunchOptions lo;
+  lo.nproc = l.nproc;
+  lo.nnodes = l.nnodes;
+  lo.node_rank = l.node_rank;
+  lo.master_addr = l.master_addr;
+  lo.master_port = l.master_port;
+  lo.args = rank_command(args, o, device);
+  const LaunchResult r = launch_local(lo);
+  if (r.ok()) return 0;
+  const std::string resume =
+      fmt::format("relpos train --resume --out {} --nproc {}{}", o.out_dir, l.nproc,
+                  l.nnodes > 1 ? " (with the same --nnodes/--node-rank/--master-* on each node)" : "");
+  if (r.interrupted)  // exit 128 + signal, as one process interrupted (core/util/signals.h)
+    throw Interrupted(interrupt_signal(),
+                      fmt::format("interrupted: the ranks stopped at one step and rank 0 saved "
+                                  "its checkpoint in {} ({})",
+                                  o.out_dir, r.summary()),
+                      "continue with: " + resume);
+  // A rank may have failed before rank 0 wrote any checkpoint (a missing corpus, a bad folder).
+  const bool has_checkpoint = std::filesystem::exists(run_checkpoint_path(o.out_dir));
+  throw RunError(fmt::format("data-parallel run failed: rank {} failed first ({})", r.first_failed,
+                             r.summary()),
+                 has_checkpoint ? "the ranks' own errors are printed above; after fixing the cause, "
+                                  "continue from the last checkpoint with: " + resume
+                                : "the ranks' own errors are printed above; no checkpoint was "
+                                  "written, so run the same command again after fixing the cause");
+}
+
+}  // namespace
 
 Command add_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "train one model into a run folder");
   auto args = std::make_shared<ConfigArgs>();
   auto opts = std::make_shared<TrainOptions>();
   auto device = std::make_shared<std::string>();
+  auto l = std::make_shared<LaunchArgs>();
   args->add_to(cmd);
   cmd->add_option("--out,-o", opts->out_dir, "run folder to write")->required();
   cmd->add_flag("--resume", opts->resume, "continue the run in --out from its checkpoint");
@@ -22,7 +89,14 @@ Command add_train(CLI::App& app) {
                   "initialise parameters shared by name from this run folder (fine-tuning)");
   cmd->add_option("--device", *device, "cpu, cuda or cuda:N (same as --set device=...)");
   cmd->add_flag("--quiet,-q", opts->quiet, "no progress line");
-  return {cmd, [args, opts, device]() {
+  cmd->add_option("--nproc", l->nproc,
+                  "data-parallel: start this many ranks on this machine (train.batch_size is the "
+                  "global batch; docs/scaling.md)");
+  cmd->add_option("--nnodes", l->nnodes, "with --nproc: nodes, each running the same command");
+  cmd->add_option("--node-rank", l->node_rank, "with --nnodes: this node's index (0 = the master)");
+  cmd->add_option("--master-addr", l->master_addr, "with --nnodes: node 0's address");
+  cmd->add_option("--master-port", l->master_port, "with --nnodes: a free port on node 0");
+  return {cmd, [args, opts, device, l]() {
             if (opts->resume && opts->overwrite)
               throw ConfigError("train: --resume and --overwrite exclude each other");
             if (opts->resume && !args->configs.empty())
@@ -38,7 +112,10 @@ Command add_train(CLI::App& app) {
               a.sets = sets;
               cfg = a.load();
             }
+            if (l->nproc > 1 || l->nnodes > 1)
+              return launch(*args, *opts, *device, *l, cfg.config);
             TrainResult r = train(cfg, *opts);
+            if (dist_env_from_environment().rank != 0) return 0;  // rank 0 reports
             std::cout << fmt::format("finished {} steps in {:.1f}s; run folder: {}\n", r.steps,
                                      r.seconds, opts->out_dir);
             for (const auto& [k, v] : r.valid) std::cout << fmt::format("  valid {} = {:.4f}\n", k, v);

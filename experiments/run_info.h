@@ -20,4 +20,8 @@ struct RunSummary {
 // Never throws for a missing or broken file: the fields stay unknown.
 RunSummary read_run_summary(const std::string& dir);
 
+// One line on a run in progress, from the last line of its metrics.jsonl and its config:
+// "step 480/600 (80%) loss 2.79 5.4k tok/s". Empty when it has logged nothing yet.
+std::string run_progress(const std::string& dir);
+
 }  // namespace relpos

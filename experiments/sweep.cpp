@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -193,6 +194,8 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   size_t next = 0, done = 0;
   const auto t0 = std::chrono::steady_clock::now();
   bool interrupted = false;
+  auto last_report = t0;
+  const auto progress_every = std::chrono::seconds(isatty(fileno(stderr)) ? 15 : 60);
   while (true) {
     if (interrupt_requested() && !interrupted) {
       interrupted = true;
@@ -219,8 +222,16 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
     // (handlers restart system calls, so a blocking waitpid would not return for it).
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid == 0) {
+    if (pid == 0) {  // all still running: show where they are now and then
       sleep_unless_interrupted(0.02);
+      const auto now = std::chrono::steady_clock::now();
+      if (!o.quiet && now - last_report > progress_every) {
+        last_report = now;
+        for (const auto& [child, idx] : active) {
+          const std::string p = run_progress(runs[idx].dir);
+          if (!p.empty()) std::cerr << fmt::format("  ...    {}: {}\n", runs[idx].point.name, p);
+        }
+      }
       continue;
     }
     if (pid < 0) {
@@ -319,32 +330,61 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
   }
 }
 
+namespace {
+
+// A word for bash: as is when it holds only safe characters, else in single quotes.
+std::string shell_word(const std::string& w) {
+  const bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                       "0123456789_-+=.,/:@%") == std::string::npos;
+  if (plain) return w;
+  std::string q = "'";
+  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
 std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& points) {
+  // Absolute paths: the job runs wherever SLURM starts it.
+  const std::string out = fs::absolute(o.out_dir).lexically_normal().string();
+  const int64_t cpus = o.threads > 0 ? o.threads : 4;
   std::string s = "#!/bin/bash\n";
-  s += "# SLURM array job written by `relpos sweep --emit-slurm`: one array element per grid point.\n";
-  s += "# Submit with: sbatch THIS_FILE   (adjust the #SBATCH lines to your cluster)\n";
-  s += fmt::format("#SBATCH --job-name=relpos-sweep\n#SBATCH --array=0-{}\n", points.size() - 1);
-  s += "#SBATCH --cpus-per-task=4\n#SBATCH --time=24:00:00\n";
-  s += fmt::format("#SBATCH --output={}/slurm-%A_%a.log\n", o.out_dir);
+  s += "# SLURM array job written by `relpos sweep --emit-slurm`: one array element per grid point,\n";
+  s += "# each running the `relpos train` command of `relpos sweep` (docs/scaling.md).\n";
+  s += "# Submit with: sbatch THIS_FILE   (adjust the #SBATCH lines to your cluster: partition,\n";
+  s += "# account, --gres=gpu:1 with --set device=cuda, a %N suffix on --array to cap parallel runs).\n";
+  s += "# A finished point is skipped and an unfinished one resumed, so submitting again continues.\n";
+  s += "# SIGTERM (time limit, scancel, --signal below) makes a run checkpoint and stop.\n";
+  s += "#SBATCH --job-name=relpos-sweep\n";
+  s += fmt::format("#SBATCH --array=0-{}\n", points.size() - 1);
+  s += fmt::format("#SBATCH --cpus-per-task={}\n", cpus);
+  s += "#SBATCH --time=24:00:00\n";
+  s += "#SBATCH --signal=B:TERM@120\n";
+  s += fmt::format("#SBATCH --output={}/slurm-%A_%a.log\n", out);  // SLURM needs the folder
   s += "set -euo pipefail\n";
   s += fmt::format("RELPOS=\"${{RELPOS:-{}}}\"\n", o.relpos_binary);
-  s += "case \"$SLURM_ARRAY_TASK_ID\" in\n";
+  s += "TASK=\"${SLURM_ARRAY_TASK_ID:?submit with sbatch, or set SLURM_ARRAY_TASK_ID=N to run point N}\"\n";
+  s += "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n";
+  s += "case \"$TASK\" in\n";
   for (size_t i = 0; i < points.size(); ++i) {
-    const std::string dir = (fs::path(o.out_dir) / points[i].name).string();
-    std::vector<std::string> args{"\"$RELPOS\"", "train", "--out", dir, "--quiet"};
-    for (const auto& c : o.configs) args.insert(args.end(), {"--config", c});
-    for (const auto& x : o.sets) args.insert(args.end(), {"--set", x});
-    for (const auto& x : points[i].overrides) args.insert(args.end(), {"--set", x});
-    args.insert(args.end(), {"--set", "threads=${SLURM_CPUS_PER_TASK:-1}"});
-    if (!o.init_from.empty()) args.insert(args.end(), {"--init-from", init_from_dir(o, points[i])});
-    std::string cmd;
-    for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
-    // A finished point is skipped; an unfinished one resumes from its checkpoint.
-    s += fmt::format("  {})\n    if [ -f {}/result.json ]; then exit 0; fi\n"
-                     "    if [ -f {}/checkpoint.pt ]; then \"$RELPOS\" train --out {} --resume --quiet; "
-                     "else {}; fi ;;\n",
-                     i, dir, dir, dir, cmd);
+    const std::string dir = shell_word((fs::path(out) / points[i].name).string());
+    std::string cmd = "exec \"$RELPOS\" train --out " + dir + " --quiet";
+    std::string fresh = cmd + " --overwrite";
+    for (const auto& c : o.configs) fresh += " --config " + shell_word(fs::absolute(c).string());
+    for (const auto& x : o.sets) fresh += " --set " + shell_word(x);
+    for (const auto& x : points[i].overrides) fresh += " --set " + shell_word(x);
+    if (!o.init_from.empty())
+      fresh += " --init-from " + shell_word(fs::absolute(init_from_dir(o, points[i])).string());
+    const std::string threads = " --set \"threads=$THREADS\"";
+    s += fmt::format("  {})  # {}\n", i, points[i].name);
+    s += fmt::format("    if [ -f {}/result.json ]; then echo \"{} already finished\"; exit 0; fi\n", dir,
+                     points[i].name);
+    s += fmt::format("    if [ -f {}/checkpoint.pt ]; then {} --resume{}; fi\n", dir, cmd, threads);
+    s += fmt::format("    {}{} ;;\n", fresh, threads);
   }
+  s += "  *) echo \"no grid point $TASK (0..";
+  s += std::to_string(points.size() - 1);
+  s += ")\" >&2; exit 1 ;;\n";
   s += "esac\n";
   return s;
 }

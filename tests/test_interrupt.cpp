@@ -56,6 +56,24 @@ void check_same_run(const std::string& dir, const std::string& ref) {
                   name);
 }
 
+// 4 steps of tiny_run() evaluating every step on a corpus whose validation split is long enough
+// for an evaluation to take ~0.3 s, against a few ms for a training step: a signal sent just
+// after a step's metrics line lands in the next step's evaluation.
+std::vector<std::string> long_evaluation_run(const TempFolder& tmp) {
+  {
+    std::ofstream corpus(tmp.str("corpus.txt"));
+    for (int d = 0; d < 300; ++d) {
+      for (int w = 0; w < 40; ++w) corpus << "word" << (d * 7 + w * 13) % 97 << (w % 9 ? " " : ". ");
+      corpus << "\n\n";
+    }
+  }
+  auto sets = tiny_run(tmp.str("cache"), 4);
+  sets.insert(sets.end(), {"data.corpus=" + tmp.str("corpus.txt"), "data.valid_fraction=0.5",
+                           "train.eval_every=1", "train.eval_batches=400",
+                           "train.checkpoint_every=1"});
+  return sets;
+}
+
 }  // namespace
 
 TEST_CASE("relpos train: SIGTERM mid-run checkpoints, exits 143 naming the resume command / "
@@ -139,20 +157,7 @@ TEST_CASE("relpos train: SIGKILL at any moment leaves a loadable checkpoint and 
 TEST_CASE("relpos train: SIGINT during a long evaluation stops within a batch / the resumed run "
           "redoes that evaluation and ends with the uninterrupted losses") {
   TempFolder tmp("sigint_eval");
-  // A corpus whose validation split is long enough for an evaluation to take ~0.3 s, against a
-  // few ms for a training step: a signal sent just after a step's metrics line lands in the next
-  // step's evaluation.
-  {
-    std::ofstream corpus(tmp.str("corpus.txt"));
-    for (int d = 0; d < 300; ++d) {
-      for (int w = 0; w < 40; ++w) corpus << "word" << (d * 7 + w * 13) % 97 << (w % 9 ? " " : ". ");
-      corpus << "\n\n";
-    }
-  }
-  auto sets = tiny_run(tmp.str("cache"), 4);
-  sets.insert(sets.end(), {"data.corpus=" + tmp.str("corpus.txt"), "data.valid_fraction=0.5",
-                           "train.eval_every=1", "train.eval_batches=400",
-                           "train.checkpoint_every=1"});
+  const auto sets = long_evaluation_run(tmp);
   train_here(sets, tmp.str("ref"));
   const std::string dir = tmp.str("run");
   Child child(train_args(sets, dir), tmp.str("train.log"));
@@ -184,6 +189,40 @@ TEST_CASE("relpos train: SIGINT during a long evaluation stops within a batch / 
       run_relpos({"train", "--resume", "--out", dir, "--quiet"}, tmp.str("resume.log"));
   REQUIRE_MESSAGE(resumed == 0, resumed_out);
   check_same_run(dir, tmp.str("ref"));
+}
+
+TEST_CASE("relpos train --nproc 2: SIGINT during rank 0's evaluation stops every rank at that "
+          "step / rank 0's checkpoint resumes under data parallelism") {
+  TempFolder tmp("sigint_eval_dp");
+  const auto sets = long_evaluation_run(tmp);
+  const std::string dir = tmp.str("run");
+  auto args = train_args(sets, dir);
+  args.insert(args.end(), {"--nproc", "2"});
+  Child child(args, tmp.str("train.log"));
+  REQUIRE(wait_until([&] { return count_lines(run_metrics_path(dir)) >= 1; }, 60,
+                     [&] { return child.running(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  child.signal(SIGINT);  // the launcher forwards one SIGTERM to each rank
+  const int code = child.wait();
+  const std::string out = child.output();
+  CHECK_MESSAGE(code == 130, out);
+  // Only rank 0 evaluates; rank 1 waits for its word and stops at the same step instead of
+  // failing at the next collective when rank 0 leaves.
+  CHECK_MESSAGE(contains(out, "rank 0 exit 143"), out);
+  CHECK_MESSAGE(contains(out, "rank 1 exit 143"), out);
+  CHECK_MESSAGE(!contains(out, "another rank"), out);
+  const auto saved = load_saved(dir);
+  CHECK(saved.state.step == 2);
+  CHECK(saved.state.pending_post_step);
+  CHECK(logged(dir, "train_loss").back().first == 1);
+
+  auto resume = std::vector<std::string>{"train", "--resume", "--out", dir, "--quiet", "--nproc", "2"};
+  auto [resumed, resumed_out] = run_relpos(resume, tmp.str("resume.log"));
+  REQUIRE_MESSAGE(resumed == 0, resumed_out);
+  CHECK(run_finished(dir));
+  const auto losses = logged(dir, "valid_loss");
+  REQUIRE(losses.size() == 4);
+  for (int64_t i = 0; i < 4; ++i) CHECK(losses[i].first == i + 1);
 }
 
 TEST_CASE("relpos sweep: SIGTERM is forwarded, every run checkpoints, the sweep exits 143 / "

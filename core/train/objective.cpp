@@ -77,6 +77,11 @@ torch::Tensor batch_loss(Model& model, const Batch& b) {
   return {};
 }
 
+int64_t loss_items(Model& model, const Batch& b) {
+  if (model->kind() == HeadKind::Lm) return b.targets.ne(-100).sum().item<int64_t>();
+  return b.targets.size(0);
+}
+
 void MetricAccumulator::add(Model& model, const Batch& b) {
   torch::NoGradGuard guard;
   switch (model->kind()) {

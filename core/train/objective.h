@@ -28,6 +28,9 @@ Batch to_device(const Batch& b, torch::Device device);
 
 // Forward pass and scalar loss of one batch (the batch must be on the model's device).
 torch::Tensor batch_loss(Model& model, const Batch& b);
+// The number of items batch_loss() averages over: targets other than -100 (lm head), rows
+// (classifier, span). Data-parallel ranks weight their gradients by it.
+int64_t loss_items(Model& model, const Batch& b);
 
 // Sums statistics over evaluation batches; result() turns them into metrics.
 class MetricAccumulator {

@@ -9,11 +9,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <csignal>
 #include <limits>
 #include <optional>
 #include <sstream>
 
 #include "core/data/task.h"
+#include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
 #include "core/model/model.h"
@@ -34,8 +36,14 @@ torch::Device parse_device(const std::string& device) {
   if (device == "cpu") return torch::kCPU;
   if (!torch::cuda::is_available())
     throw ConfigError(fmt::format("device: '{}' asked for, but CUDA is not available", device),
-                      "this LibTorch has no CUDA or no GPU is visible; use device: cpu");
-  return torch::Device(device);
+                      "this LibTorch has no CUDA or no GPU is visible; use device: cpu, or build "
+                      "against a CUDA LibTorch (docs/scaling.md, \"CUDA\")");
+  const torch::Device d(device);
+  const auto visible = static_cast<int64_t>(torch::cuda::device_count());
+  if (d.has_index() && d.index() >= visible)
+    throw ConfigError(fmt::format("device: '{}' asked for, but {} GPU(s) are visible", device, visible),
+                      "use cuda (GPU 0, or the rank's LOCAL_RANK under data parallelism) or cuda:0..");
+  return d;
 }
 
 LoadedConfig load_run_config(const std::string& dir, const std::vector<std::string>& overrides) {
@@ -126,18 +134,29 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   // First of all: from here on SIGINT/SIGTERM are honoured at a safe point, never mid-write.
   install_interrupt_handlers();
   const auto wall_start = std::chrono::steady_clock::now();
-  const auto lock = prepare_out_dir(opts);
   const Config& cfg = loaded.config;
-  const torch::Device device = parse_device(cfg.device);
-  configure_threads(cfg.threads);  // LibTorch and OpenBLAS together; 0 = automatic
+  // One process, or one rank of a data-parallel run (core/dist): only rank 0 touches DIR (its
+  // lock, checkpoints, run.h5, metrics.jsonl, result.json).
+  DataParallel dp(dist_env_from_environment(), parse_device(cfg.device));
+  std::unique_ptr<FolderLock> lock;
+  if (dp.is_main()) lock = prepare_out_dir(opts);
+  const torch::Device device = dp.device();
+  // LibTorch and OpenBLAS together; 0 = automatic (ranks on one node share its cores).
+  configure_threads(cfg.threads > 0 ? cfg.threads : dp.default_threads());
   const std::string dir = opts.out_dir;
-  ProgressLine progress(cfg.train.steps, opts.quiet);
+  ProgressLine progress(cfg.train.steps, opts.quiet || !dp.is_main());
+  if (dp.world_size() > 1)
+    progress.message(fmt::format("data-parallel: {} ranks ({}), {} of the {} rows of each batch per rank",
+                                 dp.world_size(), dp.backend(), cfg.train.batch_size / dp.world_size(),
+                                 cfg.train.batch_size));
   const std::vector<int64_t> inject_nan = debug_nonfinite_steps();
 
   // Data first: a missing corpus should fail before anything is written.
   auto data = make_task_data(cfg);
   progress.message(fmt::format("data: {}", data->describe()));
-  if (interrupt_requested())
+  // One process only: ranks must agree on when they stop, which they do from the first step on
+  // (dp.stop_requested()); a rank leaving here alone would strand the others.
+  if (dp.world_size() == 1 && interrupt_requested())
     throw Interrupted(interrupt_signal(),
                       fmt::format("interrupted by {} while loading data, before training started; "
                                   "nothing was written to {}",
@@ -149,8 +168,9 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   model->to(device);
   auto optimizer = make_optimizer(*model, cfg.train);
   const auto snaps = snapshot_steps(cfg.snapshots, cfg.train.steps);
-  check_free_space(dir, estimated_run_bytes(cfg, *model, static_cast<int64_t>(snaps.size())),
-                   "this run (checkpoints and run.h5)");
+  if (dp.is_main())
+    check_free_space(dir, estimated_run_bytes(cfg, *model, static_cast<int64_t>(snaps.size())),
+                     "this run (checkpoints and run.h5)");
 
   TrainState state;
   std::string init_note;
@@ -158,7 +178,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     state = load_checkpoint(run_checkpoint_path(dir), *model, *optimizer);
     progress.message(fmt::format("resuming {} at step {}", dir, state.step));
   } else {
-    write_text_atomic(run_config_path(dir), to_yaml(cfg));
+    if (dp.is_main()) write_text_atomic(run_config_path(dir), to_yaml(cfg));
     if (!opts.init_from.empty()) {
       std::vector<std::string> skipped;
       auto fresh = load_matching_parameters(run_checkpoint_path(opts.init_from), *model, &skipped);
@@ -171,8 +191,11 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   }
 
   // Run file.
+  dp.attach(*model);
   std::unique_ptr<RunFileWriter> run_file;
-  if (opts.resume && fs::exists(run_h5_path(dir))) {
+  if (!dp.is_main()) {
+    run_file = discarding_run_file();
+  } else if (opts.resume && fs::exists(run_h5_path(dir))) {
     run_file = RunFileWriter::open_append(run_h5_path(dir));
     run_file->truncate_metrics_after(state.step);
   } else {
@@ -185,7 +208,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     attrs.created = utc_timestamp();
     run_file = RunFileWriter::create(run_h5_path(dir), attrs);
   }
-  MetricsLog metrics_log(run_metrics_path(dir), opts.resume ? state.step : -1);
+  std::optional<MetricsLog> metrics_log;
+  if (dp.is_main()) metrics_log.emplace(run_metrics_path(dir), opts.resume ? state.step : -1);
 
   const int64_t probe_len = cfg.snapshots.probe_len > 0 ? cfg.snapshots.probe_len : cfg.task.seq_len;
   auto probe_batches = data->eval_batches(Split::Valid, cfg.snapshots.probe_size, 1, probe_len);
@@ -197,6 +221,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   const auto valid_batches = data->eval_batches(Split::Valid, cfg.train.batch_size, cfg.train.eval_batches);
   auto want_snapshot = [&](int64_t step) { return std::binary_search(snaps.begin(), snaps.end(), step); };
   auto take_snapshot = [&](int64_t step) {
+    if (!dp.is_main()) return;
     auto s = compute_snapshot(model, probe, cfg.snapshots, device);
     run_file->write_snapshot(step, s.attention, s.position_scores, s.position);
   };
@@ -207,6 +232,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
            std::chrono::duration<double>(std::chrono::steady_clock::now() - invocation_start).count();
   };
   int64_t last_checkpoint = opts.resume ? state.step : -1;
+  // Every rank calls save() at the same steps (they hold the same parameters and optimizer
+  // state after each step); rank 0 alone writes the checkpoint.
   auto save = [&](int64_t step) {
     state.step = step;
     state.elapsed_seconds = elapsed();
@@ -214,23 +241,27 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     // checkpoint, and saving those would make a second resume replay the wrong random numbers.
     state.cpu_rng_state = torch::Tensor();
     state.cuda_rng_state = torch::Tensor();
-    save_checkpoint(run_checkpoint_path(dir), *model, *optimizer, state);
+    if (dp.is_main()) save_checkpoint(run_checkpoint_path(dir), *model, *optimizer, state);
     last_checkpoint = step;
   };
   // Saves a checkpoint at `step`, closes run.h5 and throws Interrupted. `pending`: the step's
   // evaluation was cut short, so a resumed run does that step's evaluation, logging, snapshot
-  // and checkpoint first.
+  // and checkpoint first. Under data parallelism every rank comes here at the same step; a rank
+  // that got no signal itself stops because another one did.
   auto stop_interrupted = [&](int64_t step, bool pending) {
     state.pending_post_step = pending;
     save(step);
     run_file->flush();
     run_file->close();
     progress.finish();
-    throw Interrupted(interrupt_signal(),
+    const bool here = interrupt_signal() != 0;
+    throw Interrupted(here ? interrupt_signal() : SIGTERM,
                       fmt::format("interrupted by {} at step {} of {}: checkpoint saved and "
                                   "run.h5 closed in {}",
-                                  interrupt_signal_name(), step, cfg.train.steps, dir),
-                      fmt::format("continue with: relpos train --resume --out {}", dir));
+                                  here ? interrupt_signal_name() : "a signal to another rank", step,
+                                  cfg.train.steps, dir),
+                      fmt::format("continue with: relpos train --resume --out {}{}", dir,
+                                  dp.world_size() > 1 ? " (and the same --nproc)" : ""));
   };
   // The validation metrics, or nothing when an interrupt arrived during the evaluation.
   auto evaluate_valid = [&]() -> std::optional<std::map<std::string, double>> {
@@ -259,14 +290,20 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   auto window_start = std::chrono::steady_clock::now();
 
   enum class After { Next, Interrupted, StopAfter, EarlyStop };
-  // Everything after the optimizer step `step`: evaluation, logging, snapshot, checkpoint.
+  // Everything after the optimizer step `step`: evaluation, logging, snapshot, checkpoint. Every
+  // rank returns the same answer.
   auto post_step = [&](int64_t step) -> After {
     const bool last = step == cfg.train.steps;
     std::map<std::string, double> logged;
     if (step % cfg.train.eval_every == 0 || last) {
-      auto valid = evaluate_valid();
-      if (!valid) return After::Interrupted;
-      last_valid = *valid;
+      // Rank 0 alone evaluates; the others wait for its word on whether an interrupt cut the
+      // evaluation short, so that every rank stops at this step or none does.
+      std::optional<std::map<std::string, double>> valid;
+      if (dp.is_main()) valid = evaluate_valid();
+      const bool cut = dp.broadcast_from_main(dp.is_main() && !valid ? 1 : 0,
+                                              "whether an interrupt cut the evaluation short") != 0;
+      if (cut) return After::Interrupted;
+      if (valid) last_valid = *valid;
       for (const auto& [k, v] : last_valid) logged["valid_" + k] = v;
       auto it = last_valid.find(pm.name);
       if (it != last_valid.end()) {
@@ -280,6 +317,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
           ++state.evals_without_improvement;
         }
       }
+      state.evals_without_improvement =
+          dp.broadcast_from_main(state.evals_without_improvement, "the early-stopping count");
     }
     if (step % cfg.train.log_every == 0 || last || !logged.empty()) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
@@ -291,7 +330,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       logged["elapsed_s"] = elapsed();
       if (state.skipped_batches > 0) logged["skipped_batches"] = static_cast<double>(state.skipped_batches);
       for (const auto& [k, v] : logged) run_file->append_metric(k, step, v);
-      metrics_log.write(step, logged);
+      if (metrics_log) metrics_log->write(step, logged);
       progress.update(step, logged["train_loss"], tps, metrics_summary(last_valid, pm.name));
       state.window_loss = 0;
       state.window_steps = 0;
@@ -324,18 +363,21 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     if (after == After::Interrupted) stop_interrupted(step, true);
   }
   while (after == After::Next && step < cfg.train.steps) {
-    if (interrupt_requested()) stop_interrupted(step, false);
-    const Batch batch = to_device(data->train_batch(step, cfg.train.batch_size), device);
+    // One process: a signal arrived. Data parallel: some rank had one at the last step's
+    // gradient exchange, the same answer on every rank.
+    if (dp.stop_requested()) stop_interrupted(step, false);
+    const Batch batch = to_device(dp.local_batch(*data, step, cfg.train.batch_size, cfg.seed), device);
     set_learning_rate(*optimizer, learning_rate(cfg.train, step));
     optimizer->zero_grad();
     auto loss = batch_loss(model, batch);
     if (std::find(inject_nan.begin(), inject_nan.end(), step + 1) != inject_nan.end())
       loss = loss * std::numeric_limits<double>::quiet_NaN();
-    const double loss_value = loss.item<double>();
+    // The global batch's mean loss (NaN on every rank when it is NaN on one); gradients averaged
+    // over the ranks, so the checks below decide the same on every rank.
+    const double loss_value = dp.backward(loss, loss_items(model, batch), step);
     bool finite = std::isfinite(loss_value);
     double grad_norm = 0;
     if (finite) {
-      loss.backward();
       grad_norm = cfg.train.grad_clip > 0
                       ? torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.train.grad_clip)
                       : gradient_norm(*model);
@@ -378,7 +420,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     ++step;
     state.window_loss += loss_value;
     ++state.window_steps;
-    window_tokens += static_cast<double>(batch.tokens.numel());
+    window_tokens += static_cast<double>(batch.tokens.numel() * dp.world_size());
     after = post_step(step);
     if (after == After::Interrupted) stop_interrupted(step, true);
   }
@@ -403,7 +445,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   result.finished = true;
   result.skipped_batches = state.skipped_batches;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  write_result(dir, result, elapsed(), init_note);
+  if (dp.is_main()) write_result(dir, result, elapsed(), init_note);
   return result;
 }
 

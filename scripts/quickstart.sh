@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The README's main job: installs what is missing, fetches the built-in corpora, builds, then runs
+# the quickstart experiment (a few small models with different position encodings trained on the
+# built-in data, analysed and reported). Idempotent: a second run reuses finished runs.
+# Usage: scripts/quickstart.sh [extra relpos reproduce options, e.g. --out DIR or --set k=v]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/fetch_data.sh
+BUILD_DIR="${RELPOS_BUILD_DIR:-build}"
+"$BUILD_DIR/app/relpos" reproduce quickstart --scale mini "$@"

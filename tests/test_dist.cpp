@@ -1,0 +1,338 @@
+// Data-parallel training (core/dist): `relpos train --nproc 2` (two Gloo ranks on localhost)
+// against one process training on the same global batch, a rank killed mid-run, resume under
+// data parallelism, and the SLURM array script of `relpos sweep --emit-slurm` run by bash.
+#include <doctest/doctest.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/bench/child_process.h"
+#include "core/config/config.h"
+#include "core/dist/distributed.h"
+#include "core/dist/launch.h"
+#include "core/io/run_file.h"
+#include "core/model/model.h"
+#include "core/train/trainer.h"
+#include "tests/helpers.h"
+
+using namespace relpos;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Scratch {
+  fs::path path;
+  explicit Scratch(const std::string& name)
+      : path(fs::temp_directory_path() / ("relpos_test_dist_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Scratch() { fs::remove_all(path); }
+  std::string str(const std::string& sub) const { return (path / sub).string(); }
+};
+
+// A tiny MLM run without dropout (dropout draws differ between one process and two ranks by
+// design). With MLM the ranks hold different numbers of masked tokens, so plain averaging of
+// the ranks' gradients would be wrong: the comparison checks the weighting too.
+std::vector<std::string> tiny_sets(const std::string& cache) {
+  return {"data.corpus=" + test::fixture_path("trainer/corpus.txt"),
+          "data.cache_dir=" + cache,
+          "data.tokenizer=bytes",
+          "data.valid_fraction=0.2",
+          "data.test_fraction=0.2",
+          "task.type=mlm",
+          "task.seq_len=32",
+          "model.layers=1",
+          "model.width=32",
+          "model.heads=2",
+          "model.ff_width=64",
+          "model.dropout=0",
+          "model.attention_dropout=0",
+          "position.type=learned+tisa",
+          "position.learned.max_len=32",
+          "train.steps=4",
+          "train.batch_size=4",
+          "train.eval_every=2",
+          "train.eval_batches=1",
+          "train.log_every=1",
+          "train.checkpoint_every=2",
+          "snapshots.every_percent=0",
+          "snapshots.probe_size=2",
+          "threads=1"};
+}
+
+std::vector<std::string> train_args(const std::string& out, const std::string& cache) {
+  std::vector<std::string> a{"train", "--quiet", "--out", out, "--config", test::config_path("base.yaml")};
+  for (const auto& s : tiny_sets(cache)) a.insert(a.end(), {"--set", s});
+  return a;
+}
+
+std::vector<double> train_losses(const std::string& dir) {
+  std::vector<double> out;
+  std::ifstream in(run_metrics_path(dir));
+  for (std::string line; std::getline(in, line);)
+    out.push_back(nlohmann::json::parse(line).at("train_loss").get<double>());
+  return out;
+}
+
+// Lines of metrics.jsonl so far (0 before it exists).
+int64_t train_losses_if_any(const std::string& dir) {
+  std::ifstream in(run_metrics_path(dir));
+  int64_t n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+// The final weights of a run folder (run.h5 /weights), by parameter name.
+std::map<std::string, torch::Tensor> final_weights(const std::string& dir) {
+  auto f = RunFileReader::open(run_h5_path(dir));
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& name : f->children("/weights")) out[name] = f->dataset("/weights/" + name).value;
+  return out;
+}
+
+// Largest |a-b| over all parameters; both runs must hold the same parameter names.
+double max_weight_difference(const std::string& a, const std::string& b) {
+  const auto wa = final_weights(a), wb = final_weights(b);
+  REQUIRE(wa.size() == wb.size());
+  REQUIRE(!wa.empty());
+  double worst = 0;
+  for (const auto& [name, t] : wa) {
+    REQUIRE_MESSAGE(wb.count(name), name);
+    REQUIRE(wb.at(name).sizes() == t.sizes());
+    worst = std::max(worst, (t.to(torch::kDouble) - wb.at(name).to(torch::kDouble)).abs().max().item<double>());
+  }
+  return worst;
+}
+
+void train_one_process(const std::string& out, const std::string& cache) {
+  TrainOptions o;
+  o.out_dir = out;
+  o.quiet = true;
+  train(load_config({test::config_path("base.yaml")}, tiny_sets(cache)), o);
+}
+
+}  // namespace
+
+TEST_CASE("dist: the launch environment is read like torchrun's, and contradictions are errors") {
+  // This process runs without WORLD_SIZE: one process, rank 0.
+  const DistEnv e = dist_env_from_environment();
+  CHECK(e.world_size == 1);
+  CHECK(e.rank == 0);
+  CHECK_FALSE(e.distributed());
+  // The Debian LibTorch plus libgloo-dev gives the Gloo backend (DESIGN.md §5).
+  const auto b = available_backends();
+  CHECK(std::find(b.begin(), b.end(), "gloo") != b.end());
+  // Variables that contradict each other are a configuration error naming them.
+  ::setenv("WORLD_SIZE", "2", 1);
+  ::setenv("RANK", "2", 1);
+  CHECK_THROWS_WITH_AS(dist_env_from_environment(), doctest::Contains("RANK=2 but WORLD_SIZE=2"), ConfigError);
+  ::setenv("RANK", "x", 1);
+  CHECK_THROWS_WITH_AS(dist_env_from_environment(), doctest::Contains("RANK='x'"), ConfigError);
+  ::setenv("RANK", "1", 1);
+  ::setenv("MASTER_PORT", "70000", 1);
+  CHECK_THROWS_WITH_AS(dist_env_from_environment(), doctest::Contains("MASTER_PORT=70000"), ConfigError);
+  ::setenv("MASTER_PORT", "29511", 1);
+  ::setenv("LOCAL_RANK", "1", 1);
+  ::setenv("LOCAL_WORLD_SIZE", "2", 1);
+  const DistEnv two = dist_env_from_environment();
+  CHECK(two.rank == 1);
+  CHECK(two.world_size == 2);
+  CHECK(two.master_port == 29511);
+  CHECK(two.local_world_size == 2);
+  for (const char* v : {"WORLD_SIZE", "RANK", "MASTER_PORT", "LOCAL_RANK", "LOCAL_WORLD_SIZE"}) ::unsetenv(v);
+  CHECK_FALSE(dist_env_from_environment().distributed());
+
+  // A one-process DataParallel changes nothing: the whole batch, the loss as is.
+  DataParallel dp(e, torch::kCPU);
+  CHECK(dp.world_size() == 1);
+  CHECK(dp.is_main());
+  CHECK(dp.backend() == "none");
+}
+
+TEST_CASE("dist: a rank whose peers never arrive gives up after RELPOS_DIST_TIMEOUT with an error") {
+  DistEnv e;
+  e.rank = 0;
+  e.world_size = 2;
+  e.local_world_size = 2;
+  e.master_port = free_tcp_port();
+  e.timeout = std::chrono::seconds(1);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(DataParallel(e, torch::kCPU), doctest::Contains("joining the process group"), RunError);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(waited >= 0.9);
+  CHECK(waited < 15);
+}
+
+TEST_CASE("dist: 2 Gloo ranks train the same weights as one process on the same global batch") {
+  Scratch tmp("equal");
+  const std::string cache = tmp.str("cache");
+  train_one_process(tmp.str("one"), cache);
+
+  auto args = train_args(tmp.str("two"), cache);
+  args.insert(args.end(), {"--nproc", "2"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+
+  // The global batch's mean loss at every step (rank 0 logs it) equals one process's.
+  const auto one = train_losses(tmp.str("one")), two = train_losses(tmp.str("two"));
+  REQUIRE(one.size() == 4);
+  REQUIRE(two.size() == 4);  // one writer: rank 1 appended nothing
+  for (size_t i = 0; i < one.size(); ++i) CHECK(two[i] == doctest::Approx(one[i]).epsilon(1e-5));
+  // Adam amplifies tiny differences of the summation order a little; 4 steps stay far below
+  // the size of one update (lr 1e-3 per step).
+  CHECK(max_weight_difference(tmp.str("one"), tmp.str("two")) < 2e-5);
+  for (const auto& f : {"config.yaml", "checkpoint.pt", "run.h5", "result.json"})
+    CHECK_MESSAGE(fs::exists(tmp.path / "two" / f), f);
+
+  // The check can fail: a run with another seed ends elsewhere.
+  auto other = train_args(tmp.str("seed2"), cache);
+  other.insert(other.end(), {"--set", "seed=2"});
+  REQUIRE(run_child(RELPOS_BINARY, other, {120, 0}).exit_code == 0);
+  CHECK(max_weight_difference(tmp.str("one"), tmp.str("seed2")) > 1e-3);
+}
+
+TEST_CASE("dist: a killed rank stops the run with an error naming it, and --resume under DP finishes it") {
+  Scratch tmp("fault");
+  const std::string cache = tmp.str("cache");
+  train_one_process(tmp.str("one"), cache);
+
+  // Rank 1 dies by SIGKILL when it reaches step 3 (0-based: after 3 updates); the checkpoint of
+  // step 2 is the last one rank 0 wrote.
+  auto args = train_args(tmp.str("dp"), cache);
+  args.insert(args.end(), {"--nproc", "2"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0}, {"RELPOS_FAULT=1:3"});
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("rank 1 failed first") != std::string::npos);
+  CHECK(r.err.find("SIGKILL") != std::string::npos);
+  CHECK(r.err.find("--resume") != std::string::npos);
+  CHECK(r.wall_s < 60);  // no waiting for the 600 s collective timeout
+  REQUIRE(fs::exists(run_checkpoint_path(tmp.str("dp"))));
+  CHECK_FALSE(run_finished(tmp.str("dp")));
+
+  const ChildResult rr = run_child(
+      RELPOS_BINARY, {"train", "--quiet", "--resume", "--out", tmp.str("dp"), "--nproc", "2"}, {120, 0});
+  INFO(rr.err);
+  REQUIRE(rr.exit_code == 0);
+  CHECK(run_finished(tmp.str("dp")));
+  const auto one = train_losses(tmp.str("one")), dp = train_losses(tmp.str("dp"));
+  REQUIRE(dp.size() == one.size());
+  for (size_t i = 0; i < one.size(); ++i) CHECK(dp[i] == doctest::Approx(one[i]).epsilon(1e-5));
+  CHECK(max_weight_difference(tmp.str("one"), tmp.str("dp")) < 2e-5);
+}
+
+TEST_CASE("dist: a global batch that does not split over the ranks is refused before any rank starts") {
+  Scratch tmp("split");
+  auto args = train_args(tmp.str("run"), tmp.str("cache"));
+  args.insert(args.end(), {"--set", "train.batch_size=5", "--nproc", "2"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {60, 0});
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("train.batch_size: 5 does not split over 2 ranks") != std::string::npos);
+  CHECK_FALSE(fs::exists(tmp.path / "run"));
+}
+
+TEST_CASE("dist: device cuda without CUDA is a clear configuration error") {
+  if (torch::cuda::is_available()) return;  // CI is CPU-only; on a GPU machine there is no error
+  CHECK_THROWS_WITH_AS(parse_device("cuda"), doctest::Contains("CUDA is not available"), ConfigError);
+  CHECK_THROWS_WITH_AS(parse_device("cuda:1"), doctest::Contains("CUDA is not available"), ConfigError);
+  CHECK(parse_device("cpu") == torch::Device(torch::kCPU));
+}
+
+TEST_CASE("sweep: the SLURM array script runs a grid point's training when bash runs it") {
+  Scratch tmp("slurm");
+  const std::string cache = tmp.str("cache"), script = tmp.str("job.sh"), out = tmp.str("exp");
+  std::vector<std::string> args{"sweep", "--out", out, "--emit-slurm", script, "--grid", "seed=1,2",
+                                "--config", test::config_path("base.yaml")};
+  for (const auto& s : tiny_sets(cache)) args.insert(args.end(), {"--set", s});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {60, 0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(script);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("#SBATCH --array=0-1") != std::string::npos);
+  CHECK(fs::is_directory(out));  // SLURM writes its logs there but does not create it
+
+  // What one array element does: train grid point 1, then skip it when it is finished.
+  const std::string bash = "/bin/bash";
+  const ChildResult job = run_child(bash, {script}, {120, 0}, {"SLURM_ARRAY_TASK_ID=1", "SLURM_CPUS_PER_TASK=1"});
+  INFO(job.err);
+  REQUIRE(job.exit_code == 0);
+  std::string point;
+  for (const auto& e : fs::directory_iterator(out))
+    if (fs::is_directory(e.path())) point = e.path().string();
+  REQUIRE_FALSE(point.empty());
+  CHECK(run_finished(point));
+  CHECK(load_run_config(point).config.seed == 2);
+  const ChildResult again = run_child(bash, {script}, {60, 0}, {"SLURM_ARRAY_TASK_ID=1"});
+  CHECK(again.exit_code == 0);
+  CHECK(again.out.find("already finished") != std::string::npos);
+  // An index outside the grid is an error, not a silent success.
+  CHECK(run_child(bash, {script}, {60, 0}, {"SLURM_ARRAY_TASK_ID=7"}).exit_code != 0);
+}
+
+TEST_CASE("dist: Ctrl-C to the launcher stops every rank at one step with rank 0's checkpoint") {
+  Scratch tmp("sigint");
+  const std::string dir = tmp.str("dp"), log = tmp.str("launcher.err");
+  std::vector<std::string> args = train_args(dir, tmp.str("cache"));
+  args.insert(args.begin(), RELPOS_BINARY);
+  args.insert(args.end(), {"--set", "train.steps=100000", "--set", "train.checkpoint_every=100000",
+                           "--nproc", "2"});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  // Wait until the ranks train (rank 0 has logged a step), then interrupt the launcher only.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (train_losses_if_any(dir) < 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(log);
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(err);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(err.find("interrupted") != std::string::npos);
+  CHECK(err.find("--resume") != std::string::npos);
+  REQUIRE(fs::exists(run_checkpoint_path(dir)));
+  CHECK_FALSE(run_finished(dir));
+  const int64_t logged = train_losses_if_any(dir);
+  CHECK(logged >= 2);
+
+  // Resume (under DP) for two more steps: the log continues from the checkpoint's step with no
+  // step written twice, so rank 0 checkpointed the step the ranks agreed to stop at.
+  const ChildResult rr =
+      run_child(RELPOS_BINARY, {"train", "--quiet", "--resume", "--out", dir, "--nproc", "2", "--set",
+                                "train.steps=" + std::to_string(logged + 2)},
+                {120, 0});
+  INFO(rr.err);
+  REQUIRE(rr.exit_code == 0);
+  CHECK(run_finished(dir));
+  std::ifstream metrics(run_metrics_path(dir));
+  int64_t expect = 1;
+  for (std::string line; std::getline(metrics, line); ++expect)
+    CHECK(nlohmann::json::parse(line).at("step").get<int64_t>() == expect);
+  CHECK(expect - 1 == logged + 2);
+}
