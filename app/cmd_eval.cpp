@@ -5,7 +5,10 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/io/run_file.h"
 #include "core/train/extrapolation.h"
+#include "core/train/trainer.h"
+#include "core/util/folder_lock.h"
 #include "core/util/errors.h"
 
 namespace relpos::app {
@@ -33,6 +36,15 @@ Command add_eval(CLI::App& app) {
             auto sets = a->sets;
             if (!a->device.empty()) sets.push_back("device=" + a->device);
             auto run = load_run(a->run, sets);
+            // The table goes into the run's run.h5: no other relpos process may write it now
+            // (a training run still going, another eval).
+            FolderLock lock(a->run, "evaluation");
+            bool replacing = false;
+            try {
+              replacing = RunFileReader::open(run_h5_path(a->run))->exists("/eval/extrapolation");
+            } catch (const SchemaError&) {
+              // save_extrapolation repairs or reports the file
+            }
             auto opts = extrapolation_options(run.config.config);
             if (!a->lengths.empty()) opts.lengths = a->lengths;
             if (a->stride >= 0) opts.stride = a->stride;
@@ -48,6 +60,7 @@ Command add_eval(CLI::App& app) {
               for (const auto& [k, v] : r.metrics) line += fmt::format("  {} {:.4f}", k, v);
               std::cout << line << "\n";
             }
+            if (replacing) std::cout << "(replaced the earlier /eval/extrapolation table)\n";
             std::cout << "written to " << a->run << "/run.h5 (/eval/extrapolation) and "
                       << a->run << "/eval_extrapolation.csv\n";
             return 0;

@@ -10,6 +10,7 @@
 #include "core/dist/launch.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/util/signals.h"
 
 namespace relpos::app {
 
@@ -56,10 +57,12 @@ int launch(const ConfigArgs& args, const TrainOptions& o, const std::string& dev
   const std::string resume =
       fmt::format("relpos train --resume --out {} --nproc {}{}", o.out_dir, l.nproc,
                   l.nnodes > 1 ? " (with the same --nnodes/--node-rank/--master-* on each node)" : "");
-  if (r.interrupted)
-    throw RunError(fmt::format("interrupted: the ranks stopped at one step and rank 0 saved its "
-                               "checkpoint in {} ({})", o.out_dir, r.summary()),
-                   "continue with: " + resume);
+  if (r.interrupted)  // exit 128 + signal, as one process interrupted (core/util/signals.h)
+    throw Interrupted(interrupt_signal(),
+                      fmt::format("interrupted: the ranks stopped at one step and rank 0 saved "
+                                  "its checkpoint in {} ({})",
+                                  o.out_dir, r.summary()),
+                      "continue with: " + resume);
   // A rank may have failed before rank 0 wrote any checkpoint (a missing corpus, a bad folder).
   const bool has_checkpoint = std::filesystem::exists(run_checkpoint_path(o.out_dir));
   throw RunError(fmt::format("data-parallel run failed: rank {} failed first ({})", r.first_failed,

@@ -6,6 +6,7 @@
 #include "app/commands.h"
 #include "core/util/errors.h"
 #include "core/util/paths.h"
+#include "core/util/signals.h"
 
 namespace relpos::app {
 
@@ -49,6 +50,10 @@ int main(int argc, char** argv) {
     for (const auto& c : commands)
       if (c.cmd->parsed()) return c.run();
     return 1;
+  } catch (const Interrupted& e) {  // SIGINT/SIGTERM honoured: 128 + signal, as a shell reports
+    std::cerr << "error: " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
+    return e.exit_code();
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";

@@ -11,6 +11,7 @@
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/paths.h"
+#include "core/util/signals.h"
 #include "core/util/system.h"
 
 namespace relpos {
@@ -83,6 +84,16 @@ std::string ExperimentContext::part_config(const std::string& part) const {
   return p.string();
 }
 
+void ExperimentContext::stop_if_interrupted(const std::string& stage) const {
+  if (!interrupt_requested()) return;
+  throw Interrupted(interrupt_signal(),
+                    fmt::format("reproduce {} interrupted by {} before {}: finished runs, their "
+                                "evaluations and checkpoints are kept in {}",
+                                opts_.name, interrupt_signal_name(), stage, dir_),
+                    "run the same command again to continue: finished runs and evaluations are "
+                    "skipped, stopped runs resume");
+}
+
 void ExperimentContext::log(const std::string& message) const {
   if (!opts_.quiet) std::cerr << "[" << opts_.name << "] " << message << "\n";
 }
@@ -92,6 +103,7 @@ std::vector<SweepRunStatus> ExperimentContext::sweep(const std::string& sub,
                                                      const std::vector<std::string>& grid,
                                                      const std::vector<std::string>& sets,
                                                      const std::string& init_from) const {
+  stop_if_interrupted("a sweep");
   SweepOptions o;
   o.configs = configs;
   o.sets = opts_.sets;
@@ -109,6 +121,7 @@ std::vector<SweepRunStatus> ExperimentContext::sweep(const std::string& sub,
 
 void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs) const {
   for (const auto& d : dirs) {
+    stop_if_interrupted("the length evaluation of " + d);
     const fs::path table = fs::path(d) / "eval_extrapolation.csv";
     if (fs::exists(table) && fs::last_write_time(table) >= fs::last_write_time(run_result_path(d)))
       continue;
@@ -126,6 +139,7 @@ void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs) c
 }
 
 std::string ExperimentContext::analyze_and_report(const std::string& folder) const {
+  stop_if_interrupted("the analysis of " + folder);
   log("analysis of " + folder);
   analysis::AnalyzeOptions ao;
   bool experiment = false;
@@ -139,6 +153,9 @@ std::string ExperimentContext::analyze_and_report(const std::string& folder) con
 }
 
 std::string reproduce(const ReproduceOptions& opts) {
+  // SIGINT/SIGTERM: a running sweep checkpoints its runs (run_sweep); otherwise the experiment
+  // stops before its next stage (stop_if_interrupted). Either way: Interrupted, exit 128 + signal.
+  install_interrupt_handlers();
   for (const auto& e : experiment_list()) {
     if (e.name != opts.name) continue;
     ExperimentContext ctx(opts);

@@ -53,6 +53,12 @@ class ExperimentContext {
   // `relpos analyze` and `relpos report` on an experiment folder; returns the report path.
   std::string analyze_and_report(const std::string& folder) const;
 
+  // Throws Interrupted (core/util/signals.h) when SIGINT/SIGTERM arrived, saying that the
+  // experiment stopped before `stage`. sweep(), evaluate_lengths() (before each run) and
+  // analyze_and_report() call it first, so `relpos reproduce` stops between stages; a signal
+  // during a sweep is handled by run_sweep (its runs checkpoint).
+  void stop_if_interrupted(const std::string& stage) const;
+
  private:
   ReproduceOptions opts_;
   std::string dir_;

@@ -4,8 +4,10 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "core/position/position_encoding.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/util/folder_lock.h"
 #include "core/util/signals.h"
 
 namespace relpos {
@@ -106,6 +109,7 @@ std::vector<std::string> train_args(const SweepOptions& o, const SweepPoint& p,
 }
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw RunError(fmt::format("cannot start a run: fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
@@ -115,11 +119,16 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
       dup2(fd, 2);
       close(fd);
     }
-    // Its own process group: a Ctrl-C reaches only the sweep, which forwards one SIGTERM (a
-    // run that got the terminal's SIGINT as well would take the second signal as "stop now"
-    // and die without its checkpoint). SIGTERM too when the sweep itself dies.
+    // The sweep alone decides when a run stops: it forwards SIGTERM to each run once. So a run
+    // ignores SIGINT (Ctrl-C reaches the sweep only; relpos keeps an inherited SIG_IGN), sits in
+    // its own process group (a signal to the sweep's group is not delivered twice), and gets
+    // SIGTERM when the sweep dies without forwarding it (kill -9), so it still checkpoints.
+    std::signal(SIGINT, SIG_IGN);
     setpgid(0, 0);
+#ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(128 + SIGTERM);  // the sweep died before prctl
+#endif
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -152,7 +161,14 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
     if (files.empty()) throw ConfigError("sweep: --config FILE is required");
     load_config(files, sets);
   }
-  fs::create_directories(o.out_dir);
+  install_interrupt_handlers();
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec)
+    throw RunError(fmt::format("{}: cannot create the sweep folder: {}", o.out_dir, ec.message()),
+                   "choose a writable --out");
+  // One sweep per folder at a time (each run also locks its own folder).
+  FolderLock lock(o.out_dir, "sweep");
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
   const int64_t threads = o.threads > 0 ? o.threads : std::max<int64_t>(1, cores / o.jobs);
 
@@ -173,7 +189,6 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   if (!o.quiet)
     std::cerr << fmt::format("sweep: {} runs ({} already finished), {} at a time, {} thread(s) each -> {}\n",
                              runs.size(), runs.size() - todo, o.jobs, threads, o.out_dir);
-  install_interrupt_handlers();
   std::map<pid_t, size_t> active;
   std::map<pid_t, std::chrono::steady_clock::time_point> started;
   size_t next = 0, done = 0;
@@ -182,6 +197,14 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   auto last_report = t0;
   const auto progress_every = std::chrono::seconds(isatty(fileno(stderr)) ? 15 : 60);
   while (true) {
+    if (interrupt_requested() && !interrupted) {
+      interrupted = true;
+      if (!o.quiet)
+        std::cerr << fmt::format("sweep: {} received; asking the {} running run(s) to save a "
+                                 "checkpoint...\n",
+                                 interrupt_signal_name(), active.size());
+      for (const auto& [child, idx] : active) kill(child, SIGTERM);
+    }
     while (!interrupted && static_cast<int64_t>(active.size()) < o.jobs && next < runs.size()) {
       auto& r = runs[next++];
       if (r.skipped) continue;
@@ -195,10 +218,12 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
         std::cerr << fmt::format("  start  {}{}\n", r.point.name, resume ? " (resuming)" : "");
     }
     if (active.empty()) break;
+    // Poll, so that a signal arriving at any moment is seen within a few milliseconds
+    // (handlers restart system calls, so a blocking waitpid would not return for it).
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid == 0) {  // all still running: show where they are now and then
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      sleep_unless_interrupted(0.02);
       const auto now = std::chrono::steady_clock::now();
       if (!o.quiet && now - last_report > progress_every) {
         last_report = now;
@@ -207,22 +232,10 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
           if (!p.empty()) std::cerr << fmt::format("  ...    {}: {}\n", runs[idx].point.name, p);
         }
       }
-      if (interrupt_requested() && !interrupted) {
-        interrupted = true;
-        if (!o.quiet) std::cerr << "sweep: interrupted; asking the running runs to checkpoint...\n";
-        for (const auto& [child, idx] : active) kill(child, SIGTERM);
-      }
       continue;
     }
     if (pid < 0) {
-      if (errno == EINTR) {
-        if (interrupt_requested() && !interrupted) {
-          interrupted = true;
-          if (!o.quiet) std::cerr << "sweep: interrupted; asking the running runs to checkpoint...\n";
-          for (const auto& [child, idx] : active) kill(child, SIGTERM);
-        }
-        continue;
-      }
+      if (errno == EINTR) continue;
       break;
     }
     auto it = active.find(pid);
@@ -236,15 +249,39 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
     if (!o.quiet) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double eta = elapsed / done * (todo - done);
-      std::cerr << fmt::format("  {} {} in {:.0f}s ({}/{} done, ETA {:.0f}s){}\n",
-                               r.finished ? "done  " : "FAILED", r.point.name, r.seconds, done, todo,
-                               eta, r.finished ? "" : " — see " + r.dir + "/train.log");
+      const char* label = r.finished                                        ? "done  "
+                          : interrupted && r.exit_code == 128 + SIGTERM ? "stopped"
+                                                                        : "FAILED";
+      std::cerr << fmt::format("  {} {} in {:.0f}s ({}/{} done, ETA {:.0f}s){}\n", label,
+                               r.point.name, r.seconds, done, todo, eta,
+                               r.finished ? "" : " — see " + r.dir + "/train.log");
     }
   }
   write_sweep_summary(o.out_dir, runs);
-  if (interrupted)
-    throw RunError(fmt::format("sweep interrupted; finished runs are kept and running ones checkpointed in {}", o.out_dir),
-                   "run the same command again to continue");
+  if (interrupted) {
+    std::vector<std::string> stopped, lost;
+    size_t finished = 0;
+    for (const auto& r : runs) {
+      if (r.finished) {
+        ++finished;
+      } else if (r.exit_code != 0) {
+        // 128 + SIGTERM: the run saved its checkpoint and stopped.
+        (r.exit_code == 128 + SIGTERM && fs::exists(run_checkpoint_path(r.dir)) ? stopped : lost)
+            .push_back(r.point.name);
+      }
+    }
+    throw Interrupted(
+        interrupt_signal(),
+        fmt::format("sweep interrupted by {}: {} of {} runs finished, {} stopped at a checkpoint "
+                    "({}){}; in {}",
+                    interrupt_signal_name(), finished, runs.size(), stopped.size(),
+                    join_names(stopped),
+                    lost.empty() ? ""
+                                 : fmt::format(", {} stopped without one ({}: see their train.log)",
+                                               lost.size(), join_names(lost)),
+                    o.out_dir),
+        "run the same command again to continue: finished runs are skipped, stopped ones resume");
+  }
   std::vector<std::string> failed;
   for (const auto& r : runs)
     if (!r.finished) failed.push_back(r.point.name + " (" + r.dir + "/train.log)");

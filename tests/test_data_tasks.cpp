@@ -101,7 +101,7 @@ TEST_CASE("mlm evaluation: consecutive windows, deterministic, any length") {
   CHECK(data->eval_batches(Split::Test, 2, 1, 64)[0].tokens.size(1) == 64);
 }
 
-TEST_CASE("clm: targets are the next tokens; evaluation covers the stream once") {
+TEST_CASE("clm: targets are the next tokens / evaluation covers the stream once") {
   auto data = make_task_data(lm_config("clm"));
   const auto& train = data->stream(Split::Train);
   const Batch b = data->train_batch(0, 4);

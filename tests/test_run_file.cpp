@@ -178,7 +178,7 @@ TEST_CASE(
   CHECK(f.openGroup("/snapshots/step_10").openAttribute("step").getIntType().getSize() == 8);
 }
 
-TEST_CASE("run file: a repeated metric step replaces later points; truncate drops them") {
+TEST_CASE("run file: a repeated metric step replaces later points / truncate drops them") {
   ScratchDir dir("runfile_metrics");
   const std::string path = dir.file("run.h5");
   auto w = RunFileWriter::create(path, sample_attributes());

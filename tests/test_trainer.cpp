@@ -158,7 +158,7 @@ TEST_CASE("a tiny training run writes every documented part of its run folder an
   CHECK(torch::allclose(snap.attention, att20, 1e-5, 1e-6));
 }
 
-TEST_CASE("same config and seed give the same loss curve; resuming gives the same losses") {
+TEST_CASE("same config and seed give the same loss curve / resuming gives the same losses") {
   TempDir tmp("resume");
   const std::string cache = tmp.str("cache");
   run(tmp.str("a"), {}, cache);

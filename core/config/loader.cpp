@@ -134,7 +134,8 @@ void merge_yaml(YAML::Node& dst, const YAML::Node& src, const std::string& path,
   for (auto it = src.begin(); it != src.end(); ++it) {
     const std::string key = it->first.Scalar();
     const std::string child = join_path(path, key);
-    const YAML::Node& value = it->second;
+    // A copy of the handle: `it->second` lives in a temporary proxy that dies with the statement.
+    const YAML::Node value = it->second;
     YAML::Node existing = dst[key];
     if (value.IsMap() && existing.IsDefined() && existing.IsMap()) {
       merge_yaml(existing, value, child, file, sources);

@@ -127,7 +127,10 @@ void load_sentiment_file(const std::string& path, const std::string& tag, Corpus
         fmt::format("{}: top level is {} (expected {})", path, j.type_name(), expected));
   size_t n = j.size();
   // The package ends each file with {"text": "", "class": null}: a dummy, not a sentence.
-  if (n > 0 && j[n - 1].is_object() && j[n - 1].value("text", std::string("x")).empty()) --n;
+  // (json::value() throws a type_error for a "text" that is not a string: found by fuzzing.)
+  if (n > 0 && j[n - 1].is_object() && j[n - 1].contains("text") && j[n - 1]["text"].is_string() &&
+      j[n - 1]["text"].get<std::string>().empty())
+    --n;
   for (size_t i = 0; i < n; ++i) {
     const auto& r = j[i];
     const std::string where = fmt::format("{}: record {}", path, i);

@@ -22,6 +22,17 @@ nlohmann::json parse_json(const std::string& text, const std::string& path,
     if (colon != std::string::npos) problem = problem.substr(colon + 2);
     throw DataError(fmt::format("{}:{}:{}: invalid JSON: {} (expected {})", path, line, col,
                                 printable_utf8(problem), expected));
+  } catch (const nlohmann::json::exception& e) {
+    // Valid syntax the parser still refuses: a number beyond double's range (out_of_range.406,
+    // found by fuzzing), and the like. Name the number's line when the message quotes it.
+    std::string problem = e.what();
+    const size_t bracket = problem.find("] ");
+    if (bracket != std::string::npos) problem = problem.substr(bracket + 2);
+    std::string where = path;
+    const size_t q1 = problem.find('\''), q2 = problem.rfind('\'');
+    if (q1 != std::string::npos && q2 > q1) where = locate(text, path, problem.substr(q1 + 1, q2 - q1 - 1));
+    throw DataError(fmt::format("{}: invalid JSON: {} (expected {})", where,
+                                printable_utf8(problem), expected));
   }
 }
 

@@ -6,7 +6,9 @@
 //   optimizer_lr        list of float, each parameter group's learning rate (LibTorch 1.13's
 //                       Optimizer::load restores the state but not the group options)
 //   train_state         step, best_metric, evals_without_improvement, has_best,
-//                       cpu_rng_state, cuda_rng_state (when CUDA was available)
+//                       cpu_rng_state, cuda_rng_state (when CUDA was available), and
+//                       window_loss, window_steps, skipped_batches, pending_post_step (optional: older
+//                       checkpoints lack them and read as zero)
 // The file around the archive (checksum trailer, atomic replacement): checkpoint_file.cpp.
 #include "core/io/checkpoint.h"
 
@@ -171,6 +173,10 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model,
     ts.write("best_metric", c10::IValue(state.best_metric));
     ts.write("evals_without_improvement", c10::IValue(state.evals_without_improvement));
     ts.write("has_best", c10::IValue(state.has_best));
+    ts.write("window_loss", c10::IValue(state.window_loss));
+    ts.write("window_steps", c10::IValue(state.window_steps));
+    ts.write("skipped_batches", c10::IValue(state.skipped_batches));
+    ts.write("pending_post_step", c10::IValue(state.pending_post_step));
     ts.write("elapsed_seconds", c10::IValue(state.elapsed_seconds));
     ts.write("cpu_rng_state", state.cpu_rng_state.defined()
                                   ? state.cpu_rng_state.to(torch::kCPU)
@@ -238,6 +244,10 @@ TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
     state.evals_without_improvement = v.toInt();
     ts.read("has_best", v);
     state.has_best = v.toBool();
+    if (ts.try_read("window_loss", v)) state.window_loss = v.toDouble();
+    if (ts.try_read("window_steps", v)) state.window_steps = v.toInt();
+    if (ts.try_read("skipped_batches", v)) state.skipped_batches = v.toInt();
+    if (ts.try_read("pending_post_step", v)) state.pending_post_step = v.toBool();
     if (ts.try_read("elapsed_seconds", v)) state.elapsed_seconds = v.toDouble();
     ts.read("cpu_rng_state", state.cpu_rng_state);
     state.cpu_rng_state = state.cpu_rng_state.to(torch::kCPU);

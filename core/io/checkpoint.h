@@ -16,6 +16,14 @@ struct TrainState {
   double best_metric = 0.0;         // early stopping
   int64_t evals_without_improvement = 0;
   bool has_best = false;
+  // Train losses summed since the last logged step, so that a run resumed between two logged
+  // steps logs the same averages as an uninterrupted one (absent in older checkpoints: zero).
+  double window_loss = 0.0;
+  int64_t window_steps = 0;
+  int64_t skipped_batches = 0;      // batches skipped as non-finite (train.skip_nonfinite)
+  // The checkpoint was saved by an interrupt during the evaluation after `step`: the resumed
+  // run first does that step's evaluation, logging, snapshot and checkpoint.
+  bool pending_post_step = false;
   double elapsed_seconds = 0.0;     // training wall time over every invocation so far
   torch::Tensor cpu_rng_state;      // torch's default CPU generator
   torch::Tensor cuda_rng_state;     // undefined on CPU-only runs

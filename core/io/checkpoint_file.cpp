@@ -40,8 +40,10 @@ uint64_t get_u64(const char* in) {
   return v;
 }
 
-// Writes all bytes to `fd`, counting and hashing them; remembers the first error (errno)
-// instead of throwing through the zip writer.
+// Writes all bytes to `fd`, counting and hashing them; remembers the first error (errno) and
+// then reports every later piece as written, dropping it. A short count would make LibTorch's
+// zip writer throw, and it throws again from its destructor while unwinding (std::terminate);
+// the caller checks `error` once the archive is done instead.
 struct FdSink {
   int fd = -1;
   int error = 0;
@@ -62,7 +64,7 @@ struct FdSink {
       p += w;
       left -= static_cast<size_t>(w);
     }
-    return n - left;
+    return n;  // see above: failures are reported through `error`
   }
 };
 

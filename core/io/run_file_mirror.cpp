@@ -74,6 +74,9 @@ class MirroredRunFileWriter : public RunFileWriter {
     auto shadow = std::move(shadow_);
     primary->close();
     shadow->close();
+    // After a failed write (disk full, ...) run.h5 may be torn and the shadow is the intact
+    // copy: keep it for the reader and for open_append's repair.
+    if (failed_) return;
     std::error_code ec;
     std::filesystem::remove(shadow_path(path_), ec);
   }
@@ -82,11 +85,17 @@ class MirroredRunFileWriter : public RunFileWriter {
   template <class F>
   void both(F&& op) {
     if (!primary_) throw RunError(fmt::format("run file '{}' is closed", path_));
-    op(*primary_);
-    op(*shadow_);
+    try {
+      op(*primary_);
+      op(*shadow_);
+    } catch (...) {
+      failed_ = true;
+      throw;
+    }
   }
 
   std::string path_;
+  bool failed_ = false;
   std::unique_ptr<RunFileWriter> primary_, shadow_;
 };
 

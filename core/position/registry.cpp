@@ -159,7 +159,8 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
   for (auto it = n.begin(); it != n.end(); ++it) {
     const std::string key = it->first.Scalar();
     const std::string kpath = join_path(path, key);
-    const YAML::Node& val = it->second;
+    // A copy of the handle: `it->second` lives in a temporary proxy that dies with the statement.
+    const YAML::Node val = it->second;
     if (key == "type") {
       std::vector<std::string> names;
       if (val.IsSequence()) {

@@ -59,21 +59,34 @@ void ProgressLine::finish() {
   open_line_ = false;
 }
 
-MetricsLog::MetricsLog(const std::string& path, int64_t keep_up_to_step) {
-  std::vector<std::string> kept;
+MetricsLog::MetricsLog(const std::string& path, int64_t keep_up_to_step) : path_(path) {
   if (keep_up_to_step >= 0) {
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) {
-      auto p = line.find("\"step\":");
-      if (p == std::string::npos) continue;
-      const int64_t step = std::atoll(line.c_str() + p + 7);
-      if (step <= keep_up_to_step) kept.push_back(line);
+    // Resuming: keep the lines up to the checkpoint's step. The kept lines go to a temporary
+    // file renamed over the log, so a process killed here leaves the old log or the new one.
+    std::string kept;
+    {
+      std::ifstream in(path);
+      for (std::string line; std::getline(in, line);) {
+        auto p = line.find("\"step\":");
+        if (p == std::string::npos || line.back() != '}') continue;  // torn by a crash
+        const int64_t step = std::atoll(line.c_str() + p + 7);
+        if (step <= keep_up_to_step) kept += line + "\n";
+      }
     }
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << kept;
+      out.flush();
+      if (!out) throw RunError(fmt::format("{}: cannot write the metrics log", tmp));
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw RunError(fmt::format("{}: cannot replace the metrics log", path));
+    out_.open(path, std::ios::app);
+  } else {
+    out_.open(path, std::ios::trunc);
   }
-  out_.open(path, std::ios::trunc);
   if (!out_) throw RunError(fmt::format("{}: cannot write the metrics log", path));
-  for (const auto& l : kept) out_ << l << "\n";
-  out_.flush();
 }
 
 void MetricsLog::write(int64_t step, const std::map<std::string, double>& values) {
@@ -88,6 +101,9 @@ void MetricsLog::write(int64_t step, const std::map<std::string, double>& values
   s << "}";
   out_ << s.str() << "\n";
   out_.flush();
+  if (!out_)
+    throw RunError(fmt::format("{}: cannot write the metrics log (disk full?)", path_),
+                   "free some space, then continue with relpos train --resume");
 }
 
 }  // namespace relpos

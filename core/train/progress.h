@@ -28,13 +28,15 @@ class ProgressLine {
 
 std::string format_duration(double seconds);  // "1h02m", "3m05s", "12s"
 
-// Appends one JSON object per line; reopening after a resume first drops lines past a step.
+// Appends one JSON object per line, flushed; reopening after a resume first drops lines past a
+// step (and a last line torn by a crash). Throws RunError when a line cannot be written.
 class MetricsLog {
  public:
   MetricsLog(const std::string& path, int64_t keep_up_to_step);
   void write(int64_t step, const std::map<std::string, double>& values);
 
  private:
+  std::string path_;
   std::ofstream out_;
 };
 

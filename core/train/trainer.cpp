@@ -9,7 +9,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <csignal>
+#include <limits>
 #include <optional>
+#include <sstream>
 
 #include "core/data/task.h"
 #include "core/dist/distributed.h"
@@ -19,6 +22,7 @@
 #include "core/train/objective.h"
 #include "core/train/optim.h"
 #include "core/train/progress.h"
+#include "core/train/run_folder.h"
 #include "core/train/snapshot.h"
 #include "core/util/errors.h"
 #include "core/util/signals.h"
@@ -27,13 +31,6 @@
 
 namespace relpos {
 namespace fs = std::filesystem;
-
-std::string run_config_path(const std::string& dir) { return (fs::path(dir) / "config.yaml").string(); }
-std::string run_checkpoint_path(const std::string& dir) { return (fs::path(dir) / "checkpoint.pt").string(); }
-std::string run_h5_path(const std::string& dir) { return (fs::path(dir) / "run.h5").string(); }
-std::string run_result_path(const std::string& dir) { return (fs::path(dir) / "result.json").string(); }
-std::string run_metrics_path(const std::string& dir) { return (fs::path(dir) / "metrics.jsonl").string(); }
-bool run_finished(const std::string& dir) { return fs::exists(run_result_path(dir)); }
 
 torch::Device parse_device(const std::string& device) {
   if (device == "cpu") return torch::kCPU;
@@ -59,55 +56,9 @@ LoadedConfig load_run_config(const std::string& dir, const std::vector<std::stri
 
 namespace {
 
-void write_text_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw RunError(fmt::format("{}: cannot write", tmp));
-    out << text;
-    out.flush();
-    if (!out) throw RunError(fmt::format("{}: write failed (disk full?)", tmp));
-  }
-  fs::rename(tmp, path);
-}
-
-// Makes sure DIR can take this run before any work starts.
-void prepare_out_dir(const TrainOptions& o) {
-  if (o.out_dir.empty()) throw ConfigError("train: --out DIR is required");
-  const fs::path dir(o.out_dir);
-  std::error_code ec;
-  if (o.resume) {
-    if (!fs::exists(run_checkpoint_path(o.out_dir)))
-      throw RunError(fmt::format("{}: nothing to resume (no checkpoint.pt)", o.out_dir),
-                     "start the run without --resume");
-  } else if (fs::exists(dir)) {
-    const bool has_run = fs::exists(run_config_path(o.out_dir)) ||
-                         fs::exists(run_checkpoint_path(o.out_dir)) ||
-                         fs::exists(run_h5_path(o.out_dir));
-    if (has_run && !o.overwrite) {
-      if (run_finished(o.out_dir))
-        throw RunError(fmt::format("{}: holds a finished run", o.out_dir),
-                       "pass --overwrite to replace it, or choose another --out");
-      throw RunError(fmt::format("{}: holds an unfinished run", o.out_dir),
-                     "pass --resume to continue it, or --overwrite to start again");
-    }
-    if (has_run)
-      for (const auto& p : {run_config_path(o.out_dir), run_checkpoint_path(o.out_dir),
-                            run_h5_path(o.out_dir), run_result_path(o.out_dir),
-                            run_metrics_path(o.out_dir)})
-        fs::remove(p, ec);
-  }
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw RunError(fmt::format("{}: cannot create the output folder: {}", o.out_dir, ec.message()));
-  const std::string probe = (dir / ".write_test").string();
-  {
-    std::ofstream t(probe);
-    if (!(t << "ok"))
-      throw RunError(fmt::format("{}: the output folder is not writable", o.out_dir));
-  }
-  fs::remove(probe, ec);
-}
+// train.skip_nonfinite gives up after this many non-finite batches in a row: the parameters
+// themselves have diverged, and skipping every later batch would "finish" an untrained model.
+constexpr int64_t kMaxConsecutiveSkips = 20;
 
 std::string metrics_summary(const std::map<std::string, double>& m, const std::string& primary) {
   auto it = m.find(primary);
@@ -121,6 +72,7 @@ void write_result(const std::string& dir, const TrainResult& r, double total_sec
   s += fmt::format("  \"steps\": {},\n", r.steps);
   s += fmt::format("  \"train_seconds\": {:.3f},\n", total_seconds);
   s += fmt::format("  \"stopped_early\": {},\n", r.stopped_early ? "true" : "false");
+  s += fmt::format("  \"skipped_batches\": {},\n", r.skipped_batches);
   if (!init_note.empty()) s += fmt::format("  \"init_from\": \"{}\",\n", init_note);
   s += "  \"valid\": {";
   bool first = true;
@@ -133,14 +85,61 @@ void write_result(const std::string& dir, const TrainResult& r, double total_sec
   write_text_atomic(run_result_path(dir), s);
 }
 
+// Steps (1-based, as in messages) whose loss is replaced by NaN, from
+// $RELPOS_DEBUG_NONFINITE_STEPS ("3,7"): a documented test hook (docs/reliability.md) for the
+// non-finite handling, which no real config reaches at a chosen step.
+std::vector<int64_t> debug_nonfinite_steps() {
+  std::vector<int64_t> out;
+  const char* env = std::getenv("RELPOS_DEBUG_NONFINITE_STEPS");
+  if (!env || !*env) return out;
+  std::stringstream ss(env);
+  for (std::string item; std::getline(ss, item, ',');) {
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (end == item.c_str() || *end != '\0' || v < 1)
+      throw ConfigError(fmt::format("RELPOS_DEBUG_NONFINITE_STEPS='{}': expected step numbers "
+                                    ">= 1, comma-separated",
+                                    env));
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The global L2 norm of the gradients (what clip_grad_norm_ computes), for the non-finite check
+// when clipping is off.
+double gradient_norm(torch::nn::Module& model) {
+  double sq = 0;
+  for (const auto& p : model.parameters())
+    if (p.grad().defined()) sq += p.grad().detach().to(torch::kDouble).pow(2).sum().item<double>();
+  return std::sqrt(sq);
+}
+
+// Rough size of what a run writes at most at once: checkpoint.pt and its temporary (parameters
+// and AdamW's two moments, float32), and run.h5 plus its shadow (every snapshot's attention and
+// position scores, the exported position tensors and the final weights).
+int64_t estimated_run_bytes(const Config& cfg, torch::nn::Module& model, int64_t snapshots) {
+  int64_t params = 0;
+  for (const auto& p : model.parameters()) params += p.numel();
+  const int64_t T = cfg.snapshots.probe_len > 0 ? cfg.snapshots.probe_len : cfg.task.seq_len;
+  const int64_t maps = cfg.model.layers * cfg.model.heads * T * T;
+  const int64_t per_snapshot = 4 * maps * (1 + static_cast<int64_t>(cfg.position.types.size()));
+  const int64_t checkpoint = 2 * 3 * 4 * params;
+  const int64_t run_file = 2 * (snapshots * per_snapshot + (1 + snapshots) * 4 * params);
+  return checkpoint + run_file;
+}
+
 }  // namespace
 
 TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
+  // First of all: from here on SIGINT/SIGTERM are honoured at a safe point, never mid-write.
+  install_interrupt_handlers();
   const auto wall_start = std::chrono::steady_clock::now();
   const Config& cfg = loaded.config;
-  // One process, or one rank of a data-parallel run (core/dist): only rank 0 writes DIR.
+  // One process, or one rank of a data-parallel run (core/dist): only rank 0 touches DIR (its
+  // lock, checkpoints, run.h5, metrics.jsonl, result.json).
   DataParallel dp(dist_env_from_environment(), parse_device(cfg.device));
-  if (dp.is_main()) prepare_out_dir(opts);
+  std::unique_ptr<FolderLock> lock;
+  if (dp.is_main()) lock = prepare_out_dir(opts);
   const torch::Device device = dp.device();
   // LibTorch and OpenBLAS together; 0 = automatic (ranks on one node share its cores).
   configure_threads(cfg.threads > 0 ? cfg.threads : dp.default_threads());
@@ -150,15 +149,28 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     progress.message(fmt::format("data-parallel: {} ranks ({}), {} of the {} rows of each batch per rank",
                                  dp.world_size(), dp.backend(), cfg.train.batch_size / dp.world_size(),
                                  cfg.train.batch_size));
+  const std::vector<int64_t> inject_nan = debug_nonfinite_steps();
 
   // Data first: a missing corpus should fail before anything is written.
   auto data = make_task_data(cfg);
   progress.message(fmt::format("data: {}", data->describe()));
+  // One process only: ranks must agree on when they stop, which they do from the first step on
+  // (dp.stop_requested()); a rank leaving here alone would strand the others.
+  if (dp.world_size() == 1 && interrupt_requested())
+    throw Interrupted(interrupt_signal(),
+                      fmt::format("interrupted by {} while loading data, before training started; "
+                                  "nothing was written to {}",
+                                  interrupt_signal_name(), dir),
+                      "run the same command again");
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   Model model(cfg, data->vocab_size());
   model->to(device);
   auto optimizer = make_optimizer(*model, cfg.train);
+  const auto snaps = snapshot_steps(cfg.snapshots, cfg.train.steps);
+  if (dp.is_main())
+    check_free_space(dir, estimated_run_bytes(cfg, *model, static_cast<int64_t>(snaps.size())),
+                     "this run (checkpoints and run.h5)");
 
   TrainState state;
   std::string init_note;
@@ -181,7 +193,6 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   // Run file.
   dp.attach(*model);
   std::unique_ptr<RunFileWriter> run_file;
-  const std::string primary = primary_metric(cfg.task.type).name;
   if (!dp.is_main()) {
     run_file = discarding_run_file();
   } else if (opts.resume && fs::exists(run_h5_path(dir))) {
@@ -208,7 +219,6 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   const Batch probe = probe_batches.front();
   if (!opts.resume) run_file->write_probe(probe.tokens, probe.key_mask);
   const auto valid_batches = data->eval_batches(Split::Valid, cfg.train.batch_size, cfg.train.eval_batches);
-  const auto snaps = snapshot_steps(cfg.snapshots, cfg.train.steps);
   auto want_snapshot = [&](int64_t step) { return std::binary_search(snaps.begin(), snaps.end(), step); };
   auto take_snapshot = [&](int64_t step) {
     if (!dp.is_main()) return;
@@ -221,75 +231,79 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     return elapsed_before +
            std::chrono::duration<double>(std::chrono::steady_clock::now() - invocation_start).count();
   };
+  int64_t last_checkpoint = opts.resume ? state.step : -1;
+  // Every rank calls save() at the same steps (they hold the same parameters and optimizer
+  // state after each step); rank 0 alone writes the checkpoint.
   auto save = [&](int64_t step) {
     state.step = step;
     state.elapsed_seconds = elapsed();
+    // The generators' states NOW: after a resume, `state` still holds the states loaded from the
+    // checkpoint, and saving those would make a second resume replay the wrong random numbers.
+    state.cpu_rng_state = torch::Tensor();
+    state.cuda_rng_state = torch::Tensor();
     if (dp.is_main()) save_checkpoint(run_checkpoint_path(dir), *model, *optimizer, state);
+    last_checkpoint = step;
+  };
+  // Saves a checkpoint at `step`, closes run.h5 and throws Interrupted. `pending`: the step's
+  // evaluation was cut short, so a resumed run does that step's evaluation, logging, snapshot
+  // and checkpoint first. Under data parallelism every rank comes here at the same step; a rank
+  // that got no signal itself stops because another one did.
+  auto stop_interrupted = [&](int64_t step, bool pending) {
+    state.pending_post_step = pending;
+    save(step);
+    run_file->flush();
+    run_file->close();
+    progress.finish();
+    const bool here = interrupt_signal() != 0;
+    throw Interrupted(here ? interrupt_signal() : SIGTERM,
+                      fmt::format("interrupted by {} at step {} of {}: checkpoint saved and "
+                                  "run.h5 closed in {}",
+                                  here ? interrupt_signal_name() : "a signal to another rank", step,
+                                  cfg.train.steps, dir),
+                      fmt::format("continue with: relpos train --resume --out {}{}", dir,
+                                  dp.world_size() > 1 ? " (and the same --nproc)" : ""));
+  };
+  // The validation metrics, or nothing when an interrupt arrived during the evaluation.
+  auto evaluate_valid = [&]() -> std::optional<std::map<std::string, double>> {
+    model->eval();
+    MetricAccumulator acc(cfg.task.type, data.get(), Split::Valid);
+    for (const auto& b : valid_batches) {
+      if (interrupt_requested()) {
+        model->train();
+        return std::nullopt;
+      }
+      acc.add(model, to_device(b, device));
+    }
+    model->train();
+    return acc.result();
   };
 
-  install_interrupt_handlers();
   if (!opts.resume && want_snapshot(0)) take_snapshot(0);
+  // A checkpoint at step 0: a run killed at any moment from here on can be resumed.
+  if (!opts.resume) save(0);
 
   TrainResult result;
   model->train();
   std::map<std::string, double> last_valid;
   const PrimaryMetric pm = primary_metric(cfg.task.type);
-  double window_loss = 0, window_tokens = 0;
-  int64_t window_steps = 0;
+  double window_tokens = 0;
   auto window_start = std::chrono::steady_clock::now();
-  int64_t step = state.step;
-  int64_t last_checkpoint = state.step;
-  while (step < cfg.train.steps) {
-    if (dp.stop_requested()) {
-      save(step);
-      run_file->flush();
-      run_file->close();
-      progress.finish();
-      throw RunError(fmt::format("interrupted by signal {} at step {}; checkpoint saved in {}",
-                                 interrupt_signal(), step, dir),
-                     fmt::format("continue with: relpos train --resume --out {}", dir));
-    }
-    const Batch batch = to_device(dp.local_batch(*data, step, cfg.train.batch_size, cfg.seed), device);
-    set_learning_rate(*optimizer, learning_rate(cfg.train, step));
-    optimizer->zero_grad();
-    auto loss = batch_loss(model, batch);
-    // The global batch's mean loss; gradients averaged over the ranks.
-    const double loss_value = dp.backward(loss, loss_items(model, batch), step);
-    bool finite = std::isfinite(loss_value);
-    double grad_norm = 0;
-    if (finite) {
-      grad_norm = cfg.train.grad_clip > 0
-                      ? torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.train.grad_clip)
-                      : 0.0;
-      finite = std::isfinite(grad_norm);
-    }
-    if (!finite) {
-      if (cfg.train.skip_nonfinite) {
-        progress.message(fmt::format("step {}: non-finite loss or gradients, batch skipped", step + 1));
-        optimizer->zero_grad();
-        ++step;
-        continue;
-      }
-      run_file->flush();
-      run_file->close();
-      progress.finish();
-      throw RunError(fmt::format("step {}: the {} is not finite ({}); the last good checkpoint "
-                                 "(step {}) is kept in {}",
-                                 step + 1, std::isfinite(loss_value) ? "gradient norm" : "loss",
-                                 std::isfinite(loss_value) ? grad_norm : loss_value,
-                                 last_checkpoint, dir),
-                     "lower train.lr, or set train.skip_nonfinite=true to skip such batches");
-    }
-    optimizer->step();
-    ++step;
-    window_loss += loss_value;
-    window_tokens += static_cast<double>(batch.tokens.numel() * dp.world_size());
-    ++window_steps;
 
+  enum class After { Next, Interrupted, StopAfter, EarlyStop };
+  // Everything after the optimizer step `step`: evaluation, logging, snapshot, checkpoint. Every
+  // rank returns the same answer.
+  auto post_step = [&](int64_t step) -> After {
     const bool last = step == cfg.train.steps;
     std::map<std::string, double> logged;
     if (step % cfg.train.eval_every == 0 || last) {
-      if (dp.is_main()) last_valid = evaluate(model, *data, cfg.task.type, Split::Valid, valid_batches, device);
+      // Rank 0 alone evaluates; the others wait for its word on whether an interrupt cut the
+      // evaluation short, so that every rank stops at this step or none does.
+      std::optional<std::map<std::string, double>> valid;
+      if (dp.is_main()) valid = evaluate_valid();
+      const bool cut = dp.broadcast_from_main(dp.is_main() && !valid ? 1 : 0,
+                                              "whether an interrupt cut the evaluation short") != 0;
+      if (cut) return After::Interrupted;
+      if (valid) last_valid = *valid;
       for (const auto& [k, v] : last_valid) logged["valid_" + k] = v;
       auto it = last_valid.find(pm.name);
       if (it != last_valid.end()) {
@@ -309,42 +323,118 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     if (step % cfg.train.log_every == 0 || last || !logged.empty()) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
       const double tps = secs > 0 ? window_tokens / secs : 0;
-      logged["train_loss"] = window_loss / std::max<int64_t>(1, window_steps);
+      // A window whose every batch was skipped has no loss to show.
+      logged["train_loss"] = state.window_steps > 0 ? state.window_loss / state.window_steps : NAN;
       logged["lr"] = learning_rate(cfg.train, step - 1);
       logged["tokens_per_s"] = tps;
       logged["elapsed_s"] = elapsed();
+      if (state.skipped_batches > 0) logged["skipped_batches"] = static_cast<double>(state.skipped_batches);
       for (const auto& [k, v] : logged) run_file->append_metric(k, step, v);
       if (metrics_log) metrics_log->write(step, logged);
       progress.update(step, logged["train_loss"], tps, metrics_summary(last_valid, pm.name));
-      window_loss = window_tokens = 0;
-      window_steps = 0;
+      state.window_loss = 0;
+      state.window_steps = 0;
+      window_tokens = 0;
       window_start = std::chrono::steady_clock::now();
     }
     if (want_snapshot(step)) take_snapshot(step);
     const bool stop_early = cfg.train.early_stop > 0 &&
                             state.evals_without_improvement >= cfg.train.early_stop;
-    if (step % cfg.train.checkpoint_every == 0 || last || stop_early) {
-      save(step);
-      last_checkpoint = step;
-    }
+    if (step % cfg.train.checkpoint_every == 0 || last || stop_early) save(step);
     if (opts.stop_after > 0 && step >= opts.stop_after && !last) {
-      save(step);
-      run_file->flush();
-      run_file->close();
-      progress.finish();
-      result.steps = step;
-      result.valid = last_valid;
-      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-      return result;  // unfinished: no result.json, resumable
+      if (last_checkpoint != step) save(step);
+      return After::StopAfter;
     }
     if (stop_early) {
       progress.message(fmt::format("early stop at step {}: no better valid {} in {} evaluations",
                                    step, pm.name, cfg.train.early_stop));
       if (!want_snapshot(step)) take_snapshot(step);
-      result.stopped_early = true;
-      break;
+      return After::EarlyStop;
     }
+    return After::Next;
+  };
+
+  int64_t step = state.step;
+  int64_t consecutive_skips = 0;
+  After after = After::Next;
+  if (opts.resume && state.pending_post_step) {
+    state.pending_post_step = false;
+    after = post_step(step);
+    if (after == After::Interrupted) stop_interrupted(step, true);
   }
+  while (after == After::Next && step < cfg.train.steps) {
+    // One process: a signal arrived. Data parallel: some rank had one at the last step's
+    // gradient exchange, the same answer on every rank.
+    if (dp.stop_requested()) stop_interrupted(step, false);
+    const Batch batch = to_device(dp.local_batch(*data, step, cfg.train.batch_size, cfg.seed), device);
+    set_learning_rate(*optimizer, learning_rate(cfg.train, step));
+    optimizer->zero_grad();
+    auto loss = batch_loss(model, batch);
+    if (std::find(inject_nan.begin(), inject_nan.end(), step + 1) != inject_nan.end())
+      loss = loss * std::numeric_limits<double>::quiet_NaN();
+    // The global batch's mean loss (NaN on every rank when it is NaN on one); gradients averaged
+    // over the ranks, so the checks below decide the same on every rank.
+    const double loss_value = dp.backward(loss, loss_items(model, batch), step);
+    bool finite = std::isfinite(loss_value);
+    double grad_norm = 0;
+    if (finite) {
+      grad_norm = cfg.train.grad_clip > 0
+                      ? torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.train.grad_clip)
+                      : gradient_norm(*model);
+      finite = std::isfinite(grad_norm);
+    }
+    if (!finite) {
+      const std::string what =
+          fmt::format("step {}: the {} is not finite ({})", step + 1,
+                      std::isfinite(loss_value) ? "gradient norm" : "loss",
+                      std::isfinite(loss_value) ? grad_norm : loss_value);
+      if (cfg.train.skip_nonfinite && consecutive_skips + 1 < kMaxConsecutiveSkips) {
+        progress.message(what + "; batch skipped (train.skip_nonfinite)");
+        optimizer->zero_grad();
+        ++state.skipped_batches;
+        ++consecutive_skips;
+        ++step;
+        after = post_step(step);
+        if (after == After::Interrupted) stop_interrupted(step, true);
+        continue;
+      }
+      run_file->flush();
+      run_file->close();
+      progress.finish();
+      // There is always one: step 0's, saved before the first step.
+      const std::string kept =
+          fmt::format("the last good checkpoint (step {}) is kept in {}", last_checkpoint, dir);
+      if (cfg.train.skip_nonfinite)
+        throw RunError(fmt::format("{}; {} batches in a row were not finite, so the model has "
+                                   "diverged; stopped; {}",
+                                   what, kMaxConsecutiveSkips, kept),
+                       "lower train.lr or raise train.warmup, and start again with --overwrite");
+      throw RunError(fmt::format("{}; stopped; {}", what, kept),
+                     fmt::format("continue from it with a lower learning rate: relpos train "
+                                 "--resume --out {} --set train.lr=..., or set "
+                                 "train.skip_nonfinite=true to skip such batches",
+                                 dir));
+    }
+    consecutive_skips = 0;
+    optimizer->step();
+    ++step;
+    state.window_loss += loss_value;
+    ++state.window_steps;
+    window_tokens += static_cast<double>(batch.tokens.numel() * dp.world_size());
+    after = post_step(step);
+    if (after == After::Interrupted) stop_interrupted(step, true);
+  }
+  if (after == After::StopAfter) {
+    run_file->flush();
+    run_file->close();
+    progress.finish();
+    result.steps = step;
+    result.valid = last_valid;
+    result.skipped_batches = state.skipped_batches;
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return result;  // unfinished: no result.json, resumable
+  }
+  result.stopped_early = after == After::EarlyStop;
   progress.finish();
   run_file->write_weights(parameter_tensors(*model), step);
   run_file->flush();
@@ -353,6 +443,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   result.steps = step;
   result.valid = last_valid;
   result.finished = true;
+  result.skipped_batches = state.skipped_batches;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (dp.is_main()) write_result(dir, result, elapsed(), init_note);
   return result;

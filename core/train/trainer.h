@@ -30,6 +30,7 @@ struct TrainResult {
   double seconds = 0;                    // wall time of this invocation
   bool stopped_early = false;
   bool finished = false;                 // false when stopped by stop_after
+  int64_t skipped_batches = 0;           // non-finite batches skipped (train.skip_nonfinite)
 };
 
 // Files of a run folder.
@@ -41,7 +42,12 @@ std::string run_metrics_path(const std::string& dir);
 bool run_finished(const std::string& dir);
 
 // Trains; throws ConfigError/DataError/RunError. An interrupt (SIGINT/SIGTERM) saves a
-// checkpoint and throws RunError with the resume command.
+// checkpoint, closes run.h5 and throws Interrupted (core/util/signals.h) with the resume
+// command; it is honoured between steps and between evaluation batches, so the delay is at
+// most one training step, one evaluation batch or one snapshot. A non-finite loss or gradient
+// norm stops the run with a RunError naming the step (the last checkpoint is kept), or skips
+// the batch with train.skip_nonfinite (docs/reliability.md). Holds the folder's lock
+// (core/util/folder_lock.h) while it runs.
 TrainResult train(const LoadedConfig& cfg, const TrainOptions& opts);
 
 // The config stored in a run folder (for --resume and evaluation), with overrides applied.

@@ -1,0 +1,162 @@
+// Helpers for tests that run the real `relpos` executable (RELPOS_BINARY) as a child process:
+// start it with its output captured, wait for it to reach a point (lines in metrics.jsonl),
+// send it a signal, reap it with a time limit; and a small tmpfs mounted for a test.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace relpos::test {
+
+// A child process running RELPOS_BINARY with `args`; stdout and stderr go to `log`.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::string& log) : log_(log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        ::close(fd);
+      }
+      ::setpgid(0, 0);  // a signal to this test's process group must not reach it
+      std::vector<std::string> all{RELPOS_BINARY};
+      all.insert(all.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      int st;
+      ::waitpid(pid_, &st, 0);
+    }
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void signal(int sig) const { ::kill(pid_, sig); }
+  bool running() {
+    if (reaped_) return false;
+    int st = 0;
+    const pid_t r = ::waitpid(pid_, &st, WNOHANG);
+    if (r == pid_) {
+      reaped_ = true;
+      status_ = st;
+      return false;
+    }
+    return true;
+  }
+  // Exit code (128 + signal when killed by one); -1 when it did not end within `seconds`.
+  int wait(double seconds = 60) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (running()) {
+      if (std::chrono::steady_clock::now() > end) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  }
+  std::string output() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+// Runs RELPOS_BINARY to the end; returns (exit code, output).
+inline std::pair<int, std::string> run_relpos(const std::vector<std::string>& args,
+                                              const std::string& log, double seconds = 120) {
+  Child c(args, log);
+  const int code = c.wait(seconds);
+  return {code, c.output()};
+}
+
+inline int64_t count_lines(const std::string& path) {
+  std::ifstream in(path);
+  int64_t n = 0;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line.back() == '}') ++n;
+  return n;
+}
+
+// Polls `cond` every 2 ms until it holds (true) or `seconds` pass (false) or `alive` says the
+// process being watched ended (false).
+inline bool wait_until(const std::function<bool()>& cond, double seconds,
+                       const std::function<bool()>& alive = {}) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    if (alive && !alive()) return cond();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A tmpfs of `size` mounted on `dir` (created) for the test's lifetime, `ro` for a read-only
+// one. ok() is false where mounting is not allowed (not root, no CAP_SYS_ADMIN): the test then
+// skips what needs it, saying so.
+class TmpfsMount {
+ public:
+  TmpfsMount(const std::string& dir, const std::string& size, bool ro = false) : dir_(dir) {
+    std::filesystem::create_directories(dir);
+    const std::string opts = "size=" + size;
+    ok_ = ::mount("tmpfs", dir.c_str(), "tmpfs", ro ? MS_RDONLY : 0, opts.c_str()) == 0;
+  }
+  ~TmpfsMount() {
+    if (ok_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  TmpfsMount(const TmpfsMount&) = delete;
+  TmpfsMount& operator=(const TmpfsMount&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  std::string dir_;
+  bool ok_ = false;
+};
+
+// Writes zeros to `path` until the file system is full (ENOSPC). Returns the bytes written.
+inline int64_t fill_disk(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return -1;
+  std::vector<char> block(4096, 0);
+  int64_t total = 0;
+  while (true) {
+    const ssize_t w = ::write(fd, block.data(), block.size());
+    if (w <= 0) break;
+    total += w;
+  }
+  ::fsync(fd);
+  ::close(fd);
+  return total;
+}
+
+}  // namespace relpos::test

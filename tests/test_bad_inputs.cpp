@@ -1,0 +1,310 @@
+// Every bad input relpos meets, in one table, each with the error it must produce (issue 7).
+// The rows call the same code paths as the unit tests of each layer (config, data, io, model);
+// this file is the one place where a reader sees every bad input and its message. The second
+// test case runs some of them through the `relpos` executable: exit status 2 and the
+// `error: ...` / `hint: ...` lines.
+#include <H5Cpp.h>
+#include <doctest/doctest.h>
+
+#include <functional>
+
+#include "core/config/config.h"
+#include "core/data/corpus.h"
+#include "core/data/tokenizer.h"
+#include "core/io/checkpoint.h"
+#include "core/io/run_file.h"
+#include "core/model/model.h"
+#include "tests/process_util.h"
+#include "tests/tiny_run.h"
+
+using namespace relpos;
+using namespace relpos::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string data(const std::string& rel) { return fixture_path("data/" + rel); }
+
+struct BadInput {
+  std::string input;                // what is wrong
+  std::string error;                // ConfigError | DataError | SchemaError
+  std::function<void()> run;        // the code path that meets it
+  std::vector<std::string> message; // parts the message must contain, in order
+};
+
+std::string kind_of(const Error& e) {
+  if (dynamic_cast<const ConfigError*>(&e)) return "ConfigError";
+  if (dynamic_cast<const DataError*>(&e)) return "DataError";
+  if (dynamic_cast<const SchemaError*>(&e)) return "SchemaError";
+  if (dynamic_cast<const RunError*>(&e)) return "RunError";
+  return "Error";
+}
+
+// The parts appear in `text` in this order.
+bool contains_in_order(const std::string& text, const std::vector<std::string>& parts) {
+  size_t at = 0;
+  for (const auto& p : parts) {
+    at = text.find(p, at);
+    if (at == std::string::npos) return false;
+    at += p.size();
+  }
+  return true;
+}
+
+std::string write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+Config config_with(const std::vector<std::string>& sets) {
+  return load_config({config_path("base.yaml")}, sets).config;
+}
+
+// A finished tiny run (4 steps, learned max_len 32) for the checkpoint, run-file and model rows.
+std::string tiny_finished_run(const TempFolder& tmp) {
+  const std::string dir = tmp.str("run");
+  auto sets = tiny_run(tmp.str("cache"), 4);
+  sets.push_back("position.type=learned");
+  train_here(sets, dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("bad inputs: each one gives its error type and message") {
+  TempFolder tmp("bad_inputs");
+  const std::string run = tiny_finished_run(tmp);
+  const std::string f = tmp.str("");
+
+  // Files made here: configs, a run file of a newer schema, damaged checkpoints and run files.
+  const std::string malformed = write(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
+  const std::string unknown_key = write(f + "unknown_key.yaml", "model:\n  layerz: 3\n");
+  const std::string wrong_type = write(f + "wrong_type.yaml", "model:\n  layers: four\n");
+  const std::string out_of_range = write(f + "range.yaml", "train:\n  lr: -1\n");
+  const std::string unknown_variant = write(f + "variant.yaml", "position:\n  type: rotary\n");
+  const std::string duplicate = write(f + "duplicate.yaml", "seed: 1\nseed: 2\n");
+  const std::string not_hdf5 = write(f + "not_hdf5.h5", std::string(2000, 'x'));
+  const std::string truncated_h5 = f + "truncated.h5";
+  {
+    std::ifstream in(run_h5_path(run), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    write(truncated_h5, bytes.substr(0, bytes.size() / 2));
+  }
+  const std::string newer = f + "newer.h5";
+  fs::copy_file(run_h5_path(run), newer);
+  {
+    H5::H5File h(newer, H5F_ACC_RDWR);
+    const int64_t v = 99;
+    h.openGroup("/").openAttribute("schema_version").write(H5::PredType::NATIVE_INT64, &v);
+  }
+  std::string ckpt_bytes;
+  {
+    std::ifstream in(run_checkpoint_path(run), std::ios::binary);
+    ckpt_bytes.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  std::string flipped = ckpt_bytes;
+  for (size_t i = flipped.size() / 2; i < flipped.size() / 2 + 16; ++i) flipped[i] ^= 0x5A;
+  const std::string corrupt_ckpt = write(f + "corrupt.pt", flipped);
+  const std::string truncated_ckpt = write(f + "truncated.pt", ckpt_bytes.substr(0, 1000));
+  const Config run_cfg = load_run_config(run).config;
+  auto load_ckpt = [&](const std::string& path) {
+    Model m(run_cfg, 261);
+    auto opt = make_optimizer(*m, run_cfg.train);
+    load_checkpoint(path, *m, *opt);
+  };
+
+  const std::vector<BadInput> table{
+      // ---- config ---------------------------------------------------------------------------
+      {"malformed YAML", "ConfigError", [&] { load_config({malformed}); },
+       {malformed + ":3:", ": malformed YAML: "}},
+      {"unknown key", "ConfigError", [&] { load_config({unknown_key}); },
+       {unknown_key + ":2:3: model.layerz: unknown key (known: mode, layers, width"}},
+      {"wrong type", "ConfigError", [&] { load_config({wrong_type}); },
+       {wrong_type + ":2:3: model.layers: wrong type (got 'four'; expected an integer)"}},
+      {"out-of-range value", "ConfigError", [&] { load_config({out_of_range}); },
+       {out_of_range + ":2:3: train.lr: out of range (got -1; expected >= 0)"}},
+      {"unknown position variant", "ConfigError", [&] { load_config({unknown_variant}); },
+       {unknown_variant + ":2:", "position.type: unknown position variant (got 'rotary'",
+        "known: ", "alibi", "rope"}},
+      {"duplicate key", "ConfigError", [&] { load_config({duplicate}); },
+       {duplicate + ":2:1: seed: duplicate key (first at line 1)"}},
+      {"--set without '='", "ConfigError", [&] { config_with({"model.layers"}); },
+       {"command line (--set model.layers): expected dotted.key=value"}},
+      {"a non-finite number", "ConfigError", [&] { config_with({"train.lr=nan"}); },
+       {"train.lr: wrong type (got 'nan'; expected a finite number)"}},
+      {"sequence longer than the learned table (config time)", "ConfigError",
+       [&] {
+         config_with({"position.type=learned", "position.learned.max_len=32", "task.seq_len=64"});
+       },
+       {"position.learned.max_len: the learned table is shorter than the training sequences "
+        "(got 32; expected >= task.seq_len (64))"}},
+      {"missing config file", "ConfigError", [&] { load_config({f + "absent.yaml"}); },
+       {f + "absent.yaml: cannot open config file"}},
+      // ---- data -----------------------------------------------------------------------------
+      {"missing data file", "DataError",
+       [&] { load_corpus(config_with({"data.corpus=" + f + "absent.txt"})); },
+       {"data.corpus: '" + f + "absent.txt' is neither a built-in corpus (sotu, sentiment, "
+        "wordnet_qa) nor an existing file or folder"}},
+      {"built-in corpus not fetched", "DataError",
+       [&] { load_corpus(config_with({"data.corpus=sotu", "data.cache_dir=" + f + "no_cache"})); },
+       {"corpus 'sotu': no cached data at '" + f + "no_cache/sotu/package/data'"}},
+      {"empty corpus (text)", "DataError", [&] { load_text_file(data("text/empty.txt")); },
+       {data("text/empty.txt") + ": empty corpus (no text found"}},
+      {"empty corpus (TSV, header only)", "DataError",
+       [&] { load_tsv(data("tsv/header_only.tsv"), {}); },
+       {data("tsv/header_only.tsv") + ": empty corpus (a header but no data rows)"}},
+      {"empty corpus (SQuAD)", "DataError", [&] { load_squad(data("squad/empty.json")); },
+       {data("squad/empty.json") + ": empty corpus (no questions"}},
+      {"non-UTF-8 text", "DataError", [&] { load_text_file(data("text/bad_utf8.txt")); },
+       {data("text/bad_utf8.txt") + ":3:5: invalid UTF-8 (byte 0xFF at byte offset"}},
+      {"non-UTF-8 TSV", "DataError", [&] { load_tsv(data("tsv/bad_utf8.tsv"), {}); },
+       {data("tsv/bad_utf8.tsv") + ":3:4: invalid UTF-8 (byte 0xE9"}},
+      {"non-UTF-8 JSON", "DataError", [&] { load_squad(data("squad/bad_utf8.json")); },
+       {data("squad/bad_utf8.json") + ":3:", "invalid JSON", "<0xE9>"}},
+      {"malformed JSON", "DataError", [&] { load_squad(data("squad/bad_json.json")); },
+       {data("squad/bad_json.json") + ":6:", "invalid JSON", "(expected SQuAD v1.1"}},
+      {"a JSON number beyond double's range (found by fuzzing)", "DataError",
+       [&] {
+         Corpus c;
+         load_sentiment_file(write(f + "overflow.json", "[\n{\"text\": \"Great.\", \"class\": 1e999}]\n"),
+                             "x", c);
+       },
+       {f + "overflow.json:2: invalid JSON: number overflow parsing '1e999'"}},
+      {"a sentiment record whose text is null (found by fuzzing)", "DataError",
+       [&] {
+         Corpus c;
+         load_sentiment_file(write(f + "null_text.json", "[{\"text\": \"Fine.\", \"class\": 1}, {\"text\": null}]"),
+                             "x", c);
+       },
+       {f + "null_text.json: record 1: {\"text\":null} (expected a JSON array of"}},
+      {"SQuAD answer outside its context", "DataError",
+       [&] { load_squad(data("squad/answer_outside.json")); },
+       {"answer_start 99 outside the context of 22 characters (expected 0..21)"}},
+      {"SQuAD answer not at its answer_start", "DataError",
+       [&] { load_squad(data("squad/answer_mismatch.json")); },
+       {"(id 'q3'), answers[0]: answer 'north' does not occur at answer_start 4"}},
+      {"label out of range (TSV)", "DataError", [&] { load_tsv(data("tsv/label_range.tsv"), {}); },
+       {data("tsv/label_range.tsv") +
+        ":3: label 2 out of range (expected 0..1 for task.num_classes = 2)"}},
+      {"label out of range (sentiment JSON)", "DataError",
+       [&] {
+         Corpus c;
+         load_sentiment_file(data("sentiment/bad_class.json"), "x", c);
+       },
+       {data("sentiment/bad_class.json") + ": record 1: class 3 out of range (expected 0 or 1)"}},
+      {"wrong TSV column count", "DataError", [&] { load_tsv(data("tsv/wrong_columns.tsv"), {}); },
+       {data("tsv/wrong_columns.tsv") + ":3: 3 tab-separated columns (expected 2"}},
+      {"WordPiece vocabulary without [MASK]", "DataError",
+       [&] { make_wordpiece_tokenizer(data("vocab_missing.txt"), true); },
+       {data("vocab_missing.txt") + ": no [MASK] token"}},
+      // ---- run file -------------------------------------------------------------------------
+      {"not an HDF5 file", "SchemaError", [&] { RunFileReader::open(not_hdf5); },
+       {"'" + not_hdf5 + "' cannot be opened as an HDF5 file"}},
+      {"truncated HDF5", "SchemaError", [&] { RunFileReader::open(truncated_h5); },
+       {truncated_h5, "truncated file"}},
+      {"HDF5 with a newer schema version", "SchemaError", [&] { RunFileReader::open(newer); },
+       {"run file '" + newer + "' has schema version 99, newer than the version this relpos "
+        "reads (1)"}},
+      // ---- checkpoint -----------------------------------------------------------------------
+      {"corrupt checkpoint", "SchemaError", [&] { load_ckpt(corrupt_ckpt); },
+       {"checkpoint '" + corrupt_ckpt + "' is corrupt: checksum "}},
+      {"truncated checkpoint", "SchemaError", [&] { load_ckpt(truncated_ckpt); },
+       {"'" + truncated_ckpt + "' is not a relpos checkpoint, or it is truncated"}},
+      {"checkpoint of another model", "SchemaError",
+       [&] {
+         Config other = run_cfg;
+         other.model.width = 64;
+         other.model.ff_width = 64;
+         Model m(other, 261);
+         auto opt = make_optimizer(*m, other.train);
+         load_checkpoint(run_checkpoint_path(run), *m, *opt);
+       },
+       {"checkpoint '" + run_checkpoint_path(run) + "' does not match the model:",
+        "has shape [32, 32] in the checkpoint and [32, 64] in the model"}},
+      // ---- model ----------------------------------------------------------------------------
+      {"sequence longer than the learned table (forward)", "ConfigError",
+       [&] {
+         Model m(run_cfg, 261);
+         m->hidden(torch::zeros({1, 64}, torch::kLong));
+       },
+       {"position.learned: a sequence reaches position 64 but the learned table has max_len 32"}},
+  };
+
+  for (const auto& c : table) {
+    CAPTURE(c.input);
+    bool thrown = false;
+    try {
+      c.run();
+    } catch (const Error& e) {
+      thrown = true;
+      CHECK(kind_of(e) == c.error);
+      CHECK_MESSAGE(contains_in_order(e.what(), c.message), e.what());
+    }
+    CHECK_MESSAGE(thrown, "no relpos error for: ", c.input);
+  }
+}
+
+TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and hint: lines") {
+  TempFolder tmp("bad_inputs_cli");
+  const std::string run = tiny_finished_run(tmp);
+  const std::string f = tmp.str("");
+  const std::string malformed = write(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
+  const std::string bad_text = data("text/bad_utf8.txt");
+  fs::copy(run, f + "damaged", fs::copy_options::recursive);
+  {
+    std::fstream ck(run_checkpoint_path(f + "damaged"), std::ios::in | std::ios::out | std::ios::binary);
+    ck.seekp(2000);
+    ck.write("\xde\xad\xbe\xef", 4);
+  }
+  const std::string not_hdf5 = write(f + "not_hdf5.h5", std::string(2000, 'x'));
+
+  struct CliCase {
+    std::string input;
+    std::vector<std::string> args;
+    std::vector<std::string> error;  // in order, on the error: line
+    std::string hint;
+  };
+  auto train = [&](const std::vector<std::string>& sets) {
+    auto s = tiny_run(tmp.str("cache"), 4);
+    s.insert(s.end(), sets.begin(), sets.end());
+    return train_args(s, f + "out");
+  };
+  const std::vector<CliCase> cases{
+      {"malformed YAML", {"config", "--config", malformed},
+       {"error: " + malformed + ":3:", "malformed YAML"},
+       "hint: check indentation, colons and brackets near that line"},
+      {"unknown key", {"config", "--set", "model.layerz=3"},
+       {"error: command line (--set model.layerz=3): model.layerz: unknown key"},
+       "hint: see configs/base.yaml for every key and its default"},
+      {"missing data file", train({"data.corpus=" + f + "absent.txt"}),
+       {"error: data.corpus: '" + f + "absent.txt' is neither a built-in corpus"}, ""},
+      {"non-UTF-8 text", train({"data.corpus=" + bad_text}),
+       {"error: " + bad_text + ":3:5: invalid UTF-8"},
+       "hint: convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8"},
+      {"not an HDF5 file", {"inspect", not_hdf5},
+       {"error: '" + not_hdf5 + "' cannot be opened as an HDF5 file"},
+       "hint: the file is truncated or corrupt"},
+      {"corrupt checkpoint (eval)", {"eval", "--run", f + "damaged", "--lengths", "16"},
+       {"error: checkpoint '" + run_checkpoint_path(f + "damaged") + "' is corrupt: checksum"},
+       "hint: a checkpoint is replaced atomically"},
+      {"corrupt checkpoint (resume)", {"train", "--resume", "--out", f + "damaged", "--quiet"},
+       {"error: checkpoint '" + run_checkpoint_path(f + "damaged") + "' is corrupt: checksum"},
+       "hint: a checkpoint is replaced atomically"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.input);
+    auto [code, out] = run_relpos(c.args, f + "log");
+    CHECK(code == 2);
+    CHECK_MESSAGE(contains_in_order(out, c.error), out);
+    if (!c.hint.empty()) CHECK_MESSAGE(contains(out, c.hint), out);
+  }
+
+  // Lengths beyond a learned table are reported as not applicable, not as a failure.
+  auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16,64"}, f + "log");
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(contains(out, "T=64    n/a: beyond the learned position table (max_len 32)"), out);
+  auto r = RunFileReader::open(run_h5_path(run));
+  CHECK(r->attribute("/eval/extrapolation", "not_applicable").find("64: beyond the learned "
+                                                                   "position table (max_len 32)") !=
+        std::string::npos);
+}
