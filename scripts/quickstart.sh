@@ -8,4 +8,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/fetch_data.sh
 BUILD_DIR="${RELPOS_BUILD_DIR:-build}"
-"$BUILD_DIR/app/relpos" reproduce quickstart --scale mini "$@"
+# runs/ (git-ignored) rather than results/quickstart, which holds the committed reference run.
+OUT=(--out runs/quickstart)
+for a in "$@"; do case "$a" in --out|-o|--out=*) OUT=() ;; esac; done
+"$BUILD_DIR/app/relpos" reproduce quickstart --scale mini "${OUT[@]}" "$@"

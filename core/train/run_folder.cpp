@@ -20,7 +20,12 @@ std::string run_checkpoint_path(const std::string& dir) { return (fs::path(dir) 
 std::string run_h5_path(const std::string& dir) { return (fs::path(dir) / "run.h5").string(); }
 std::string run_result_path(const std::string& dir) { return (fs::path(dir) / "result.json").string(); }
 std::string run_metrics_path(const std::string& dir) { return (fs::path(dir) / "metrics.jsonl").string(); }
-bool run_finished(const std::string& dir) { return fs::exists(run_result_path(dir)); }
+// result.json alone is not enough: committed results (results/<name>/) keep result.json but not
+// run.h5, and a sweep over such a folder must train again rather than skip to an analysis that
+// has nothing to read.
+bool run_finished(const std::string& dir) {
+  return fs::exists(run_result_path(dir)) && fs::exists(run_h5_path(dir));
+}
 
 void write_text_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";

@@ -39,6 +39,7 @@ std::string run_checkpoint_path(const std::string& dir);
 std::string run_h5_path(const std::string& dir);
 std::string run_result_path(const std::string& dir);
 std::string run_metrics_path(const std::string& dir);
+// result.json and run.h5 both present.
 bool run_finished(const std::string& dir);
 
 // Trains; throws ConfigError/DataError/RunError. An interrupt (SIGINT/SIGTERM) saves a

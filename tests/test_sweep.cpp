@@ -1,0 +1,70 @@
+// Sweeps: the grid's points and folder names, and which run folders a sweep skips (DESIGN.md §4).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/train/trainer.h"
+#include "core/util/errors.h"
+#include "experiments/sweep.h"
+#include "tests/process_util.h"
+#include "tests/tiny_run.h"
+
+using namespace relpos;
+using namespace relpos::test;
+namespace fs = std::filesystem;
+
+TEST_CASE("sweep: the grid is the cartesian product, first axis outermost, named by value") {
+  const auto points = expand_grid({parse_grid_axis("position.type=learned+tisa,rope"),
+                                   parse_grid_axis("seed=1,2"),
+                                   parse_grid_axis("model.layers=4")});
+  const std::vector<std::pair<std::string, std::vector<std::string>>> expect{
+      {"learned+tisa-seed1-layers4", {"position.type=learned+tisa", "seed=1", "model.layers=4"}},
+      {"learned+tisa-seed2-layers4", {"position.type=learned+tisa", "seed=2", "model.layers=4"}},
+      {"rope-seed1-layers4", {"position.type=rope", "seed=1", "model.layers=4"}},
+      {"rope-seed2-layers4", {"position.type=rope", "seed=2", "model.layers=4"}}};
+  REQUIRE(points.size() == expect.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    CHECK(points[i].name == expect[i].first);
+    CHECK(points[i].overrides == expect[i].second);
+  }
+  CHECK(expand_grid({}).at(0).name == "run");
+}
+
+TEST_CASE("sweep: a malformed --grid is an error naming it") {
+  for (const std::string bad : {"seed", "=1,2", "seed=", "seed=1,,2", "seed=1,1"}) {
+    CAPTURE(bad);
+    try {
+      parse_grid_axis(bad);
+      FAIL("no error");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()).find("--grid '" + bad + "'") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("sweep: finished runs are skipped; a folder with result.json but no run.h5 is retrained") {
+  TempFolder tmp("sweep_skip");
+  auto sets = tiny_run(tmp.str("cache"), 4);
+  std::vector<std::string> args{"sweep", "--config", config_path("base.yaml"), "--out",
+                                tmp.str("sw"), "--grid", "seed=1,2", "--jobs", "1"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  auto [code, out] = run_relpos(args, tmp.str("sweep1.log"));
+  REQUIRE_MESSAGE(code == 0, out);
+  const std::string a = tmp.str("sw/seed1"), b = tmp.str("sw/seed2");
+  REQUIRE(run_finished(a));
+  REQUIRE(run_finished(b));
+  const auto a_time = fs::last_write_time(fs::path(a) / "run.h5");
+
+  // As committed results hold them: run.h5 and the checkpoint removed, result.json kept.
+  fs::remove(fs::path(b) / "run.h5");
+  fs::remove(fs::path(b) / "checkpoint.pt");
+  CHECK_FALSE(run_finished(b));
+  auto [code2, out2] = run_relpos(args, tmp.str("sweep2.log"));
+  REQUIRE_MESSAGE(code2 == 0, out2);
+  CHECK(out2.find("1 already finished") != std::string::npos);
+  CHECK(fs::last_write_time(fs::path(a) / "run.h5") == a_time);  // not touched
+  CHECK(run_finished(b));                                        // trained again
+}
