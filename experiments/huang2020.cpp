@@ -105,7 +105,7 @@ ExperimentInfo huang2020_experiment() {
                              "", {drop_table}, {"dropin"}, {}};
             const std::string m4 = (dir / "pretrain" / "huang_m4-seed1").string();
             ReportSection s4{"Method 4: relative-position weights and attention", "", {}, {}, {}};
-            s4.figures.push_back({find_figure(m4, {"relative", "layer0"}),
+            s4.figures.push_back({find_figure(m4, {"relpos_huang_m4", "layer0"}),
                                   "huang_m4, first layer: relative-position vectors a_r (d × r)"});
             s4.figures.push_back({find_figure(m4, {"attention", "mean", "layer0"}),
                                   "huang_m4, first layer: attention averaged over heads (probe set)"});
