@@ -45,7 +45,7 @@ TEST_CASE("sweep: a malformed --grid is an error naming it") {
   }
 }
 
-TEST_CASE("sweep: finished runs are skipped; a folder with result.json but no run.h5 is retrained") {
+TEST_CASE("sweep: finished runs are skipped, and a folder with result.json but no run.h5 is retrained") {
   TempFolder tmp("sweep_skip");
   auto sets = tiny_run(tmp.str("cache"), 4);
   std::vector<std::string> args{"sweep", "--config", config_path("base.yaml"), "--out",
