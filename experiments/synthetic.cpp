@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 
+#include "analysis/figures.h"
 #include "experiments/report_util.h"
 
 namespace relpos {
@@ -19,9 +21,10 @@ ExperimentInfo synthetic_experiment() {
             std::vector<analysis::ColumnSpec> cols;
             ReportSection per_task{"Per task", "", {}, {}, {}};
             for (const auto& task : tasks) {
+              // The task's own evaluation lengths (task.eval_lengths, problem sizes) are scored
+              // during training as valid seq_accuracy@L; token-length evaluation does not apply.
               auto runs = ctx.sweep(task, {ctx.config_file()}, ctx.config().sweep.grid,
                                     {"task.type=" + task});
-              ctx.evaluate_lengths(run_dirs(runs));
               ctx.analyze_and_report((fs::path(ctx.dir()) / task).string());
               per_task.text += fmt::format("- [{0}]({0}/report.md)\n", task);
               for (const auto& s : summaries(runs)) {
@@ -31,10 +34,37 @@ ExperimentInfo synthetic_experiment() {
                   rec.group = s.position_types;
                   order.push_back(name);
                 }
-                auto it = s.extrapolation.find("seq_accuracy");
-                if (it == s.extrapolation.end()) continue;
-                for (const auto& [len, v] : it->second) rec.values[task + "@" + std::to_string(len)] = v;
+                for (const auto& [key, v] : s.valid)
+                  if (key.rfind("seq_accuracy@", 0) == 0)
+                    rec.values[task + "@" + key.substr(key.find('@') + 1)] = v;
               }
+              // Accuracy against length, one line per variant (runs of a variant averaged).
+              std::map<std::string, std::map<int64_t, std::vector<double>>> by_variant;
+              std::vector<std::string> variants;
+              for (const auto& s : summaries(runs)) {
+                if (!by_variant.count(s.position_types)) variants.push_back(s.position_types);
+                auto& m = by_variant[s.position_types];
+                for (const auto& [key, v] : s.valid)
+                  if (key.rfind("seq_accuracy@", 0) == 0)
+                    m[std::stoll(key.substr(key.find('@') + 1))].push_back(v);
+              }
+              std::vector<analysis::ExtrapolationLine> lines;
+              for (const auto& v : variants) {
+                analysis::ExtrapolationLine line{v, {}, {}};
+                for (const auto& [len, vals] : by_variant[v]) {
+                  double sum = 0;
+                  for (double x : vals) sum += x;
+                  line.length.push_back(static_cast<double>(len));
+                  line.value.push_back(sum / static_cast<double>(vals.size()));
+                }
+                lines.push_back(line);
+              }
+              const fs::path task_figs = fs::path(ctx.dir()) / task / "figures";
+              fs::create_directories(task_figs);
+              if (!lines.empty())
+                analysis::extrapolation_figure(lines, "sequence accuracy",
+                                               static_cast<double>(t.max_len), task_figs.string(),
+                                               "length_generalization");
               cols.push_back({task + "@" + std::to_string(t.max_len), task + " N", 2, true});
               cols.push_back({task + "@" + std::to_string(t.test_max_len), task + " 8N", 2, true});
             }
@@ -52,7 +82,7 @@ ExperimentInfo synthetic_experiment() {
                 {}};
             for (const auto& task : tasks)
               main.figures.push_back(
-                  {(fs::path(ctx.dir()) / task / "figures" / "extrapolation_seq_accuracy.png").string(),
+                  {(fs::path(ctx.dir()) / task / "figures" / "length_generalization.png").string(),
                    task + ": sequence accuracy against length"});
             return write_experiment_report(
                 ctx, "Synthetic tasks: length generalization",
