@@ -14,6 +14,7 @@
 
 #include "analysis/figures.h"
 #include "core/util/errors.h"
+#include "core/util/system.h"
 
 namespace relpos::analysis {
 namespace fs = std::filesystem;
@@ -30,15 +31,6 @@ void write_text(const fs::path& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary);
   f << text;
   if (!f) throw Error("cannot write " + p.string());
-}
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 std::string machine() {
@@ -272,7 +264,7 @@ std::string write_report(const ReportInputs& in) {
   md << "Code: relpos commit" << (commits.size() > 1 ? "s " : " ");
   for (auto it = commits.begin(); it != commits.end(); ++it)
     md << (it == commits.begin() ? "" : ", ") << "`" << *it << "`";
-  md << ". Report written by `relpos report` at " << utc_now() << " on " << machine() << ".\n\n";
+  md << ". Report written by `relpos report` at " << utc_timestamp() << " on " << machine() << ".\n\n";
   if (!in.runs.empty()) {
     md << "| run | variant | seed | git commit | created | LibTorch "
           "|\n|:---|:---|---:|:---|:---|:---|\n";

@@ -16,35 +16,18 @@
 #include "core/train/snapshot.h"
 #include "core/train/trainer.h"
 #include "tests/helpers.h"
+#include "tests/tiny_run.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
 
 namespace {
 
+// tests/tiny_run.h's run at 20 steps, with a checkpoint every 10 and snapshots at 50 %.
 std::vector<std::string> tiny_overrides(const std::string& cache) {
-  return {"data.corpus=" + test::fixture_path("trainer/corpus.txt"),
-          "data.cache_dir=" + cache,
-          "data.tokenizer=bytes",
-          "data.valid_fraction=0.2",
-          "data.test_fraction=0.2",
-          "task.type=mlm",
-          "task.seq_len=32",
-          "model.layers=2",
-          "model.width=32",
-          "model.heads=2",
-          "model.ff_width=64",
-          "position.type=learned+tisa",
-          "position.learned.max_len=32",
-          "train.steps=20",
-          "train.batch_size=4",
-          "train.eval_every=10",
-          "train.eval_batches=2",
-          "train.log_every=1",
-          "train.checkpoint_every=10",
-          "snapshots.every_percent=50",
-          "snapshots.probe_size=2",
-          "threads=1"};
+  auto o = test::tiny_run(cache, 20);
+  o.insert(o.end(), {"train.checkpoint_every=10", "snapshots.every_percent=50"});
+  return o;
 }
 
 struct TempDir {

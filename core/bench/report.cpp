@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/util/threads.h"
+#include "core/util/system.h"
 
 namespace relpos {
 namespace {
@@ -141,10 +142,7 @@ nlohmann::ordered_json machine_info() {
   nlohmann::ordered_json j;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  const std::time_t now = std::time(nullptr);
-  char date[64];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  j["date"] = date;
+  j["date"] = utc_timestamp();
   j["host"] = host;
   j["cpu"] = cpu_model();
   j["hardware_threads"] = std::thread::hardware_concurrency();

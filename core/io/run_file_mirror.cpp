@@ -13,21 +13,13 @@
 #include "core/io/run_file_internal.h"
 #include "core/io/schema.h"
 #include "core/util/errors.h"
+#include "core/util/system.h"
 
 namespace relpos {
 
 namespace {
 
 namespace sc = schema;
-
-std::string now_utc_iso8601() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // run.h5 and its shadow: every call goes to run.h5, then to the shadow. A clean close removes
 // the shadow.
@@ -106,7 +98,7 @@ std::unique_ptr<RunFileWriter> RunFileWriter::create(const std::string& path,
   h5::quiet();
   RunAttributes a = attrs;
   if (a.torch_version.empty()) a.torch_version = TORCH_VERSION;
-  if (a.created.empty()) a.created = now_utc_iso8601();
+  if (a.created.empty()) a.created = utc_timestamp();
   auto primary = create_single_run_file(path, a);
   auto shadow = create_single_run_file(shadow_path(path), a);
   return std::make_unique<MirroredRunFileWriter>(path, std::move(primary), std::move(shadow));
