@@ -338,6 +338,8 @@ TEST_CASE("config: the rules of each variant") {
       {{"position.type=rope", "position.rope.base=1"}, "position.rope.base: out of range"},
       {{"position.type=sinusoidal", "position.sinusoidal.base=0.5"},
        "position.sinusoidal.base: out of range"},
+      {{"position.type=sinusoidal", "position.sinusoidal.scale=0"},
+       "position.sinusoidal.scale: out of range"},
       {{"position.type=transformer_xl", "position.transformer_xl.base=1"},
        "position.transformer_xl.base: out of range"},
       {{"position.type=tisa", "position.tisa.kernels=0"}, "position.tisa.kernels: out of range"},
