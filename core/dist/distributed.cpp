@@ -172,9 +172,13 @@ void DataParallel::attach(torch::nn::Module& model) {
 }
 
 Batch DataParallel::local_batch(const TaskData& data, int64_t step, int64_t global_batch, int64_t seed) {
+  return local_rows(data.train_batch(step, global_batch), step, global_batch, seed);
+}
+
+Batch DataParallel::local_rows(const Batch& global, int64_t step, int64_t global_batch, int64_t seed) {
   const auto& env = impl_->env;
   maybe_inject_fault(env.rank, step);
-  if (!env.distributed()) return data.train_batch(step, global_batch);
+  if (!env.distributed()) return global;
   if (global_batch % env.world_size != 0)
     throw ConfigError(fmt::format("train.batch_size: {} does not split over {} ranks", global_batch,
                                   env.world_size),
@@ -182,7 +186,6 @@ Batch DataParallel::local_batch(const TaskData& data, int64_t step, int64_t glob
   if (env.rank > 0)
     torch::manual_seed(splitmix64(splitmix64(static_cast<uint64_t>(seed) * 1000003u + env.rank) ^
                                   static_cast<uint64_t>(step)));
-  const Batch global = data.train_batch(step, global_batch);
   const int64_t n = global_batch / env.world_size, begin = env.rank * n;
   Batch b;
   b.tokens = rows(global.tokens, begin, n);          // (n,T)

@@ -80,6 +80,8 @@ class DataParallel {
   // rank 0's and a resumed run draws what the uninterrupted one drew. Throws ConfigError when
   // the global batch does not split evenly.
   Batch local_batch(const TaskData& data, int64_t step, int64_t global_batch, int64_t seed);
+  // The same, from global batch `step` already built (by a BatchPrefetcher).
+  Batch local_rows(const Batch& global, int64_t step, int64_t global_batch, int64_t seed);
 
   // Backward of this rank's mean loss over `items` loss items, then (distributed) the
   // gradients of all ranks combined into the gradient of the global mean loss. Returns the

@@ -21,6 +21,7 @@
 #include "core/model/model.h"
 #include "core/train/objective.h"
 #include "core/train/optim.h"
+#include "core/train/prefetch.h"
 #include "core/train/progress.h"
 #include "core/train/run_folder.h"
 #include "core/train/snapshot.h"
@@ -354,6 +355,9 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     return After::Next;
   };
 
+  // Batch s+1 is built on a background thread while step s trains (every rank builds the
+  // global batch and keeps its rows: see DataParallel::local_rows).
+  BatchPrefetcher batches(*data, cfg.train.batch_size, cfg.train.steps);
   int64_t step = state.step;
   int64_t consecutive_skips = 0;
   After after = After::Next;
@@ -366,7 +370,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     // One process: a signal arrived. Data parallel: some rank had one at the last step's
     // gradient exchange, the same answer on every rank.
     if (dp.stop_requested()) stop_interrupted(step, false);
-    const Batch batch = to_device(dp.local_batch(*data, step, cfg.train.batch_size, cfg.seed), device);
+    const Batch batch = to_device(
+        dp.local_rows(batches.get(step), step, cfg.train.batch_size, cfg.seed), device);
     set_learning_rate(*optimizer, learning_rate(cfg.train, step));
     optimizer->zero_grad();
     auto loss = batch_loss(model, batch);
@@ -435,6 +440,9 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     return result;  // unfinished: no result.json, resumable
   }
   result.stopped_early = after == After::EarlyStop;
+  progress.message(fmt::format("data: training batches took {:.2f}s to build (one step ahead, on a "
+                               "background thread); training waited {:.2f}s for them",
+                               batches.seconds_built(), batches.seconds_waited()));
   progress.finish();
   run_file->write_weights(parameter_tensors(*model), step);
   run_file->flush();

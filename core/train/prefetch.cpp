@@ -1,0 +1,66 @@
+#include "core/train/prefetch.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+namespace relpos {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+BatchPrefetcher::BatchPrefetcher(const TaskData& data, int64_t batch_size, int64_t end,
+                                 bool background)
+    : data_(data),
+      batch_size_(batch_size),
+      end_(end),
+      background_(background),
+      built_background_us_(std::make_shared<std::atomic<int64_t>>(0)) {}
+
+BatchPrefetcher::~BatchPrefetcher() {
+  if (pending_.valid()) pending_.wait();  // its exception, if any, is dropped with it
+}
+
+double BatchPrefetcher::seconds_built() const {
+  return built_foreground_ + static_cast<double>(built_background_us_->load()) * 1e-6;
+}
+
+Batch BatchPrefetcher::get(int64_t step) {
+  const auto t0 = Clock::now();
+  Batch batch;
+  if (pending_.valid() && pending_step_ == step) {
+    std::future<Batch> ready = std::move(pending_);
+    batch = ready.get();  // rethrows what building it threw
+  } else {
+    if (pending_.valid()) pending_.wait();  // a batch for another step: drop it
+    pending_ = {};
+    const auto b0 = Clock::now();
+    batch = data_.train_batch(step, batch_size_);
+    built_foreground_ += seconds_since(b0);
+  }
+  waited_ += seconds_since(t0);
+
+  const int64_t next = step + 1;
+  if (background_ && next < end_) {
+    pending_step_ = next;
+    const TaskData* data = &data_;
+    const int64_t rows = batch_size_;
+    auto built_us = built_background_us_;
+    pending_ = std::async(std::launch::async, [data, next, rows, built_us] {
+      const auto b0 = Clock::now();
+      Batch b = data->train_batch(next, rows);
+      built_us->fetch_add(static_cast<int64_t>(seconds_since(b0) * 1e6));
+      return b;
+    });
+  }
+  return batch;
+}
+
+}  // namespace relpos
