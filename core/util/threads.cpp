@@ -1,5 +1,6 @@
 #include "core/util/threads.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <sched.h>
@@ -68,6 +69,13 @@ ThreadSettings configure_threads(int64_t requested) {
   const int n = s.automatic ? automatic_threads() : static_cast<int>(requested);
   at::set_num_threads(n);
   s.torch_threads = at::get_num_threads();
+  // Subnormal floats flushed to zero, on this thread and the intra-op threads (the setting is
+  // per thread). A softmax over strongly negative scores (ALiBi's -m|i-j| at long T) leaves
+  // exp() results below 1.2e-38, and x86 arithmetic on subnormals is many times slower; their
+  // contribution to a probability is below float32's resolution anyway. docs/performance.md
+  // has the measurement.
+  at::globalContext().setFlushDenormal(true);
+  at::parallel_for(0, n, 1, [](int64_t, int64_t) { at::globalContext().setFlushDenormal(true); });
   // OpenBLAS keeps its own pool (OPENBLAS_NUM_THREADS, read once at load, defaults to every
   // core). ATen's batched matmuls call sgemm_ from its n intra-op threads, so an OpenBLAS pool
   // of its own on top would run up to n x cores threads: give BLAS the same count.

@@ -26,8 +26,8 @@ int physical_cores();
 // (the measurement behind it is in docs/performance.md).
 int automatic_threads();
 
-// Sets LibTorch's intra-op threads and OpenBLAS's threads to `requested` (0: automatic).
-// Throws ConfigError for a negative count.
+// Sets LibTorch's intra-op threads and OpenBLAS's threads to `requested` (0: automatic), and
+// flushes subnormal floats to zero on those threads. Throws ConfigError for a negative count.
 ThreadSettings configure_threads(int64_t requested);
 
 // The shared library that provides sgemm_ in this process (the BLAS LibTorch calls), e.g.
