@@ -147,6 +147,45 @@ std::string quote_args(const std::vector<std::string>& args) {
   return s;
 }
 
+// A run folder that is finished (skipped) or has a checkpoint (resumed from its stored config)
+// must have been made with the config the sweep would give it now: otherwise the sweep would
+// report results of another config (or continue a run under one) without saying so. Compared
+// on every key but `threads` (how fast, not what) and `sweep` (the grid, not the run).
+void check_existing_runs(const SweepOptions& o, const std::vector<SweepPoint>& points,
+                         const std::vector<std::string>& resolved) {
+  std::vector<std::string> stale;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string dir = (fs::path(o.out_dir) / points[i].name).string();
+    if (!run_finished(dir) && !fs::exists(run_checkpoint_path(dir))) continue;  // trained afresh
+    if (!fs::exists(run_config_path(dir))) continue;  // a foreign folder, which train refuses
+    // The stored config read by today's parser, so keys added since it was written compare at
+    // their defaults (which keep the old behaviour) instead of as differences.
+    std::string stored;
+    try {
+      stored = to_yaml(load_run_config(dir).config);
+    } catch (const ConfigError& e) {
+      stale.push_back(fmt::format("{} (its config.yaml no longer loads: {})", dir, e.what()));
+      continue;
+    }
+    const auto diff = config_differences(stored, resolved[i], {"threads", "sweep"});
+    if (diff.empty()) continue;
+    std::string keys;
+    for (size_t k = 0; k < diff.size() && k < 3; ++k) keys += (k ? "; " : "") + diff[k];
+    if (diff.size() > 3) keys += fmt::format("; and {} more", diff.size() - 3);
+    stale.push_back(fmt::format("{} ({})", dir, keys));
+  }
+  if (stale.empty()) return;
+  std::string list;
+  for (size_t k = 0; k < stale.size() && k < 5; ++k) list += "\n  " + stale[k];
+  if (stale.size() > 5) list += fmt::format("\n  and {} more run folders", stale.size() - 5);
+  throw ConfigError(
+      fmt::format("sweep: {} run folder(s) in {} were made with another config than this sweep "
+                  "gives them now (stored -> now):{}",
+                  stale.size(), o.out_dir, list),
+      "their results would not belong to this config: delete those run folders to train them "
+      "again, or give the sweep another --out");
+}
+
 }  // namespace
 
 std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
@@ -154,13 +193,15 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   if (o.jobs < 1) throw ConfigError(fmt::format("sweep: --jobs {} (expected >= 1)", o.jobs));
   // Check the shared config (and every point's overrides) before anything starts.
   auto points = expand_grid(o.grid);
+  std::vector<std::string> resolved;  // each point's resolved config, as its run stores it
   for (const auto& p : points) {
     std::vector<std::string> sets = o.sets;
     sets.insert(sets.end(), p.overrides.begin(), p.overrides.end());
     std::vector<std::string> files = o.configs;
     if (files.empty()) throw ConfigError("sweep: --config FILE is required");
-    load_config(files, sets);
+    resolved.push_back(to_yaml(load_config(files, sets).config));
   }
+  check_existing_runs(o, points, resolved);
   install_interrupt_handlers();
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);

@@ -520,3 +520,19 @@ TEST_CASE("relpos binary: a bad config exits non-zero with error: and hint:") {
     CHECK(out == to_yaml(load({"seed=5", "position.type=learned+tisa"})));
   }
 }
+
+TEST_CASE("config: config_differences lists changed, added and removed keys, ignoring the named ones") {
+  const std::string a = "seed: 1\nthreads: 1\ntrain:\n  steps: 300\n  lr: 0.001\n"
+                        "sweep:\n  grid: [\"seed=1,2\"]\nposition:\n  types: [learned, tisa]\n";
+  const std::string b = "seed: 1\nthreads: 4\ntrain:\n  steps: 600\n  lr: 0.001\n  warmup: 0.1\n"
+                        "sweep:\n  grid: [\"seed=1,2,3\"]\nposition:\n  types: [learned]\n";
+  CHECK(config_differences(a, a).empty());
+  const auto d = config_differences(a, b, {"threads", "sweep"});
+  CHECK(d == std::vector<std::string>{"position.types[1]: tisa -> (absent)",
+                                      "train.steps: 300 -> 600", "train.warmup: (absent) -> 0.1"});
+  // Without ignores, threads and the grid count too.
+  CHECK(config_differences(a, b).size() == 5);
+  // "sweep" ignores sweep.* but not a key that merely starts with the same letters.
+  CHECK(config_differences("sweeps: 1\n", "sweeps: 2\n", {"sweep"}).size() == 1);
+  CHECK_THROWS_AS(config_differences("a: [1, 2\n", "a: 1\n"), ConfigError);
+}

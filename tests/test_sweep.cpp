@@ -67,4 +67,21 @@ TEST_CASE("sweep: finished runs are skipped, and a folder with result.json but n
   CHECK(out2.find("1 already finished") != std::string::npos);
   CHECK(fs::last_write_time(fs::path(a) / "run.h5") == a_time);  // not touched
   CHECK(run_finished(b));                                        // trained again
+
+  // The experiment's config changed since: the finished runs belong to the old one, so the
+  // sweep refuses before starting anything, naming the folders and the key.
+  auto changed = args;
+  changed.insert(changed.end(), {"--set", "train.steps=5"});
+  auto [code3, out3] = run_relpos(changed, tmp.str("sweep3.log"));
+  CHECK(code3 != 0);
+  CHECK(out3.find("2 run folder(s)") != std::string::npos);
+  CHECK(out3.find("sw/seed1 (train.steps: 4 -> 5)") != std::string::npos);
+  CHECK(out3.find("delete those run folders") != std::string::npos);
+  CHECK(fs::last_write_time(fs::path(a) / "run.h5") == a_time);
+  // Only the thread count differs: not a different experiment.
+  auto threads = args;
+  threads.insert(threads.end(), {"--threads", "2"});
+  auto [code4, out4] = run_relpos(threads, tmp.str("sweep4.log"));
+  CHECK_MESSAGE(code4 == 0, out4);
+  CHECK(out4.find("2 already finished") != std::string::npos);
 }

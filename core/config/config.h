@@ -260,3 +260,14 @@ void validate(const Config& c, const SourceMap* sources);
 std::string to_yaml(const Config& c);
 
 }  // namespace relpos
+
+namespace relpos {
+
+// The keys where two resolved configs (YAML text as to_yaml writes it) differ, as
+// "dotted.key: A -> B" ("(absent)" for a missing key), in key order. Keys in `ignore` and
+// below them (e.g. "threads", "sweep") are not compared. Throws ConfigError when either text
+// is not YAML.
+std::vector<std::string> config_differences(const std::string& yaml_a, const std::string& yaml_b,
+                                            const std::vector<std::string>& ignore = {});
+
+}  // namespace relpos
