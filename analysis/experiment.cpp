@@ -215,6 +215,56 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
   }
 }
 
+// Invariance of the attention maps, the position scores and P·Pᵀ, and the validation metric,
+// against the training step: one line per variant (mean over its runs at each snapshot step).
+// Drawn when some run has at least kDenseSnapshots snapshots (an experiment that follows
+// training, like `invariance`), since a line through two or three points says little.
+constexpr size_t kDenseSnapshots = 5;
+
+void invariance_by_variant(const std::vector<RunResult>& runs, const std::string& metric,
+                           const fs::path& figures, std::vector<FigureInfo>& figs) {
+  bool dense = false;
+  for (const auto& r : runs) dense = dense || r.steps.size() >= kDenseSnapshots;
+  if (!dense) return;
+  // panel -> variant -> step -> values over runs
+  using Points = std::map<std::string, std::map<int64_t, std::vector<double>>>;
+  std::map<std::string, Points> acc;
+  auto add = [&](const std::string& panel, const std::string& variant, int64_t step, double v) {
+    if (std::isfinite(v)) acc[panel][variant][step].push_back(v);
+  };
+  const std::string p_att = "invariance of attention (head average)";
+  const std::string p_scores = "invariance of position scores (mean over heads)";
+  const std::string p_gram = "invariance of P·Pᵀ (absolute tables)";
+  for (const auto& r : runs) {
+    if (r.steps.size() < kDenseSnapshots) continue;
+    for (size_t k = 0; k < r.steps.size(); ++k) {
+      std::map<std::string, std::vector<double>> parts;
+      for (const auto& [q, v] : r.invariance) {
+        if (k >= v.size() || !std::isfinite(v[k])) continue;
+        if (q == "attention") parts[p_att].push_back(v[k]);
+        else if (q.rfind("scores:", 0) == 0) parts[p_scores].push_back(v[k]);
+        else if (q.rfind("gram:", 0) == 0) parts[p_gram].push_back(v[k]);
+      }
+      for (const auto& [panel, vals] : parts) add(panel, r.info.group, r.steps[k], mean(vals));
+      if (r.metric == metric && k < r.metric_at_step.size())
+        add(metric, r.info.group, r.steps[k], r.metric_at_step[k]);
+    }
+  }
+  std::vector<std::pair<std::string, std::map<std::string, Series>>> panels;
+  for (const std::string& name : {p_att, p_scores, p_gram, metric}) {
+    auto it = acc.find(name);
+    if (it == acc.end()) continue;
+    std::map<std::string, Series> lines;
+    for (const auto& [variant, by_step] : it->second)
+      for (const auto& [step, vals] : by_step) {
+        lines[variant].x.push_back(static_cast<double>(step));
+        lines[variant].y.push_back(mean(vals));
+      }
+    panels.push_back({name, std::move(lines)});
+  }
+  if (!panels.empty()) figs.push_back(invariance_by_variant_figure(panels, figures.string()));
+}
+
 }  // namespace
 
 ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::string& dir,
@@ -230,6 +280,7 @@ ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::st
   if (!ex.metric.empty())
     final_invariance_tables(ex.runs, ex.metric, tables, figures, o.figures, ex.figures);
   extrapolation_outputs(ex.runs, tables, figures, o.figures, ex.figures);
+  if (o.figures && !ex.metric.empty()) invariance_by_variant(ex.runs, ex.metric, figures, ex.figures);
   if (o.figures) write_figure_index(figures.string(), ex.figures);
   return ex;
 }

@@ -285,12 +285,38 @@ FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              metric_name.empty() ? "no validation metric" : metric_name));
 }
 
+FigureInfo invariance_by_variant_figure(
+    const std::vector<std::pair<std::string, std::map<std::string, Series>>>& panels,
+    const std::string& dir) {
+  std::vector<CurvesPanel> ps;
+  std::string names;
+  for (const auto& [title, by_variant] : panels) {
+    CurvesPanel p;
+    p.title = title;
+    p.xlabel = "training step";
+    const bool invariance = title.rfind("invariance", 0) == 0;
+    p.ylabel = invariance ? "translation invariance" : title;
+    if (invariance) p.yrange = std::make_pair(0.0, 1.02);
+    for (const auto& [variant, series] : by_variant)
+      p.curves.push_back({variant, series.x, series.y, false, CurveStyle::linespoints});
+    ps.push_back(std::move(p));
+    names += (names.empty() ? "" : "; ") + title;
+  }
+  const int64_t columns = ps.size() > 1 ? 2 : 1;
+  const int64_t rows = (static_cast<int64_t>(ps.size()) + columns - 1) / columns;
+  const auto f = plot_curves(dir, "invariance_by_variant",
+                             "translation invariance during training, by variant", ps, columns,
+                             {static_cast<int>(columns * 640), static_cast<int>(rows * 440 + 60)});
+  return info(f, fmt::format("Per variant, the mean over its runs at each snapshot: {}.", names));
+}
+
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& metric, double train_length,
-                                const std::string& dir, const std::string& stem) {
+                                const std::string& dir, const std::string& stem,
+                                const ExtrapolationLabels& labels) {
   CurvesPanel p;
-  p.title = "length extrapolation: " + metric;
-  p.xlabel = "evaluation length (tokens)";
+  p.title = labels.title.empty() ? "length extrapolation: " + metric : labels.title;
+  p.xlabel = labels.xlabel.empty() ? "evaluation length (tokens)" : labels.xlabel;
   p.ylabel = metric;
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& l : lines) {
@@ -299,7 +325,11 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
   }
   p.logx = std::isfinite(lo) && lo > 0 && hi / lo >= 4;
   if (train_length > 0)
-    p.vlines.push_back({train_length, fmt::format("training length {}", train_length)});
+    p.vlines.push_back({train_length, fmt::format("{} {}",
+                                                  labels.train_length.empty()
+                                                      ? "training length"
+                                                      : labels.train_length,
+                                                  train_length)});
   if (std::isfinite(lo)) {
     const double pad = p.logx ? 1.15 : 0.0;
     p.xrange = p.logx ? std::make_pair(lo / pad, hi * pad)
@@ -307,9 +337,10 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
   }
   const auto f = plot_curves(dir, stem, p.title, {p}, 1, {900, 600});
   return info(f, fmt::format("{} at each evaluation length, one line per variant (mean over "
-                             "seeds); the dashed line marks the training length. Gaps: not "
+                             "seeds); the dashed line marks the {}. Gaps: not "
                              "applicable at that length.",
-                             metric));
+                             metric, labels.train_length.empty() ? "training length"
+                                                                 : labels.train_length));
 }
 
 FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,

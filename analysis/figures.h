@@ -43,14 +43,26 @@ FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& metric_name, const Series& metric,
                              const std::string& dir, const std::string& label);
 
+// Figure 4 across the runs of an experiment: one panel per quantity (panel title -> variant ->
+// mean over its runs at each snapshot step), one line per variant.
+FigureInfo invariance_by_variant_figure(
+    const std::vector<std::pair<std::string, std::map<std::string, Series>>>& panels,
+    const std::string& dir);
+
 // Figure 5: one line per variant (mean over its runs), training length marked.
 struct ExtrapolationLine {
   std::string label;
   std::vector<double> length, value;  // NaN: not applicable at that length
 };
+// Labels of the figure; empty fields keep the defaults of the token-length evaluation
+// ("length extrapolation: METRIC", "evaluation length (tokens)", "training length N").
+struct ExtrapolationLabels {
+  std::string title, xlabel, train_length;
+};
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& metric, double train_length,
-                                const std::string& dir, const std::string& stem);
+                                const std::string& dir, const std::string& stem,
+                                const ExtrapolationLabels& labels = {});
 
 // Final invariance against final metric, one point per run, one series per variant.
 FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,

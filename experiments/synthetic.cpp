@@ -64,7 +64,12 @@ ExperimentInfo synthetic_experiment() {
               if (!lines.empty())
                 analysis::extrapolation_figure(lines, "sequence accuracy",
                                                static_cast<double>(t.max_len), task_figs.string(),
-                                               "length_generalization");
+                                               "length_generalization",
+                                               {task + ": length generalization (trained on lengths " +
+                                                    std::to_string(t.min_len) + ".." +
+                                                    std::to_string(t.max_len) + ")",
+                                                task == "recall" ? "task length n (key-value pairs)" : "task length n (input symbols)",
+                                                "longest training length"});
               cols.push_back({task + "@" + std::to_string(t.max_len), task + " N", 2, true});
               cols.push_back({task + "@" + std::to_string(t.test_max_len), task + " 8N", 2, true});
             }
