@@ -24,6 +24,7 @@
 
 #include "core/config/config.h"
 #include "core/position/position_encoding.h"
+#include "core/position/registry.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"
@@ -147,12 +148,19 @@ std::string quote_args(const std::vector<std::string>& args) {
   return s;
 }
 
+struct ResolvedPoint {
+  std::string yaml;                 // to_yaml of the point's config
+  std::vector<std::string> types;   // its position variants
+};
+
 // A run folder that is finished (skipped) or has a checkpoint (resumed from its stored config)
 // must have been made with the config the sweep would give it now: otherwise the sweep would
 // report results of another config (or continue a run under one) without saying so. Compared
-// on every key but `threads` (how fast, not what) and `sweep` (the grid, not the run).
+// on every key but `threads` (how fast, not what), `sweep` (the grid, not the run) and the
+// parameters of variants the run does not use (a config shared by a sweep over variants sets
+// them for the runs that do).
 void check_existing_runs(const SweepOptions& o, const std::vector<SweepPoint>& points,
-                         const std::vector<std::string>& resolved) {
+                         const std::vector<ResolvedPoint>& resolved) {
   std::vector<std::string> stale;
   for (size_t i = 0; i < points.size(); ++i) {
     const std::string dir = (fs::path(o.out_dir) / points[i].name).string();
@@ -167,7 +175,11 @@ void check_existing_runs(const SweepOptions& o, const std::vector<SweepPoint>& p
       stale.push_back(fmt::format("{} (its config.yaml no longer loads: {})", dir, e.what()));
       continue;
     }
-    const auto diff = config_differences(stored, resolved[i], {"threads", "sweep"});
+    std::vector<std::string> ignore{"threads", "sweep"};
+    for (const auto& v : Registry::get().names())
+      if (std::find(resolved[i].types.begin(), resolved[i].types.end(), v) == resolved[i].types.end())
+        ignore.push_back("position." + v);
+    const auto diff = config_differences(stored, resolved[i].yaml, ignore);
     if (diff.empty()) continue;
     std::string keys;
     for (size_t k = 0; k < diff.size() && k < 3; ++k) keys += (k ? "; " : "") + diff[k];
@@ -193,13 +205,14 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   if (o.jobs < 1) throw ConfigError(fmt::format("sweep: --jobs {} (expected >= 1)", o.jobs));
   // Check the shared config (and every point's overrides) before anything starts.
   auto points = expand_grid(o.grid);
-  std::vector<std::string> resolved;  // each point's resolved config, as its run stores it
+  std::vector<ResolvedPoint> resolved;  // each point's config, as its run stores it
   for (const auto& p : points) {
     std::vector<std::string> sets = o.sets;
     sets.insert(sets.end(), p.overrides.begin(), p.overrides.end());
     std::vector<std::string> files = o.configs;
     if (files.empty()) throw ConfigError("sweep: --config FILE is required");
-    resolved.push_back(to_yaml(load_config(files, sets).config));
+    const Config cfg = load_config(files, sets).config;
+    resolved.push_back({to_yaml(cfg), cfg.position.types});
   }
   check_existing_runs(o, points, resolved);
   install_interrupt_handlers();
