@@ -39,8 +39,11 @@ std::string git_commit() {
   const std::string dir = RELPOS_SOURCE_DIR;
   std::string head = run_capture("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
   if (head.empty()) return "unknown";
-  const std::string dirty =
-      run_capture("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null");
+  // results/ holds outputs (the committed experiment results, rewritten by the runs
+  // themselves), not source: changes there do not make the code "dirty".
+  const std::string dirty = run_capture("git -C '" + dir +
+                                        "' status --porcelain --untracked-files=no -- . "
+                                        "':(exclude)results' 2>/dev/null");
   return dirty.empty() ? head : head + "-dirty";
 }
 
