@@ -147,6 +147,7 @@ nlohmann::ordered_json machine_info() {
   j["cpu"] = cpu_model();
   j["hardware_threads"] = std::thread::hardware_concurrency();
   j["available_cpus"] = available_cpus();
+  j["git_commit"] = git_commit();
   j["libtorch"] = TORCH_VERSION;
   j["blas_library"] = blas_library();
   j["openblas_config"] = openblas_config();
