@@ -373,3 +373,77 @@ TEST_CASE("relpos reproduce: SIGTERM during its sweep checkpoints the running ru
   clear_interrupt();
   CHECK_FALSE(fs::exists(run + "/eval_extrapolation.csv"));
 }
+
+namespace {
+
+// True once process `pid` runs relpos (it has exec'd: before that, the forked copy of this test
+// runner has doctest's handlers) and has a handler installed for `sig` (SigCgt in /proc).
+bool catches_signal(pid_t pid, int sig) {
+  std::error_code ec;
+  const auto exe = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+  if (ec || exe.filename() != fs::path(RELPOS_BINARY).filename()) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("SigCgt:", 0) == 0)
+      return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1ULL;
+  return false;
+}
+
+// Status of a forked child that installs relpos's handlers and raises `first`, then `second`;
+// it exits 0 when it survives both with `first` recorded as the interrupt.
+int raise_twice(int first, int second) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    install_interrupt_handlers();
+    std::raise(first);
+    if (!interrupt_requested()) ::_exit(10);
+    std::raise(second);
+    ::_exit(interrupt_signal() == first ? 0 : 11);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("signals: a repeated SIGTERM is ignored while stopping, a second Ctrl-C ends the process at once") {
+  int st = raise_twice(SIGTERM, SIGTERM);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  st = raise_twice(SIGINT, SIGTERM);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  st = raise_twice(SIGINT, SIGINT);
+  REQUIRE(WIFSIGNALED(st));
+  CHECK(WTERMSIG(st) == SIGINT);
+  st = raise_twice(SIGTERM, SIGINT);
+  REQUIRE(WIFSIGNALED(st));
+  CHECK(WTERMSIG(st) == SIGINT);
+}
+
+TEST_CASE("relpos train: SIGTERM while the data loads stops before anything is written, exit 143") {
+  TempFolder tmp("sig_data");
+  {
+    // About 26 MB of text: reading and encoding it takes long enough to signal during it.
+    std::ofstream out(tmp.str("big.txt"));
+    const std::string para = "The quick brown fox jumps over the lazy dog near the river bank. ";
+    for (int i = 0; i < 400000; ++i) out << para << (i % 50 == 49 ? "\n\n" : "");
+  }
+  auto sets = tiny_run(tmp.str("cache"));
+  sets.front() = "data.corpus=" + tmp.str("big.txt");
+  const std::string dir = tmp.str("run");
+  Child child(train_args(sets, dir), tmp.str("train.log"));
+  // train() installs its handlers first thing, then prepares the folder and loads the data.
+  REQUIRE(wait_until([&] { return catches_signal(child.pid(), SIGTERM); }, 60,
+                     [&] { return child.running(); }));
+  child.signal(SIGTERM);
+  const int code = child.wait();
+  const std::string out = child.output();
+  CHECK_MESSAGE(code == 143, out);
+  CHECK_MESSAGE(contains(out, "interrupted by SIGTERM while loading data, before training started"),
+                out);
+  CHECK_FALSE(fs::exists(run_checkpoint_path(dir)));
+  CHECK_FALSE(fs::exists(run_h5_path(dir)));
+  CHECK_FALSE(fs::exists(run_config_path(dir)));
+}
