@@ -290,6 +290,12 @@ FigureInfo invariance_by_variant_figure(
     const std::string& dir) {
   std::vector<CurvesPanel> ps;
   std::string names;
+  // One colour per variant across the panels (some panels lack some variants).
+  std::map<std::string, int> line;
+  for (const auto& [title, by_variant] : panels)
+    for (const auto& [variant, series] : by_variant) line.emplace(variant, 0);
+  int next = 0;
+  for (auto& [variant, l] : line) l = next++;
   for (const auto& [title, by_variant] : panels) {
     CurvesPanel p;
     p.title = title;
@@ -298,7 +304,8 @@ FigureInfo invariance_by_variant_figure(
     p.ylabel = invariance ? "translation invariance" : title;
     if (invariance) p.yrange = std::make_pair(0.0, 1.02);
     for (const auto& [variant, series] : by_variant)
-      p.curves.push_back({variant, series.x, series.y, false, CurveStyle::linespoints});
+      p.curves.push_back(
+          {variant, series.x, series.y, false, CurveStyle::linespoints, line.at(variant)});
     ps.push_back(std::move(p));
     names += (names.empty() ? "" : "; ") + title;
   }

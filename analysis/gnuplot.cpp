@@ -351,6 +351,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       for (size_t i = 0; i < cv.x.size(); ++i) data << num(cv.x[i]) << ' ' << num(cv.y[i]) << '\n';
       data << "\n\n";
       const size_t colours = std::size(kLineColours);
+      const size_t line = cv.line >= 0 ? static_cast<size_t>(cv.line) : c;
       b << (c ? ", \\\n       " : "") << quote(stem + ".dat") << " index " << block << " using 1:2"
         << (cv.y2 ? " axes x1y2" : "")
         << (cv.style == CurveStyle::lines         ? " with lines"
@@ -358,7 +359,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
                                                   : " with points pt 7 ps 1.2")
         << (cv.y2
                 ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
-                : fmt::format(" lt {} dt {}", c % colours + 1, c / colours + 1))
+                : fmt::format(" lt {} dt {}", line % colours + 1, line / colours + 1))
         << " title " << quote(cv.label);
     }
     b << "\n";

@@ -39,6 +39,9 @@ struct Curve {
   std::vector<double> x, y;  // NaN in y leaves a gap
   bool y2 = false;           // drawn against the right-hand axis
   CurveStyle style = CurveStyle::lines;
+  // Line style number (colour cycle, then dash pattern); -1: the curve's place in its panel.
+  // Give the same number to the same series in several panels so that it keeps its colour.
+  int line = -1;
 };
 
 struct CurvesPanel {

@@ -131,3 +131,25 @@ TEST_CASE("large heatmaps are drawn from block means") {
   CHECK(q.values(1, 1) == doctest::Approx(40.0));
   CHECK(downsample(p, 5).values.data.size() == 25);  // small enough: unchanged
 }
+
+TEST_CASE("curves with a fixed line number keep their colour across panels") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("lines");
+  CurvesPanel a, b;
+  a.curves.push_back({"alpha", {0, 1}, {0, 1}, false, CurveStyle::lines, 0});
+  a.curves.push_back({"beta", {0, 1}, {1, 0}, false, CurveStyle::lines, 1});
+  b.curves.push_back({"beta", {0, 1}, {1, 1}, false, CurveStyle::lines, 1});  // first in b
+  b.curves.push_back({"gamma", {0, 1}, {0, 0}, false, CurveStyle::lines});    // by place: 2nd
+  const FigureFiles f = plot_curves(dir.string(), "lines", "two panels", {a, b}, 2);
+  const std::string script = slurp(f.script);
+  // beta is line 2 in both panels, gamma (no number) takes its place in its panel: line 2 too.
+  CHECK(script.find("\"lines.dat\" index 0 using 1:2 with lines lt 1 dt 1 title \"alpha\"") !=
+        std::string::npos);
+  CHECK(script.find("index 1 using 1:2 with lines lt 2 dt 1 title \"beta\"") != std::string::npos);
+  CHECK(script.find("index 2 using 1:2 with lines lt 2 dt 1 title \"beta\"") != std::string::npos);
+  CHECK(script.find("index 3 using 1:2 with lines lt 2 dt 1 title \"gamma\"") != std::string::npos);
+  fs::remove_all(dir);
+}
