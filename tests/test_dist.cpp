@@ -26,6 +26,7 @@
 #include "core/model/model.h"
 #include "core/train/trainer.h"
 #include "tests/helpers.h"
+#include "tests/tiny_run.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -47,30 +48,11 @@ struct Scratch {
 // design). With MLM the ranks hold different numbers of masked tokens, so plain averaging of
 // the ranks' gradients would be wrong: the comparison checks the weighting too.
 std::vector<std::string> tiny_sets(const std::string& cache) {
-  return {"data.corpus=" + test::fixture_path("trainer/corpus.txt"),
-          "data.cache_dir=" + cache,
-          "data.tokenizer=bytes",
-          "data.valid_fraction=0.2",
-          "data.test_fraction=0.2",
-          "task.type=mlm",
-          "task.seq_len=32",
-          "model.layers=1",
-          "model.width=32",
-          "model.heads=2",
-          "model.ff_width=64",
-          "model.dropout=0",
-          "model.attention_dropout=0",
-          "position.type=learned+tisa",
-          "position.learned.max_len=32",
-          "train.steps=4",
-          "train.batch_size=4",
-          "train.eval_every=2",
-          "train.eval_batches=1",
-          "train.log_every=1",
-          "train.checkpoint_every=2",
-          "snapshots.every_percent=0",
-          "snapshots.probe_size=2",
-          "threads=1"};
+  auto sets = test::tiny_run(cache, 4);  // later --set values win
+  sets.insert(sets.end(), {"model.layers=1", "model.dropout=0", "model.attention_dropout=0",
+                           "train.eval_every=2", "train.eval_batches=1",
+                           "train.checkpoint_every=2", "snapshots.every_percent=0"});
+  return sets;
 }
 
 std::vector<std::string> train_args(const std::string& out, const std::string& cache) {

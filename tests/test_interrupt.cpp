@@ -56,6 +56,13 @@ void check_same_run(const std::string& dir, const std::string& ref) {
                   name);
 }
 
+// `relpos train --resume` on DIR to the end (output in LOG), then check_same_run against REF.
+void resume_to_end(const std::string& dir, const std::string& log, const std::string& ref) {
+  auto [code, out] = run_relpos({"train", "--resume", "--out", dir, "--quiet"}, log);
+  REQUIRE_MESSAGE(code == 0, out);
+  check_same_run(dir, ref);
+}
+
 // 4 steps of tiny_run() evaluating every step on a corpus whose validation split is long enough
 // for an evaluation to take ~0.3 s, against a few ms for a training step: a signal sent just
 // after a step's metrics line lands in the next step's evaluation.
@@ -108,10 +115,7 @@ TEST_CASE("relpos train: SIGTERM mid-run checkpoints, exits 143 naming the resum
   auto [again, again_out] = run_relpos(train_args(sets, dir), tmp.str("again.log"));
   CHECK(again == 2);
   CHECK_MESSAGE(contains(again_out, "holds an unfinished run"), again_out);
-  auto [resumed, resumed_out] =
-      run_relpos({"train", "--resume", "--out", dir, "--quiet"}, tmp.str("resume.log"));
-  REQUIRE_MESSAGE(resumed == 0, resumed_out);
-  check_same_run(dir, tmp.str("ref"));
+  resume_to_end(dir, tmp.str("resume.log"), tmp.str("ref"));
 }
 
 TEST_CASE("relpos train: SIGKILL at any moment leaves a loadable checkpoint and a readable "
@@ -149,9 +153,7 @@ TEST_CASE("relpos train: SIGKILL at any moment leaves a loadable checkpoint and 
       CHECK_MESSAGE(std::find(snaps.begin(), snaps.end(), s) != snaps.end(), "snapshot ", s);
     CHECK(reader->metric("train_loss").first.size() + 1 >= static_cast<size_t>(last_logged));
   }
-  auto [code, out] = run_relpos({"train", "--resume", "--out", dir, "--quiet"}, tmp.str("end.log"));
-  REQUIRE_MESSAGE(code == 0, out);
-  check_same_run(dir, tmp.str("ref"));
+  resume_to_end(dir, tmp.str("end.log"), tmp.str("ref"));
 }
 
 TEST_CASE("relpos train: SIGINT during a long evaluation stops within a batch / the resumed run "
@@ -185,10 +187,7 @@ TEST_CASE("relpos train: SIGINT during a long evaluation stops within a batch / 
   CHECK(saved.state.pending_post_step);
   CHECK(logged(dir, "train_loss").back().first == 1);
 
-  auto [resumed, resumed_out] =
-      run_relpos({"train", "--resume", "--out", dir, "--quiet"}, tmp.str("resume.log"));
-  REQUIRE_MESSAGE(resumed == 0, resumed_out);
-  check_same_run(dir, tmp.str("ref"));
+  resume_to_end(dir, tmp.str("resume.log"), tmp.str("ref"));
 }
 
 TEST_CASE("relpos train --nproc 2: SIGINT during rank 0's evaluation stops every rank at that "

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <memory>
 
 namespace relpos {
 
@@ -21,15 +20,14 @@ BatchPrefetcher::BatchPrefetcher(const TaskData& data, int64_t batch_size, int64
     : data_(data),
       batch_size_(batch_size),
       end_(end),
-      background_(background),
-      built_background_us_(std::make_shared<std::atomic<int64_t>>(0)) {}
+      background_(background) {}
 
 BatchPrefetcher::~BatchPrefetcher() {
   if (pending_.valid()) pending_.wait();  // its exception, if any, is dropped with it
 }
 
 double BatchPrefetcher::seconds_built() const {
-  return built_foreground_ + static_cast<double>(built_background_us_->load()) * 1e-6;
+  return built_foreground_ + static_cast<double>(built_background_us_.load()) * 1e-6;
 }
 
 Batch BatchPrefetcher::get(int64_t step) {
@@ -50,13 +48,11 @@ Batch BatchPrefetcher::get(int64_t step) {
   const int64_t next = step + 1;
   if (background_ && next < end_) {
     pending_step_ = next;
-    const TaskData* data = &data_;
-    const int64_t rows = batch_size_;
-    auto built_us = built_background_us_;
-    pending_ = std::async(std::launch::async, [data, next, rows, built_us] {
+    // The destructor waits for this task, so `this` outlives it (the class cannot be moved).
+    pending_ = std::async(std::launch::async, [this, next] {
       const auto b0 = Clock::now();
-      Batch b = data->train_batch(next, rows);
-      built_us->fetch_add(static_cast<int64_t>(seconds_since(b0) * 1e6));
+      Batch b = data_.train_batch(next, batch_size_);
+      built_background_us_.fetch_add(static_cast<int64_t>(seconds_since(b0) * 1e6));
       return b;
     });
   }

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <atomic>
 #include <future>
-#include <memory>
 
 #include "core/data/task.h"
 
@@ -41,7 +40,7 @@ class BatchPrefetcher {
   std::future<Batch> pending_;
   double waited_ = 0;
   double built_foreground_ = 0;
-  std::shared_ptr<std::atomic<int64_t>> built_background_us_;
+  std::atomic<int64_t> built_background_us_{0};  // written by the background thread
 };
 
 }  // namespace relpos
