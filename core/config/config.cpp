@@ -139,6 +139,11 @@ void validate(const Config& c, const SourceMap* src) {
       config_fail(src, "data.corpus", "corpus does not fit the task",
                   fmt::format("'{}' for task '{}'", d.corpus, t.type), need);
   }
+  if (!d.tokenizer_file.empty() && d.tokenizer != "sentencepiece")
+    config_fail(src, "data.tokenizer_file", "only the sentencepiece tokenizer loads a model file",
+                fmt::format("'{}' with data.tokenizer {}", d.tokenizer_file, d.tokenizer),
+                "data.tokenizer: sentencepiece, or no data.tokenizer_file (wordpiece reads "
+                "data.vocab_file)");
   if (d.tokenizer == "wordpiece" && d.vocab_file.empty())
     config_fail(src, "data.vocab_file", "the wordpiece tokenizer needs a BERT vocab.txt", "nothing",
                 "a path to vocab.txt");

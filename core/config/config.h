@@ -57,6 +57,9 @@ struct DataConfig : ConfigSection {
   std::string tokenizer = "bytes"; // bytes | sentencepiece | wordpiece
   int64_t vocab_size = 4000;       // sentencepiece vocabulary
   std::string sentencepiece_model = "unigram";  // unigram | bpe
+  // sentencepiece: a model file to load instead of training one (e.g. a pre-trained run's
+  // tokenizer.model). Fine-tuning with --init-from takes the pre-trained run's model by itself.
+  std::string tokenizer_file;
   std::string vocab_file;          // wordpiece: a BERT vocab.txt
   double valid_fraction = 0.05;
   double test_fraction = 0.05;
@@ -76,6 +79,7 @@ struct DataConfig : ConfigSection {
     v.choice("tokenizer", tokenizer, {"bytes", "sentencepiece", "wordpiece"}, "tokenizer");
     v("vocab_size", vocab_size, "sentencepiece vocabulary size");
     v.choice("sentencepiece_model", sentencepiece_model, {"unigram", "bpe"}, "sp model type");
+    v("tokenizer_file", tokenizer_file, "sentencepiece model file to load instead of training");
     v("vocab_file", vocab_file, "BERT vocab.txt for wordpiece");
     v("valid_fraction", valid_fraction, "fraction of documents for validation");
     v("test_fraction", test_fraction, "fraction of documents for test");

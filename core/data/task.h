@@ -35,6 +35,9 @@ class Tokenizer {
   virtual std::vector<int64_t> encode_with_offsets(
       const std::string& text, std::vector<std::pair<int64_t, int64_t>>* offsets) const = 0;
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  // The file the tokenizer was loaded from when a run must keep a copy of it (SentencePiece
+  // models, which relpos trains per corpus); empty for bytes and wordpiece (named in the config).
+  virtual std::string model_file() const { return {}; }
   const SpecialTokens& special() const { return special_; }
 
  protected:

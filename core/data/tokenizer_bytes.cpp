@@ -51,6 +51,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(const Config& cfg,
   if (d.tokenizer == "bytes") return make_bytes_tokenizer();
   if (d.tokenizer == "wordpiece") return make_wordpiece_tokenizer(d.vocab_file, d.lower_case);
   if (d.tokenizer == "sentencepiece") {
+    if (!d.tokenizer_file.empty()) return load_sentencepiece_tokenizer(d.tokenizer_file);
     SentencePieceOptions o;
     o.vocab_size = d.vocab_size;
     o.model_type = d.sentencepiece_model;

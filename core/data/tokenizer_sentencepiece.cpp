@@ -101,7 +101,8 @@ std::string take_error(char* e) {
 
 class SentencePieceTokenizer : public Tokenizer {
  public:
-  SentencePieceTokenizer(const std::string& model_path, std::string name) : name_(std::move(name)) {
+  SentencePieceTokenizer(const std::string& model_path, std::string name)
+      : name_(std::move(name)), path_(model_path) {
     const std::string model = read_file(model_path, "SentencePiece model");
     char* err = nullptr;
     handle_ = shim().load(model.data(), model.size(), &err);
@@ -121,6 +122,7 @@ class SentencePieceTokenizer : public Tokenizer {
   }
 
   std::string name() const override { return name_; }
+  std::string model_file() const override { return path_; }
   int64_t vocab_size() const override { return vocab_; }
 
   std::vector<int64_t> encode(const std::string& text) const override {
@@ -187,6 +189,7 @@ class SentencePieceTokenizer : public Tokenizer {
   }
 
   std::string name_;
+  std::string path_;
   void* handle_ = nullptr;
   int64_t vocab_ = 0;
 };

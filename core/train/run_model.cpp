@@ -13,7 +13,9 @@ LoadedRun load_run(const std::string& dir, const std::vector<std::string>& overr
   run.config = load_run_config(dir, overrides);
   const Config& cfg = run.config.config;
   run.device = parse_device(cfg.device);
-  run.data = make_task_data(cfg);
+  Config data_cfg = cfg;
+  use_run_tokenizer(dir, data_cfg);
+  run.data = make_task_data(data_cfg);
   run.model = Model(cfg, run.data->vocab_size());
   std::vector<std::string> unused;
   auto missing = load_matching_parameters(run_checkpoint_path(dir), *run.model, &unused);

@@ -153,8 +153,9 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   const std::vector<int64_t> inject_nan = debug_nonfinite_steps();
 
   // Data first: a missing corpus should fail before anything is written.
-  auto data = make_task_data(cfg);
+  auto data = make_task_data(data_config_for_run(cfg, opts));
   progress.message(fmt::format("data: {}", data->describe()));
+  if (dp.is_main()) keep_run_tokenizer(data->tokenizer(), dir);
   // One process only: ranks must agree on when they stop, which they do from the first step on
   // (dp.stop_requested()); a rank leaving here alone would strand the others.
   if (dp.world_size() == 1 && interrupt_requested())

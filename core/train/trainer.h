@@ -4,6 +4,7 @@
 //   DIR/checkpoint.pt    the latest checkpoint (atomic)
 //   DIR/run.h5           metrics, probe, snapshots, final weights (docs/hdf5-schema.md)
 //   DIR/result.json      written when the run finished: final metrics, steps, time
+//   DIR/tokenizer.model  the SentencePiece model the run's ids come from (sentencepiece only)
 #pragma once
 
 #include <map>
@@ -39,8 +40,23 @@ std::string run_checkpoint_path(const std::string& dir);
 std::string run_h5_path(const std::string& dir);
 std::string run_result_path(const std::string& dir);
 std::string run_metrics_path(const std::string& dir);
+std::string run_tokenizer_path(const std::string& dir);
 // result.json and run.h5 both present.
 bool run_finished(const std::string& dir);
+
+class Tokenizer;
+// A run's token ids belong to one tokenizer, and its model must keep it: a SentencePiece run
+// keeps a copy of its model as DIR/tokenizer.model, and whatever reloads the run (resume,
+// eval, analysis) tokenizes with that copy rather than training a new model.
+// use_run_tokenizer: cfg (a run's stored config) reads DIR/tokenizer.model when there is one.
+void use_run_tokenizer(const std::string& dir, Config& cfg);
+// The config a run builds its data from: with --resume its own tokenizer.model; with
+// --init-from the pre-trained run's tokenizer (its tokenizer.model for SentencePiece, so a
+// fine-tuning corpus is tokenized with the pre-training vocabulary). Throws ConfigError when the
+// pre-trained run's tokenizer differs from this config's (kind, WordPiece vocabulary).
+Config data_config_for_run(const Config& cfg, const TrainOptions& opts);
+// Copies the tokenizer's model file (if it has one) to DIR/tokenizer.model, atomically.
+void keep_run_tokenizer(const Tokenizer& tok, const std::string& dir);
 
 // Trains; throws ConfigError/DataError/RunError. An interrupt (SIGINT/SIGTERM) saves a
 // checkpoint, closes run.h5 and throws Interrupted (core/util/signals.h) with the resume

@@ -1,0 +1,105 @@
+// Which tokenizer a run uses, and the copy of it a run folder keeps (trainer.h).
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/data/task.h"
+#include "core/data/tasks.h"
+#include "core/train/run_folder.h"
+#include "core/train/trainer.h"
+#include "core/util/errors.h"
+
+namespace relpos {
+namespace fs = std::filesystem;
+
+std::string run_tokenizer_path(const std::string& dir) {
+  return (fs::path(dir) / "tokenizer.model").string();
+}
+
+void use_run_tokenizer(const std::string& dir, Config& cfg) {
+  if (cfg.data.tokenizer != "sentencepiece" || is_synthetic_task(cfg.task.type)) return;
+  if (fs::exists(run_tokenizer_path(dir))) cfg.data.tokenizer_file = run_tokenizer_path(dir);
+}
+
+namespace {
+
+// Reads a whole file; false when it cannot be read.
+bool read_bytes(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream s;
+  s << in.rdbuf();
+  *out = s.str();
+  return static_cast<bool>(in) || in.eof();
+}
+
+[[noreturn]] void mismatch(const std::string& src_dir, const std::string& what) {
+  throw ConfigError(
+      fmt::format("--init-from {}: {}", src_dir, what),
+      fmt::format("token embeddings only mean something with the tokenizer they were trained "
+                  "with: set data.tokenizer and its options as in {}",
+                  run_config_path(src_dir)));
+}
+
+}  // namespace
+
+Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
+  Config c = cfg;
+  if (is_synthetic_task(cfg.task.type)) return c;
+  if (opts.resume) {
+    use_run_tokenizer(opts.out_dir, c);
+    return c;
+  }
+  if (opts.init_from.empty()) return c;
+  const Config src = load_run_config(opts.init_from).config;
+  // A synthetic pre-training has its own vocabulary; nothing to match (its embeddings do not fit).
+  if (is_synthetic_task(src.task.type)) return c;
+  const DataConfig& a = src.data;
+  const DataConfig& b = cfg.data;
+  if (a.tokenizer != b.tokenizer)
+    mismatch(opts.init_from, fmt::format("the pre-trained run tokenizes with {}, this config with {}",
+                                         a.tokenizer, b.tokenizer));
+  if (b.tokenizer == "wordpiece") {
+    std::string x, y;
+    const bool same_vocab = a.vocab_file == b.vocab_file ||
+                            (read_bytes(a.vocab_file, &x) && read_bytes(b.vocab_file, &y) && x == y);
+    if (!same_vocab || a.lower_case != b.lower_case)
+      mismatch(opts.init_from,
+               fmt::format("the pre-trained run's WordPiece vocabulary is {} (lower_case {}), "
+                           "this config's {} (lower_case {})",
+                           a.vocab_file, a.lower_case, b.vocab_file, b.lower_case));
+  }
+  if (b.tokenizer == "sentencepiece" && b.tokenizer_file.empty()) {
+    const std::string kept = run_tokenizer_path(opts.init_from);
+    if (fs::exists(kept)) {
+      c.data.tokenizer_file = kept;
+    } else if (!a.tokenizer_file.empty()) {
+      c.data.tokenizer_file = a.tokenizer_file;
+    } else {
+      throw ConfigError(
+          fmt::format("--init-from {}: the pre-trained run has no tokenizer.model, and this "
+                      "run would train a new SentencePiece model on its own corpus, whose ids "
+                      "do not match the pre-trained embeddings",
+                      opts.init_from),
+          "set data.tokenizer_file to the SentencePiece model the pre-trained run used (its "
+          "train.log names it: data/tokenizers/sentencepiece-<hash>.model)");
+    }
+  }
+  return c;
+}
+
+void keep_run_tokenizer(const Tokenizer& tok, const std::string& dir) {
+  const std::string from = tok.model_file();
+  if (from.empty()) return;
+  const std::string to = run_tokenizer_path(dir);
+  std::error_code ec;
+  if (fs::exists(to) && fs::equivalent(from, to, ec)) return;
+  std::string bytes;
+  if (!read_bytes(from, &bytes))
+    throw RunError(fmt::format("cannot read the tokenizer model {} to keep it in {}", from, dir));
+  write_text_atomic(to, bytes);  // binary-safe: a temporary name, then a rename
+}
+
+}  // namespace relpos

@@ -1,0 +1,177 @@
+// A run's token ids belong to one tokenizer: a SentencePiece run keeps its model as
+// DIR/tokenizer.model, resuming and reloading use that copy, and fine-tuning with --init-from
+// tokenizes the new corpus with the pre-trained vocabulary (not a model trained on the new corpus).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/config/config.h"
+#include "core/data/task.h"
+#include "core/data/tokenizer.h"
+#include "core/train/run_model.h"
+#include "core/train/trainer.h"
+#include "core/util/errors.h"
+#include "tests/helpers.h"
+#include "tests/tiny_run.h"
+
+using namespace relpos;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The SentencePiece models in a tokenizer cache.
+std::vector<std::string> cached_models(const std::string& cache) {
+  std::vector<std::string> out;
+  if (!fs::exists(cache + "/tokenizers")) return out;
+  for (const auto& e : fs::directory_iterator(cache + "/tokenizers")) out.push_back(e.path().string());
+  return out;
+}
+
+// A second corpus with other text: the SentencePiece fixture's lines, eight per document.
+std::string write_other_corpus(const std::string& path) {
+  std::ifstream in(test::fixture_path("data/spm_train.txt"));
+  std::ofstream out(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    out << line << "\n";
+    if (++n % 8 == 0) out << "\n";
+  }
+  return path;
+}
+
+std::vector<std::string> sp_run(const std::string& cache, int64_t steps) {
+  auto o = test::tiny_run(cache, steps);
+  o.insert(o.end(), {"data.tokenizer=sentencepiece", "data.vocab_size=400"});
+  return o;
+}
+
+TrainResult train_run(const std::vector<std::string>& sets, TrainOptions o) {
+  o.quiet = true;
+  return train(load_config({test::config_path("base.yaml")}, sets), o);
+}
+
+std::string config_error_of(const std::vector<std::string>& sets, const TrainOptions& o) {
+  try {
+    train_run(sets, o);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a sentencepiece run keeps its tokenizer and fine-tuning reads the pre-trained vocabulary") {
+  test::TempFolder tmp("tokenizer");
+  const std::string cache = tmp.str("cache");
+  const std::string pre = tmp.str("pre");
+  TrainOptions po;
+  po.out_dir = pre;
+  train_run(sp_run(cache, 4), po);
+
+  // The run's copy is the model it trained (the only one in the cache).
+  const auto trained = cached_models(cache);
+  REQUIRE(trained.size() == 1);
+  REQUIRE(fs::exists(run_tokenizer_path(pre)));
+  CHECK(bytes_of(run_tokenizer_path(pre)) == bytes_of(trained[0]));
+
+  // Fine-tune (MLM on another corpus) from it: the ids come from the pre-trained model, and no
+  // tokenizer was trained on the new corpus.
+  const std::string other = write_other_corpus(tmp.str("other.txt"));
+  const std::string ft = tmp.str("ft");
+  TrainOptions fo;
+  fo.out_dir = ft;
+  fo.init_from = pre;
+  auto ft_sets = sp_run(cache, 2);
+  ft_sets.push_back("data.corpus=" + other);
+  train_run(ft_sets, fo);
+  CHECK(cached_models(cache).size() == 1);
+  CHECK(bytes_of(run_tokenizer_path(ft)) == bytes_of(run_tokenizer_path(pre)));
+  const std::string probe = "The lamp was lit at the usual hour.";
+  const auto pre_ids = load_sentencepiece_tokenizer(run_tokenizer_path(pre))->encode(probe);
+  LoadedRun loaded = load_run(ft);
+  CHECK(loaded.data->tokenizer().encode(probe) == pre_ids);
+
+  // Without --init-from the same config trains its own model on the other corpus, which
+  // tokenizes differently: the check above can fail.
+  Config own = load_config({test::config_path("base.yaml")}, ft_sets).config;
+  auto own_data = make_task_data(own);
+  CHECK(cached_models(cache).size() == 2);
+  CHECK(own_data->tokenizer().encode(probe) != pre_ids);
+}
+
+TEST_CASE("resuming a sentencepiece run tokenizes with its kept model, even with the cache gone") {
+  test::TempFolder tmp("tokenizer_resume");
+  const std::string cache = tmp.str("cache");
+  const std::string dir = tmp.str("run");
+  TrainOptions o;
+  o.out_dir = dir;
+  o.stop_after = 4;
+  CHECK_FALSE(train_run(sp_run(cache, 8), o).finished);
+  fs::remove_all(cache);
+  TrainOptions r;
+  r.out_dir = dir;
+  r.resume = true;
+  r.quiet = true;
+  CHECK(train(load_run_config(dir), r).finished);
+  CHECK(cached_models(cache).empty());
+}
+
+TEST_CASE("--init-from refuses a tokenizer that does not match the pre-trained run") {
+  test::TempFolder tmp("tokenizer_mismatch");
+  const std::string cache = tmp.str("cache");
+  const std::string pre = tmp.str("pre");
+  TrainOptions po;
+  po.out_dir = pre;
+  train_run(sp_run(cache, 2), po);
+
+  TrainOptions fo;
+  fo.out_dir = tmp.str("ft");
+  fo.init_from = pre;
+  auto bytes_sets = test::tiny_run(cache, 2);  // data.tokenizer=bytes
+  std::string e = config_error_of(bytes_sets, fo);
+  CHECK(e.find("--init-from " + pre) != std::string::npos);
+  CHECK(e.find("tokenizes with sentencepiece, this config with bytes") != std::string::npos);
+
+  // A pre-trained run without its tokenizer.model (an older relpos): refused, not retrained.
+  fs::remove(run_tokenizer_path(pre));
+  e = config_error_of(sp_run(cache, 2), fo);
+  CHECK(e.find("has no tokenizer.model") != std::string::npos);
+  CHECK_FALSE(fs::exists(fo.out_dir + "/checkpoint.pt"));
+}
+
+TEST_CASE("data.tokenizer_file loads a model instead of training, and only for sentencepiece") {
+  test::TempFolder tmp("tokenizer_file");
+  const std::string cache = tmp.str("cache");
+  auto sets = sp_run(cache, 2);
+  Config c = load_config({test::config_path("base.yaml")}, sets).config;
+  auto trained = make_task_data(c);
+  const std::string model = trained->tokenizer().model_file();
+  const std::string copy = tmp.str("copy.model");
+  fs::copy_file(model, copy);
+  fs::remove_all(cache);
+  sets.push_back("data.tokenizer_file=" + copy);
+  Config given = load_config({test::config_path("base.yaml")}, sets).config;
+  auto loaded = make_task_data(given);
+  CHECK(cached_models(cache).empty());
+  CHECK(loaded->tokenizer().model_file() == copy);
+  CHECK(loaded->train_batch(0, 2).tokens.equal(trained->train_batch(0, 2).tokens));
+
+  std::string e;
+  try {
+    load_config({test::config_path("base.yaml")}, {"data.tokenizer_file=" + copy});
+  } catch (const ConfigError& err) {
+    e = err.what();
+  }
+  CHECK(e.find("data.tokenizer_file") != std::string::npos);
+  CHECK(e.find("only the sentencepiece tokenizer loads a model file") != std::string::npos);
+}
