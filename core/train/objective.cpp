@@ -54,14 +54,30 @@ std::pair<torch::Tensor, torch::Tensor> span_logits(Model& model, const Batch& b
   return {start, end};
 }
 
+// The positions of an Lm batch that have a target, flattened: logits are formed only there. An
+// MLM batch predicts about 15 % of its positions, and the (rows,V) vocabulary projection with its
+// softmax dominates a step at a real vocabulary size (30,000 for BERT).
+struct TargetRows {
+  torch::Tensor logits;   // (N,V)
+  torch::Tensor targets;  // (N)
+  torch::Tensor index;    // (N) flat index b*T + t of each row
+};
+
+TargetRows target_rows(Model& model, const Batch& b) {
+  auto hidden = model->hidden(b.tokens, forward_options(b));  // (B,T,D)
+  auto flat_targets = b.targets.reshape({-1});                 // (BT)
+  auto index = flat_targets.ne(-100).nonzero().squeeze(1);     // (N)
+  auto rows = hidden.reshape({-1, hidden.size(-1)}).index_select(0, index);  // (N,D)
+  return {model->lm_logits(rows), flat_targets.index_select(0, index), index};
+}
+
 }  // namespace
 
 torch::Tensor batch_loss(Model& model, const Batch& b) {
   switch (model->kind()) {
     case HeadKind::Lm: {
-      auto logits = model->lm_logits(model->hidden(b.tokens, forward_options(b)));  // (B,T,V)
-      return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), b.targets.reshape({-1}),
-                              F::CrossEntropyFuncOptions().ignore_index(-100));
+      auto r = target_rows(model, b);  // no target at all: the mean over nothing is NaN, as before
+      return F::cross_entropy(r.logits, r.targets);
     }
     case HeadKind::Classifier: {
       auto logits = model->class_logits(model->hidden(b.tokens, forward_options(b)),
@@ -86,23 +102,21 @@ void MetricAccumulator::add(Model& model, const Batch& b) {
   torch::NoGradGuard guard;
   switch (model->kind()) {
     case HeadKind::Lm: {
-      auto logits = model->lm_logits(model->hidden(b.tokens, forward_options(b)));  // (B,T,V)
-      auto flat = logits.reshape({-1, logits.size(-1)});                            // (BT,V)
-      auto targets = b.targets.reshape({-1});                                       // (BT)
-      auto valid = targets != -100;                                                 // (BT)
-      const double n = valid.sum().item<double>();
+      auto r = target_rows(model, b);  // (N,V), (N)
+      const double n = static_cast<double>(r.targets.size(0));
       if (n == 0) return;
-      loss_sum_ += F::cross_entropy(flat, targets,
-                                    F::CrossEntropyFuncOptions().ignore_index(-100).reduction(
-                                        torch::kSum))
+      loss_sum_ += F::cross_entropy(r.logits, r.targets,
+                                    F::CrossEntropyFuncOptions().reduction(torch::kSum))
                        .item<double>();
       loss_count_ += n;
-      auto right = (flat.argmax(-1) == targets) & valid;  // (BT)
-      correct_ += right.sum().item<double>();
+      auto right_rows = r.logits.argmax(-1) == r.targets;  // (N)
+      correct_ += right_rows.sum().item<double>();
       total_ += n;
       if (is_synthetic_task(task_)) {
-        auto right_rows = (right | valid.logical_not()).view(b.targets.sizes()).all(1);  // (B)
-        auto rows = right_rows.to(torch::kCPU);
+        // A position without a target never makes its sequence wrong.
+        auto right = torch::ones({b.targets.numel()}, r.targets.options().dtype(torch::kBool))
+                         .index_put_({r.index}, right_rows);                    // (BT)
+        auto rows = right.view(b.targets.sizes()).all(1).to(torch::kCPU);     // (B)
         for (int64_t i = 0; i < rows.size(0); ++i) {
           const bool ok = rows[i].item<bool>();
           seq_correct_ += ok;
