@@ -2,6 +2,7 @@
 // marker distance: train on lengths <= N, test up to 8N, sequence accuracy per length.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -16,6 +17,15 @@ ExperimentInfo synthetic_experiment() {
             const std::vector<std::string> tasks = {"copy",  "reverse", "sort",
                                                     "shift", "recall",  "marker_distance"};
             const TaskConfig& t = ctx.config().task;
+            // Empty eval_lengths means doubling from N, which includes 2N.
+            const bool has_2n = 2 * t.max_len < t.test_max_len &&
+                                (t.eval_lengths.empty() ||
+                                 std::count(t.eval_lengths.begin(), t.eval_lengths.end(),
+                                            2 * t.max_len) > 0);
+            // "8N" when the longest test length is a multiple of N, else the length itself.
+            const std::string longest = t.test_max_len % t.max_len == 0
+                                            ? std::to_string(t.test_max_len / t.max_len) + "N"
+                                            : std::to_string(t.test_max_len);
             std::map<std::string, analysis::RunRecord> merged;  // by run name
             std::vector<std::string> order;
             std::vector<analysis::ColumnSpec> cols;
@@ -70,13 +80,18 @@ ExperimentInfo synthetic_experiment() {
                                                     std::to_string(t.max_len) + ")",
                                                 task == "recall" ? "task length n (key-value pairs)" : "task length n (input symbols)",
                                                 "longest training length"});
+              // N, 2N (where failures usually start) and the longest test length.
               cols.push_back({task + "@" + std::to_string(t.max_len), task + " N", 2, true});
-              cols.push_back({task + "@" + std::to_string(t.test_max_len), task + " 8N", 2, true});
+              if (has_2n)
+                cols.push_back({task + "@" + std::to_string(2 * t.max_len), task + " 2N", 2, true});
+              cols.push_back({task + "@" + std::to_string(t.test_max_len), task + " " + longest,
+                              2, true});
             }
             std::vector<analysis::RunRecord> recs;
             for (const auto& n : order) recs.push_back(merged[n]);
             ReportSection main{
-                "Sequence accuracy at the longest training length N and at 8N",
+                fmt::format("Sequence accuracy at the longest training length N{} and at {}",
+                            has_2n ? ", at 2N" : "", longest),
                 fmt::format("Trained on lengths {}..{} (N = {}), tested up to {}. A sequence counts "
                             "as right when every output token is. '—' marks lengths a variant "
                             "cannot reach; a learned table with beyond: clamp (the mini config) "
