@@ -235,9 +235,14 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
     runs.push_back(s);
   }
   {
+    // The commands this sweep runs; a finished run is named, not listed as if run again.
     std::ofstream cmds(fs::path(o.out_dir) / "commands.txt", std::ios::app);
-    for (const auto& r : runs)
-      cmds << quote_args(train_args(o, r.point, r.dir, false, threads)) << "\n";
+    for (const auto& r : runs) {
+      if (r.skipped)
+        cmds << "# already finished, not run again: " << r.dir << "\n";
+      else
+        cmds << quote_args(train_args(o, r.point, r.dir, false, threads)) << "\n";
+    }
   }
   const size_t todo = std::count_if(runs.begin(), runs.end(), [](auto& r) { return !r.skipped; });
   if (!o.quiet)

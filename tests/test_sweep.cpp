@@ -67,6 +67,14 @@ TEST_CASE("sweep: finished runs are skipped, and a folder with result.json but n
   CHECK(out2.find("1 already finished") != std::string::npos);
   CHECK(fs::last_write_time(fs::path(a) / "run.h5") == a_time);  // not touched
   CHECK(run_finished(b));                                        // trained again
+  // commands.txt lists what was run: both runs the first time, then only seed2's run.
+  std::ifstream cmds(tmp.str("sw/commands.txt"));
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(cmds, l);) lines.push_back(l);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[2] == "# already finished, not run again: " + a);
+  CHECK(lines[3].find("--out " + b) != std::string::npos);
+  CHECK(lines[3].find("relpos") != std::string::npos);
 
   // The experiment's config changed since: the finished runs belong to the old one, so the
   // sweep refuses before starting anything, naming the folders and the key.
