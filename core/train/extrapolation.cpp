@@ -47,11 +47,12 @@ LmSum score_windows(LoadedRun& run, const std::vector<int64_t>& stream,
     }
     tokens = tokens.to(run.device);
     targets = targets.to(run.device);
-    auto logits = run.model->lm_logits(run.model->hidden(tokens));  // (B,L,V)
-    sum.loss += F::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
-                                 F::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum))
+    // Logits only where scored (with --stride, the last stride's worth of each window).
+    auto r = lm_logits_at_targets(run.model, run.model->hidden(tokens), targets);  // (N,V), (N)
+    sum.loss += F::cross_entropy(r.logits, r.targets,
+                                 F::CrossEntropyFuncOptions().reduction(torch::kSum))
                     .item<double>();
-    sum.count += (targets != -100).sum().item<double>();
+    sum.count += static_cast<double>(r.targets.size(0));
   }
   return sum;
 }

@@ -54,24 +54,19 @@ std::pair<torch::Tensor, torch::Tensor> span_logits(Model& model, const Batch& b
   return {start, end};
 }
 
-// The positions of an Lm batch that have a target, flattened: logits are formed only there. An
-// MLM batch predicts about 15 % of its positions, and the (rows,V) vocabulary projection with its
-// softmax dominates a step at a real vocabulary size (30,000 for BERT).
-struct TargetRows {
-  torch::Tensor logits;   // (N,V)
-  torch::Tensor targets;  // (N)
-  torch::Tensor index;    // (N) flat index b*T + t of each row
-};
+TargetLogits target_rows(Model& model, const Batch& b) {
+  return lm_logits_at_targets(model, model->hidden(b.tokens, forward_options(b)), b.targets);
+}
 
-TargetRows target_rows(Model& model, const Batch& b) {
-  auto hidden = model->hidden(b.tokens, forward_options(b));  // (B,T,D)
-  auto flat_targets = b.targets.reshape({-1});                 // (BT)
+}  // namespace
+
+TargetLogits lm_logits_at_targets(Model& model, const torch::Tensor& hidden,
+                                  const torch::Tensor& targets) {
+  auto flat_targets = targets.reshape({-1});                   // (BT)
   auto index = flat_targets.ne(-100).nonzero().squeeze(1);     // (N)
   auto rows = hidden.reshape({-1, hidden.size(-1)}).index_select(0, index);  // (N,D)
   return {model->lm_logits(rows), flat_targets.index_select(0, index), index};
 }
-
-}  // namespace
 
 torch::Tensor batch_loss(Model& model, const Batch& b) {
   switch (model->kind()) {

@@ -26,6 +26,18 @@ PrimaryMetric primary_metric(const std::string& task);
 // Copies a batch to `device` (tensors only).
 Batch to_device(const Batch& b, torch::Device device);
 
+// Lm head logits only at the positions that have a target: an MLM batch predicts about 15 % of
+// its positions, a sliding-window evaluation a stride's worth, and the (rows,V) vocabulary
+// projection dominates at a real vocabulary size.
+struct TargetLogits {
+  torch::Tensor logits;   // (N,V)
+  torch::Tensor targets;  // (N)
+  torch::Tensor index;    // (N) flat index b*T + t of each row
+};
+// hidden (B,T,D) from model->hidden(); targets (B,T) with -100 where there is no target.
+TargetLogits lm_logits_at_targets(Model& model, const torch::Tensor& hidden,
+                                  const torch::Tensor& targets);
+
 // Forward pass and scalar loss of one batch (the batch must be on the model's device).
 torch::Tensor batch_loss(Model& model, const Batch& b);
 // The number of items batch_loss() averages over: targets other than -100 (lm head), rows

@@ -1,0 +1,82 @@
+// `relpos eval` for a causal LM: perplexity over nonoverlapping chunks and with a sliding window
+// (Press et al.: each window after the first scores only its last `stride` tokens), against a
+// loop that runs the model on one window at a time and sums log-probabilities itself.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/train/extrapolation.h"
+#include "core/train/run_model.h"
+#include "core/train/trainer.h"
+#include "tests/helpers.h"
+#include "tests/tiny_run.h"
+
+using namespace relpos;
+
+namespace {
+
+// Mean negative log-likelihood over the windows [s, s+L) of `stream`, each scoring its
+// positions t >= first (the target of position t is stream[s+t+1]).
+double naive_nll(LoadedRun& run, const std::vector<int64_t>& stream,
+                 const std::vector<std::pair<int64_t, int64_t>>& windows, int64_t L,
+                 double* count) {
+  torch::NoGradGuard guard;
+  double nll = 0;
+  *count = 0;
+  for (const auto& [s, first] : windows) {
+    auto tokens = torch::empty({1, L}, torch::kLong);
+    for (int64_t t = 0; t < L; ++t) tokens[0][t] = stream[s + t];
+    auto logp = torch::log_softmax(
+        run.model->lm_logits(run.model->hidden(tokens)).to(torch::kDouble), -1);  // (1,L,V)
+    for (int64_t t = first; t < L; ++t) {
+      nll -= logp[0][t][stream[s + t + 1]].item<double>();
+      *count += 1;
+    }
+  }
+  return nll / *count;
+}
+
+}  // namespace
+
+TEST_CASE("eval (clm): chunk and sliding-window perplexity equal a window-by-window loop") {
+  test::TempFolder tmp("extrapolation");
+  const std::string dir = tmp.str("run");
+  auto sets = test::tiny_run(tmp.str("cache"), 3);
+  sets.insert(sets.end(), {"task.type=clm", "model.mode=decoder", "position.type=alibi",
+                           "task.seq_len=16"});
+  TrainOptions o;
+  o.out_dir = dir;
+  o.quiet = true;
+  REQUIRE(train(load_config({test::config_path("base.yaml")}, sets), o).finished);
+
+  LoadedRun run = load_run(dir);
+  ExtrapolationOptions eo;
+  eo.lengths = {16, 32};
+  eo.stride = 4;
+  eo.max_tokens = 1 << 30;  // every window the stream holds
+  eo.batch_size = 3;        // windows batched unevenly: the last batch is short
+  const auto rows = evaluate_lengths(run, eo);
+  REQUIRE(rows.size() == 2);
+
+  const auto& stream = run.data->stream(Split::Test);
+  const int64_t N = static_cast<int64_t>(stream.size()) - 1;
+  for (const auto& row : rows) {
+    const int64_t L = row.length;
+    REQUIRE(row.applicable);
+    REQUIRE(N >= 2 * L);
+    std::vector<std::pair<int64_t, int64_t>> chunks, windows{{0, 0}};
+    for (int64_t s = 0; s + L <= N; s += L) chunks.push_back({s, 0});
+    for (int64_t s = eo.stride; s + L <= N; s += eo.stride) windows.push_back({s, L - eo.stride});
+    double n_chunks = 0, n_windows = 0;
+    const double chunk_nll = naive_nll(run, stream, chunks, L, &n_chunks);
+    const double window_nll = naive_nll(run, stream, windows, L, &n_windows);
+    CAPTURE(L);
+    CHECK(row.metrics.at("tokens") == n_chunks);
+    CHECK(row.metrics.at("loss") == doctest::Approx(chunk_nll).epsilon(1e-6));
+    CHECK(row.metrics.at("ppl") == doctest::Approx(std::exp(chunk_nll)).epsilon(1e-6));
+    CHECK(row.metrics.at("loss_sliding") == doctest::Approx(window_nll).epsilon(1e-6));
+    CHECK(row.metrics.at("ppl_sliding") == doctest::Approx(std::exp(window_nll)).epsilon(1e-6));
+    // Every scored position of the sliding protocol is a different token of the stream.
+    CHECK(n_windows == L + eo.stride * static_cast<double>(windows.size() - 1));
+  }
+}
