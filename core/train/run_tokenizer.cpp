@@ -83,8 +83,9 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
                       "run would train a new SentencePiece model on its own corpus, whose ids "
                       "do not match the pre-trained embeddings",
                       opts.init_from),
-          "set data.tokenizer_file to the SentencePiece model the pre-trained run used (its "
-          "train.log names it: data/tokenizers/sentencepiece-<hash>.model)");
+          "set data.tokenizer_file to the SentencePiece model the pre-trained run used: its "
+          "`data:` line (train.log in a sweep) names it as sentencepiece:<hash>, the file is "
+          "<data.cache_dir>/tokenizers/sentencepiece-<hash>.model");
     }
   }
   return c;

@@ -155,7 +155,6 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   // Data first: a missing corpus should fail before anything is written.
   auto data = make_task_data(data_config_for_run(cfg, opts));
   progress.message(fmt::format("data: {}", data->describe()));
-  if (dp.is_main()) keep_run_tokenizer(data->tokenizer(), dir);
   // One process only: ranks must agree on when they stop, which they do from the first step on
   // (dp.stop_requested()); a rank leaving here alone would strand the others.
   if (dp.world_size() == 1 && interrupt_requested())
@@ -164,6 +163,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
                                   "nothing was written to {}",
                                   interrupt_signal_name(), dir),
                       "run the same command again");
+  if (dp.is_main()) keep_run_tokenizer(data->tokenizer(), dir);
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   Model model(cfg, data->vocab_size());
