@@ -54,6 +54,10 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
     return e.exit_code();
+  } catch (const PeerLost& e) {  // a data-parallel peer failed: the launcher reads the code
+    std::cerr << "error: " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
+    return kPeerLostExitCode;
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";

@@ -114,7 +114,7 @@ struct DataParallel::Impl {
   }
   [[noreturn]] void fail(const std::string& what, std::string cause) {
     if (auto nl = cause.find('\n'); nl != std::string::npos) cause.resize(nl);
-    throw RunError(
+    throw PeerLost(
         fmt::format("rank {} of {}: {} failed ({} backend): {}", env.rank, env.world_size, what,
                     coll ? coll->name() : "no", cause),
         fmt::format("another rank has probably died or stopped: look for its own error (relpos train "
@@ -128,6 +128,9 @@ DataParallel::DataParallel(const DistEnv& env, torch::Device requested) : impl_(
   impl_->env = env;
   impl_->device = requested;
   if (!env.distributed()) return;
+  // A peer that dies closes its sockets; writing to them must fail the collective (EPIPE, then
+  // PeerLost naming this rank and step), not kill this rank with SIGPIPE and no message.
+  std::signal(SIGPIPE, SIG_IGN);
   if (requested.is_cuda() && !requested.has_index()) {
     const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(torch::cuda::device_count()));
     impl_->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % n));

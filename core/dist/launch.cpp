@@ -128,6 +128,12 @@ LaunchResult launch_local(const LaunchOptions& o) {
   }
 
   LaunchResult res;
+  // A rank that fails because a peer died (PeerLost, or SIGPIPE where a socket write still kills)
+  // is a consequence: the peer's own failure is the first one even when both are reaped together.
+  auto is_consequence = [](int status) { return status == kPeerLostExitCode || status == 128 + SIGPIPE; };
+  constexpr double kSettleSeconds = 2.0;
+  int64_t consequence_rank = -1;
+  Clock::time_point consequence_at{};
   auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   bool forwarded = false, termed = false;
   Clock::time_point failed_at{}, termed_at{};
@@ -145,13 +151,25 @@ LaunchResult launch_local(const LaunchOptions& o) {
       if (termed && e.status != 0) e.how += " (stopped by the launcher)";
       alive.erase(it);
       if (e.status != 0 && res.first_failed < 0 && !res.interrupted) {
-        res.first_failed = e.rank;
-        failed_at = Clock::now();
+        if (is_consequence(e.status)) {
+          if (consequence_rank < 0) {
+            consequence_rank = e.rank;
+            consequence_at = Clock::now();
+          }
+        } else {
+          res.first_failed = e.rank;
+          failed_at = Clock::now();
+        }
       }
       res.ranks.push_back(e);
       continue;
     }
     if (pid < 0 && errno != EINTR && errno != ECHILD) break;
+    // Only consequences so far, and nothing else failed for a while: the earliest one counts.
+    if (res.first_failed < 0 && consequence_rank >= 0 && since(consequence_at) > kSettleSeconds) {
+      res.first_failed = consequence_rank;
+      failed_at = consequence_at;
+    }
     if (interrupt_requested() && !forwarded) {
       signal_all(SIGTERM);  // one signal each: the ranks agree on a step and rank 0 checkpoints
       forwarded = res.interrupted = true;
@@ -164,6 +182,7 @@ LaunchResult launch_local(const LaunchOptions& o) {
     if (termed && since(termed_at) > 5) signal_all(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (res.first_failed < 0 && consequence_rank >= 0) res.first_failed = consequence_rank;
   return res;
 }
 

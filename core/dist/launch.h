@@ -4,7 +4,9 @@
 // reaches only the launcher, which forwards one SIGTERM to each (they agree on the step, rank 0
 // checkpoints); they get SIGTERM too if the launcher dies. When a rank fails, the launcher gives
 // the others `grace_seconds` to fail on their own (a dead peer makes their next collective fail
-// at once), then stops them (SIGTERM, then SIGKILL) and reports which rank failed first.
+// at once), then stops them (SIGTERM, then SIGKILL) and reports which rank failed first — not
+// counting a rank that failed only because a peer did (exit kPeerLostExitCode or SIGPIPE) when
+// another rank fails within 2 s of it.
 #pragma once
 
 #include <cstdint>

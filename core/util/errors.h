@@ -41,4 +41,13 @@ class RunError : public Error {
   using Error::Error;
 };
 
+// A collective of a data-parallel run failed: another rank died, hung or closed its connection.
+// main() exits with kPeerLostExitCode for it, so that `relpos train --nproc` can tell a rank's
+// own failure from its consequence in the other ranks.
+class PeerLost : public RunError {
+ public:
+  using RunError::RunError;
+};
+constexpr int kPeerLostExitCode = 4;
+
 }  // namespace relpos
