@@ -5,10 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "core/config/config.h"
 #include "core/data/task.h"
+#include "core/data/text_util.h"
 #include "core/data/tokenizer.h"
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"
@@ -20,13 +20,6 @@ using namespace relpos;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The SentencePiece models in a tokenizer cache.
 std::vector<std::string> cached_models(const std::string& cache) {
@@ -54,6 +47,13 @@ std::vector<std::string> sp_run(const std::string& cache, int64_t steps) {
   return o;
 }
 
+TrainOptions run_options(const std::string& out, const std::string& init_from = "") {
+  TrainOptions o;
+  o.out_dir = out;
+  o.init_from = init_from;
+  return o;
+}
+
 TrainResult train_run(const std::vector<std::string>& sets, TrainOptions o) {
   o.quiet = true;
   return train(load_config({test::config_path("base.yaml")}, sets), o);
@@ -74,28 +74,23 @@ TEST_CASE("a sentencepiece run keeps its tokenizer and fine-tuning reads the pre
   test::TempFolder tmp("tokenizer");
   const std::string cache = tmp.str("cache");
   const std::string pre = tmp.str("pre");
-  TrainOptions po;
-  po.out_dir = pre;
-  train_run(sp_run(cache, 4), po);
+  train_run(sp_run(cache, 4), run_options(pre));
 
   // The run's copy is the model it trained (the only one in the cache).
   const auto trained = cached_models(cache);
   REQUIRE(trained.size() == 1);
   REQUIRE(fs::exists(run_tokenizer_path(pre)));
-  CHECK(bytes_of(run_tokenizer_path(pre)) == bytes_of(trained[0]));
+  CHECK(read_file(run_tokenizer_path(pre), "model") == read_file(trained[0], "model"));
 
   // Fine-tune (MLM on another corpus) from it: the ids come from the pre-trained model, and no
   // tokenizer was trained on the new corpus.
   const std::string other = write_other_corpus(tmp.str("other.txt"));
   const std::string ft = tmp.str("ft");
-  TrainOptions fo;
-  fo.out_dir = ft;
-  fo.init_from = pre;
   auto ft_sets = sp_run(cache, 2);
   ft_sets.push_back("data.corpus=" + other);
-  train_run(ft_sets, fo);
+  train_run(ft_sets, run_options(ft, pre));
   CHECK(cached_models(cache).size() == 1);
-  CHECK(bytes_of(run_tokenizer_path(ft)) == bytes_of(run_tokenizer_path(pre)));
+  CHECK(read_file(run_tokenizer_path(ft), "model") == read_file(run_tokenizer_path(pre), "model"));
   const std::string probe = "The lamp was lit at the usual hour.";
   const auto pre_ids = load_sentencepiece_tokenizer(run_tokenizer_path(pre))->encode(probe);
   LoadedRun loaded = load_run(ft);
@@ -113,13 +108,11 @@ TEST_CASE("resuming a sentencepiece run tokenizes with its kept model, even with
   test::TempFolder tmp("tokenizer_resume");
   const std::string cache = tmp.str("cache");
   const std::string dir = tmp.str("run");
-  TrainOptions o;
-  o.out_dir = dir;
+  TrainOptions o = run_options(dir);
   o.stop_after = 4;
   CHECK_FALSE(train_run(sp_run(cache, 8), o).finished);
   fs::remove_all(cache);
-  TrainOptions r;
-  r.out_dir = dir;
+  TrainOptions r = run_options(dir);
   r.resume = true;
   r.quiet = true;
   CHECK(train(load_run_config(dir), r).finished);
@@ -130,13 +123,9 @@ TEST_CASE("--init-from refuses a tokenizer that does not match the pre-trained r
   test::TempFolder tmp("tokenizer_mismatch");
   const std::string cache = tmp.str("cache");
   const std::string pre = tmp.str("pre");
-  TrainOptions po;
-  po.out_dir = pre;
-  train_run(sp_run(cache, 2), po);
+  train_run(sp_run(cache, 2), run_options(pre));
 
-  TrainOptions fo;
-  fo.out_dir = tmp.str("ft");
-  fo.init_from = pre;
+  const TrainOptions fo = run_options(tmp.str("ft"), pre);
   auto bytes_sets = test::tiny_run(cache, 2);  // data.tokenizer=bytes
   std::string e = config_error_of(bytes_sets, fo);
   CHECK(e.find("--init-from " + pre) != std::string::npos);
@@ -165,6 +154,18 @@ TEST_CASE("data.tokenizer_file loads a model instead of training, and only for s
   CHECK(cached_models(cache).empty());
   CHECK(loaded->tokenizer().model_file() == copy);
   CHECK(loaded->train_batch(0, 2).tokens.equal(trained->train_batch(0, 2).tokens));
+
+  // A missing model file is a data error naming the key and the path.
+  std::string missing;
+  try {
+    Config bad = given;
+    bad.data.tokenizer_file = tmp.str("none.model");
+    make_task_data(bad);
+  } catch (const DataError& err) {
+    missing = err.what();
+  }
+  CHECK(missing.find("data.tokenizer_file: '" + tmp.str("none.model") + "' is not a file") !=
+        std::string::npos);
 
   std::string e;
   try {

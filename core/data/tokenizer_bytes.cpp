@@ -1,4 +1,8 @@
 // Byte tokenizer: the quickest runs, no training, exact round trip.
+#include <fmt/format.h>
+
+#include <filesystem>
+
 #include "core/data/corpus.h"
 #include "core/data/tokenizer.h"
 #include "core/util/errors.h"
@@ -51,7 +55,13 @@ std::unique_ptr<Tokenizer> make_tokenizer(const Config& cfg,
   if (d.tokenizer == "bytes") return make_bytes_tokenizer();
   if (d.tokenizer == "wordpiece") return make_wordpiece_tokenizer(d.vocab_file, d.lower_case);
   if (d.tokenizer == "sentencepiece") {
-    if (!d.tokenizer_file.empty()) return load_sentencepiece_tokenizer(d.tokenizer_file);
+    if (!d.tokenizer_file.empty()) {
+      if (!std::filesystem::is_regular_file(d.tokenizer_file))
+        throw DataError(fmt::format("data.tokenizer_file: '{}' is not a file", d.tokenizer_file),
+                        "give a SentencePiece model written by relpos (a run's tokenizer.model, "
+                        "or <data.cache_dir>/tokenizers/sentencepiece-<hash>.model)");
+      return load_sentencepiece_tokenizer(d.tokenizer_file);
+    }
     SentencePieceOptions o;
     o.vocab_size = d.vocab_size;
     o.model_type = d.sentencepiece_model;

@@ -2,11 +2,10 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/data/task.h"
 #include "core/data/tasks.h"
+#include "core/data/text_util.h"
 #include "core/train/run_folder.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
@@ -25,14 +24,13 @@ void use_run_tokenizer(const std::string& dir, Config& cfg) {
 
 namespace {
 
-// Reads a whole file; false when it cannot be read.
-bool read_bytes(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return static_cast<bool>(in) || in.eof();
+// Whether two files hold the same bytes; false when either cannot be read.
+bool same_contents(const std::string& x, const std::string& y) {
+  try {
+    return read_file(x, "vocabulary") == read_file(y, "vocabulary");
+  } catch (const DataError&) {
+    return false;
+  }
 }
 
 [[noreturn]] void mismatch(const std::string& src_dir, const std::string& what) {
@@ -62,9 +60,7 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
     mismatch(opts.init_from, fmt::format("the pre-trained run tokenizes with {}, this config with {}",
                                          a.tokenizer, b.tokenizer));
   if (b.tokenizer == "wordpiece") {
-    std::string x, y;
-    const bool same_vocab = a.vocab_file == b.vocab_file ||
-                            (read_bytes(a.vocab_file, &x) && read_bytes(b.vocab_file, &y) && x == y);
+    const bool same_vocab = a.vocab_file == b.vocab_file || same_contents(a.vocab_file, b.vocab_file);
     if (!same_vocab || a.lower_case != b.lower_case)
       mismatch(opts.init_from,
                fmt::format("the pre-trained run's WordPiece vocabulary is {} (lower_case {}), "
@@ -97,10 +93,8 @@ void keep_run_tokenizer(const Tokenizer& tok, const std::string& dir) {
   const std::string to = run_tokenizer_path(dir);
   std::error_code ec;
   if (fs::exists(to) && fs::equivalent(from, to, ec)) return;
-  std::string bytes;
-  if (!read_bytes(from, &bytes))
-    throw RunError(fmt::format("cannot read the tokenizer model {} to keep it in {}", from, dir));
-  write_text_atomic(to, bytes);  // binary-safe: a temporary name, then a rename
+  // Binary-safe: a temporary name, then a rename.
+  write_text_atomic(to, read_file(from, "tokenizer model"));
 }
 
 }  // namespace relpos
