@@ -167,6 +167,7 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
                        {"mode", c.model.mode},
                        {"device", c.device},
                        {"threads", c.threads},
+                       {"cpu_allocator", c.cpu_allocator},
                        {"steps", a.step.steps},
                        {"warmup", a.step.warmup},
                        {"repeats", plan.repeats},
@@ -175,11 +176,11 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
                        {"vocab", a.step.vocab},
                        {"optimizer", a.step.optimizer}};
   std::cout << fmt::format("relpos bench: {} layers, D={}, H={}, ff={}, {} mode, batch {}, "
-                           "device {}, threads {}; {} warm-up + {} measured steps, {} repeat(s)\n",
+                           "device {}, threads {}, CPU allocator {}; {} warm-up + {} measured steps, {} repeat(s)\n",
                            c.model.layers, c.model.width, c.model.heads, c.model.ff_width,
                            c.model.mode, c.train.batch_size, c.device,
                            c.threads == 0 ? std::string("auto") : std::to_string(c.threads),
-                           a.step.warmup, a.step.steps, plan.repeats)
+                           c.cpu_allocator, a.step.warmup, a.step.steps, plan.repeats)
             << fmt::format("machine: {} ({} CPUs available), LibTorch {}\n",
                            header["machine"]["cpu"].get<std::string>(),
                            header["machine"]["available_cpus"].get<int>(), TORCH_VERSION)

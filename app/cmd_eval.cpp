@@ -8,8 +8,10 @@
 #include "core/io/run_file.h"
 #include "core/train/extrapolation.h"
 #include "core/train/trainer.h"
-#include "core/util/folder_lock.h"
+#include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
+#include "core/util/folder_lock.h"
+#include "core/util/threads.h"
 
 namespace relpos::app {
 
@@ -36,6 +38,8 @@ Command add_eval(CLI::App& app) {
             auto sets = a->sets;
             if (!a->device.empty()) sets.push_back("device=" + a->device);
             auto run = load_run(a->run, sets);
+            configure_threads(run.config.config.threads);
+            apply_cpu_allocator(run.config.config.cpu_allocator);
             // The table goes into the run's run.h5: no other relpos process may write it now
             // (a training run still going, another eval).
             FolderLock lock(a->run, "evaluation");

@@ -175,7 +175,7 @@ void check_existing_runs(const SweepOptions& o, const std::vector<SweepPoint>& p
       stale.push_back(fmt::format("{} (its config.yaml no longer loads: {})", dir, e.what()));
       continue;
     }
-    std::vector<std::string> ignore{"threads", "sweep"};
+    std::vector<std::string> ignore{"threads", "cpu_allocator", "sweep"};
     for (const auto& v : Registry::get().names())
       if (std::find(resolved[i].types.begin(), resolved[i].types.end(), v) == resolved[i].types.end())
         ignore.push_back("position." + v);

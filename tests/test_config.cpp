@@ -91,7 +91,7 @@ TEST_CASE("config: unknown keys at every level name the file, line, key and the 
   TempDir dir;
   const std::string top = dir.write("top.yaml", "seed: 3\nsede: 4\n");
   CHECK_CONFIG_ERROR(load_config({base(), top}), top + ":2:1: sede: unknown key",
-                     "known: name, seed, device, threads, model, position, data, task, train");
+                     "known: name, seed, device, threads, cpu_allocator, model, position, data, task, train");
   const std::string nested = dir.write("nested.yaml", "model:\n  layers: 2\n  widht: 64\n");
   CHECK_CONFIG_ERROR(load_config({base(), nested}), nested + ":3:3: model.widht: unknown key",
                      "known: mode, layers, width, heads");
@@ -277,6 +277,8 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
        "snapshots.steps: snapshot step outside the run (got 2000; expected steps in [0, 1000])"},
       {{"threads=-1"}, "threads: out of range"},
       {{"device=tpu"}, "device: unknown device (got 'tpu'; expected cpu, cuda or cuda:N)"},
+      {{"cpu_allocator=jemalloc"},
+       "cpu_allocator: unknown CPU allocator (got 'jemalloc'; expected cache or system)"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.message);

@@ -185,6 +185,9 @@ void validate(const Config& c, const SourceMap* src) {
       config_fail(src, "sweep.grid", "malformed grid axis", "'" + axis + "'", "key=value1,value2,...");
 
   k.at_least("threads", c.threads, 0);
+  if (c.cpu_allocator != "cache" && c.cpu_allocator != "system")
+    config_fail(src, "cpu_allocator", "unknown CPU allocator", "'" + c.cpu_allocator + "'",
+                "cache or system");
   if (!(c.device == "cpu" || c.device == "cuda" || c.device.rfind("cuda:", 0) == 0))
     config_fail(src, "device", "unknown device", "'" + c.device + "'", "cpu, cuda or cuda:N");
 }

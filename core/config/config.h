@@ -217,6 +217,7 @@ struct Config : ConfigSection {
   int64_t seed = 1;
   std::string device = "cpu";      // cpu | cuda | cuda:N
   int64_t threads = 0;             // intra-op threads; 0 = automatic
+  std::string cpu_allocator = "cache";  // cache | system (core/util/cpu_block_cache.h)
   ModelConfig model;
   PositionConfig position;
   DataConfig data;
@@ -232,6 +233,7 @@ struct Config : ConfigSection {
     v("seed", seed, "random seed");
     v("device", device, "cpu, cuda or cuda:N");
     v("threads", threads, "intra-op threads, 0 = automatic");
+    v("cpu_allocator", cpu_allocator, "cache or system");
     v("model", model);
     v("position", position);
     v("data", data);

@@ -25,6 +25,7 @@
 #include "core/train/progress.h"
 #include "core/train/run_folder.h"
 #include "core/train/snapshot.h"
+#include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
 #include "core/util/signals.h"
 #include "core/util/system.h"
@@ -144,6 +145,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   const torch::Device device = dp.device();
   // LibTorch and OpenBLAS together; 0 = automatic (ranks on one node share its cores).
   configure_threads(cfg.threads > 0 ? cfg.threads : dp.default_threads());
+  apply_cpu_allocator(cfg.cpu_allocator);
   const std::string dir = opts.out_dir;
   ProgressLine progress(cfg.train.steps, opts.quiet || !dp.is_main());
   if (dp.world_size() > 1)

@@ -1,0 +1,194 @@
+#include "core/util/cpu_block_cache.h"
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <list>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/util/errors.h"
+
+namespace relpos {
+namespace {
+
+struct IdleBlock {
+  void* ptr;
+  size_t bytes;
+};
+
+// All state behind one mutex: large requests are a few hundred per training step, so the lock
+// costs nothing next to the tensors' arithmetic.
+struct CacheState {
+  std::mutex mutex;
+  size_t min_bytes = 0;
+  size_t page = 4096;
+  c10::DeleterFnPtr small_delete = nullptr;
+  std::unordered_map<void*, size_t> live;  // block -> mapped bytes
+  // Idle blocks in the order they were freed (front = oldest), and by size for the look-up.
+  std::list<IdleBlock> idle_order;
+  std::multimap<size_t, std::list<IdleBlock>::iterator> idle_by_size;
+  CpuBlockCacheStats stats;
+};
+
+CacheState* g_state = nullptr;  // created once, lives for the whole process
+
+void erase_idle(CacheState& s, std::multimap<size_t, std::list<IdleBlock>::iterator>::iterator it) {
+  s.stats.idle_bytes -= static_cast<int64_t>(it->first);
+  s.idle_order.erase(it->second);
+  s.idle_by_size.erase(it);
+}
+
+void unmap_oldest_idle(CacheState& s) {
+  const IdleBlock b = s.idle_order.front();
+  auto range = s.idle_by_size.equal_range(b.bytes);
+  for (auto it = range.first; it != range.second; ++it)
+    if (it->second == s.idle_order.begin()) {
+      erase_idle(s, it);
+      break;
+    }
+  munmap(b.ptr, b.bytes);
+  ++s.stats.unmaps;
+}
+
+void unmap_all_idle(CacheState& s) {
+  while (!s.idle_order.empty()) unmap_oldest_idle(s);
+}
+
+void note_mapped(CacheState& s) {
+  s.stats.peak_live_bytes = std::max(s.stats.peak_live_bytes, s.stats.live_bytes);
+  s.stats.peak_mapped_bytes =
+      std::max(s.stats.peak_mapped_bytes, s.stats.live_bytes + s.stats.idle_bytes);
+}
+
+// Returns a block of at least `bytes` (a page multiple), reusing an idle one of at most 1/8
+// more, else mapping a new one.
+void* take_block(CacheState& s, size_t bytes, size_t* got) {
+  auto it = s.idle_by_size.lower_bound(bytes);
+  if (it != s.idle_by_size.end() && it->first <= bytes + bytes / 8) {
+    void* ptr = it->second->ptr;
+    *got = it->first;
+    erase_idle(s, it);
+    ++s.stats.hits;
+    return ptr;
+  }
+  void* ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ptr == MAP_FAILED && !s.idle_order.empty()) {
+    unmap_all_idle(s);
+    ptr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  }
+  if (ptr == MAP_FAILED) return nullptr;
+  *got = bytes;
+  ++s.stats.maps;
+  return ptr;
+}
+
+void cache_delete(void* ptr) {
+  if (!ptr) return;
+  CacheState& s = *g_state;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.live.find(ptr);
+    if (it != s.live.end()) {
+      const size_t bytes = it->second;
+      s.live.erase(it);
+      s.stats.live_bytes -= static_cast<int64_t>(bytes);
+      s.idle_order.push_back({ptr, bytes});
+      s.idle_by_size.emplace(bytes, std::prev(s.idle_order.end()));
+      s.stats.idle_bytes += static_cast<int64_t>(bytes);
+      // Idle blocks never outgrow the most that was ever alive at once.
+      while (s.stats.idle_bytes > s.stats.peak_live_bytes && !s.idle_order.empty())
+        unmap_oldest_idle(s);
+      return;
+    }
+  }
+  s.small_delete(ptr);  // a small block, from LibTorch's allocator
+}
+
+class BlockCacheAllocator final : public c10::Allocator {
+ public:
+  explicit BlockCacheAllocator(c10::Allocator* small) : small_(small) {}
+
+  // LibTorch before 2.3 declares allocate() const, later versions non-const: both are defined,
+  // and whichever matches the base class overrides it.
+  c10::DataPtr allocate(size_t n) const { return allocate_impl(n); }
+  c10::DataPtr allocate(size_t n) { return allocate_impl(n); }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &cache_delete; }
+
+  // Pure virtual in newer LibTorch (2.3+), absent in older ones: defined either way.
+  void copy_data(void* dest, const void* src, std::size_t count) const {
+    std::memcpy(dest, src, count);
+  }
+
+ private:
+  c10::DataPtr allocate_impl(size_t n) const {
+    CacheState& s = *g_state;
+    if (n < s.min_bytes) {
+      c10::DataPtr inner = small_->allocate(n);
+      void* data = inner.get();
+      const c10::Device device = inner.device();
+      TORCH_CHECK(data == inner.get_context(), "CPU block cache: unexpected CPU allocator");
+      inner.release_context();  // freed by cache_delete through the small allocator's deleter
+      return {data, data, &cache_delete, device};
+    }
+    const size_t bytes = (n + s.page - 1) / s.page * s.page;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    size_t got = 0;
+    void* ptr = take_block(s, bytes, &got);
+    TORCH_CHECK(ptr, "CPU block cache: cannot map ", n, " bytes: ", std::strerror(errno));
+    s.live.emplace(ptr, got);
+    s.stats.live_bytes += static_cast<int64_t>(got);
+    note_mapped(s);
+    return {ptr, ptr, &cache_delete, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  c10::Allocator* small_;
+};
+
+}  // namespace
+
+bool install_cpu_block_cache(int64_t min_block_bytes) {
+  static std::mutex once;
+  std::lock_guard<std::mutex> lock(once);
+  if (g_state) return false;
+  c10::Allocator* small = c10::GetCPUAllocator();
+  auto* s = new CacheState();
+  s->small_delete = small->raw_deleter();
+  TORCH_CHECK(s->small_delete, "CPU block cache: LibTorch's CPU allocator has no raw deleter");
+  s->min_bytes = static_cast<size_t>(std::max<int64_t>(min_block_bytes, 1));
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page > 0) s->page = static_cast<size_t>(page);
+  g_state = s;
+  // Below the tensor-counting allocator of `relpos bench` (priority 100), which wraps this one.
+  c10::SetCPUAllocator(new BlockCacheAllocator(small), /*priority=*/50);
+  return true;
+}
+
+bool cpu_block_cache_installed() { return g_state != nullptr; }
+
+void apply_cpu_allocator(const std::string& setting) {
+  if (setting == "cache")
+    install_cpu_block_cache();
+  else if (setting != "system")
+    throw ConfigError("cpu_allocator: '" + setting + "' (expected cache or system)");
+}
+
+CpuBlockCacheStats cpu_block_cache_stats() {
+  if (!g_state) return {};
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  return g_state->stats;
+}
+
+void release_idle_cpu_blocks() {
+  if (!g_state) return;
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  unmap_all_idle(*g_state);
+}
+
+}  // namespace relpos
