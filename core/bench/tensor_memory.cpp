@@ -4,9 +4,10 @@
 #include <c10/core/CPUAllocator.h>
 
 #include <atomic>
-#include <cstring>
 #include <mutex>
 #include <unordered_map>
+
+#include "core/util/cpu_allocator_base.h"
 
 namespace relpos {
 namespace {
@@ -31,11 +32,14 @@ void counting_delete(void* ptr) {
   g_base_deleter(ptr);
 }
 
-class CountingAllocator final : public c10::Allocator {
+class CountingAllocator final : public CpuAllocatorBase {
  public:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DeleterFnPtr raw_deleter() const override { return &counting_delete; }
+
+ private:
+  c10::DataPtr allocate_impl(size_t n) const override {
     c10::DataPtr inner = base_->allocate(n);
     void* data = inner.get();
     const c10::Device device = inner.device();
@@ -55,14 +59,6 @@ class CountingAllocator final : public c10::Allocator {
     return {data, data, &counting_delete, device};
   }
 
-  c10::DeleterFnPtr raw_deleter() const override { return &counting_delete; }
-
-  // Pure virtual in newer LibTorch (2.3+), absent in older ones: defined either way.
-  void copy_data(void* dest, const void* src, std::size_t count) const {
-    std::memcpy(dest, src, count);
-  }
-
- private:
   c10::Allocator* base_;
 };
 

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/util/cpu_allocator_base.h"
 #include "core/util/errors.h"
 
 namespace relpos {
@@ -110,24 +111,14 @@ void cache_delete(void* ptr) {
   s.small_delete(ptr);  // a small block, from LibTorch's allocator
 }
 
-class BlockCacheAllocator final : public c10::Allocator {
+class BlockCacheAllocator final : public CpuAllocatorBase {
  public:
   explicit BlockCacheAllocator(c10::Allocator* small) : small_(small) {}
 
-  // LibTorch before 2.3 declares allocate() const, later versions non-const: both are defined,
-  // and whichever matches the base class overrides it.
-  c10::DataPtr allocate(size_t n) const { return allocate_impl(n); }
-  c10::DataPtr allocate(size_t n) { return allocate_impl(n); }
-
   c10::DeleterFnPtr raw_deleter() const override { return &cache_delete; }
 
-  // Pure virtual in newer LibTorch (2.3+), absent in older ones: defined either way.
-  void copy_data(void* dest, const void* src, std::size_t count) const {
-    std::memcpy(dest, src, count);
-  }
-
  private:
-  c10::DataPtr allocate_impl(size_t n) const {
+  c10::DataPtr allocate_impl(size_t n) const override {
     CacheState& s = *g_state;
     if (n < s.min_bytes) {
       c10::DataPtr inner = small_->allocate(n);
