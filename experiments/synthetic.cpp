@@ -59,6 +59,9 @@ ExperimentInfo synthetic_experiment() {
                     m[std::stoll(key.substr(key.find('@') + 1))].push_back(v);
               }
               std::vector<analysis::ExtrapolationLine> lines;
+              size_t most_runs = 0;  // for the axis label: means over seeds say so
+              for (const auto& v : variants)
+                for (const auto& [len, vals] : by_variant[v]) most_runs = std::max(most_runs, vals.size());
               for (const auto& v : variants) {
                 analysis::ExtrapolationLine line{v, {}, {}};
                 for (const auto& [len, vals] : by_variant[v]) {
@@ -72,7 +75,10 @@ ExperimentInfo synthetic_experiment() {
               const fs::path task_figs = fs::path(ctx.dir()) / task / "figures";
               fs::create_directories(task_figs);
               if (!lines.empty())
-                analysis::extrapolation_figure(lines, "sequence accuracy",
+                analysis::extrapolation_figure(lines,
+                                               most_runs > 1
+                                                   ? fmt::format("sequence accuracy (mean of up to {} runs)", most_runs)
+                                                   : std::string("sequence accuracy"),
                                                static_cast<double>(t.max_len), task_figs.string(),
                                                "length_generalization",
                                                {task + ": length generalization (trained on lengths " +
