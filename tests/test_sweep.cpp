@@ -86,10 +86,11 @@ TEST_CASE("sweep: finished runs are skipped, and a folder with result.json but n
   CHECK(out3.find("sw/seed1 (train.steps: 4 -> 5)") != std::string::npos);
   CHECK(out3.find("delete those run folders") != std::string::npos);
   CHECK(fs::last_write_time(fs::path(a) / "run.h5") == a_time);
-  // Only the thread count and a parameter of a variant these runs do not use differ: not a
-  // different experiment.
+  // Only the thread count, the CPU allocator and a parameter of a variant these runs do not use
+  // differ: not a different experiment.
   auto threads = args;
-  threads.insert(threads.end(), {"--threads", "2", "--set", "position.sinusoidal.scale=0.5"});
+  threads.insert(threads.end(), {"--threads", "2", "--set", "position.sinusoidal.scale=0.5",
+                                 "--set", "cpu_allocator=system"});
   auto [code4, out4] = run_relpos(threads, tmp.str("sweep4.log"));
   CHECK_MESSAGE(code4 == 0, out4);
   CHECK(out4.find("2 already finished") != std::string::npos);
