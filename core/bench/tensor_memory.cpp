@@ -40,11 +40,9 @@ class CountingAllocator final : public CpuAllocatorBase {
 
  private:
   c10::DataPtr allocate_impl(size_t n) const override {
-    c10::DataPtr inner = base_->allocate(n);
-    void* data = inner.get();
-    const c10::Device device = inner.device();
-    TORCH_CHECK(data == inner.get_context(), "counting allocator: unexpected CPU allocator");
-    inner.release_context();  // freed by counting_delete through the base raw deleter
+    // Freed by counting_delete, which passes the block on to the base's raw deleter.
+    c10::DataPtr out = allocate_from(base_, n, &counting_delete, "counting allocator");
+    void* data = out.get();
     if (data) {
       const auto bytes = static_cast<int64_t>(n);
       {
@@ -56,7 +54,7 @@ class CountingAllocator final : public CpuAllocatorBase {
       while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
       }
     }
-    return {data, data, &counting_delete, device};
+    return out;
   }
 
   c10::Allocator* base_;

@@ -21,6 +21,19 @@ class CpuAllocatorBase : public c10::Allocator {
 
  protected:
   virtual c10::DataPtr allocate_impl(size_t n) const = 0;
+
+  // n bytes from `inner`, whose DataPtr context must be its data pointer (as LibTorch's CPU
+  // allocator's is), handed back with `deleter` instead; the deleter must pass the pointer on to
+  // inner's raw deleter. `who` names the caller in the error.
+  static c10::DataPtr allocate_from(c10::Allocator* inner, size_t n, c10::DeleterFnPtr deleter,
+                                    const char* who) {
+    c10::DataPtr d = inner->allocate(n);
+    void* data = d.get();
+    const c10::Device device = d.device();
+    TORCH_CHECK(data == d.get_context(), who, ": unexpected CPU allocator");
+    d.release_context();
+    return {data, data, deleter, device};
+  }
 };
 
 }  // namespace relpos

@@ -120,14 +120,8 @@ class BlockCacheAllocator final : public CpuAllocatorBase {
  private:
   c10::DataPtr allocate_impl(size_t n) const override {
     CacheState& s = *g_state;
-    if (n < s.min_bytes) {
-      c10::DataPtr inner = small_->allocate(n);
-      void* data = inner.get();
-      const c10::Device device = inner.device();
-      TORCH_CHECK(data == inner.get_context(), "CPU block cache: unexpected CPU allocator");
-      inner.release_context();  // freed by cache_delete through the small allocator's deleter
-      return {data, data, &cache_delete, device};
-    }
+    // Small: LibTorch's allocator, freed by cache_delete through that allocator's deleter.
+    if (n < s.min_bytes) return allocate_from(small_, n, &cache_delete, "CPU block cache");
     const size_t bytes = (n + s.page - 1) / s.page * s.page;
     std::lock_guard<std::mutex> lock(s.mutex);
     size_t got = 0;
