@@ -5,12 +5,7 @@
 # A load sampler logs `uptime` every 30 s.
 # Usage: bench/run-block-cache.sh [OUTDIR]   (default bench/); run from the repository root.
 set -euo pipefail
-out=${1:-bench}
-relpos=${RELPOS:-build/app/relpos}
-mkdir -p "$out"
-( while true; do echo "$(date -u +%FT%TZ) $(uptime)"; sleep 30; done ) >"$out/load-block-cache.log" &
-sampler=$!
-trap 'kill $sampler; rm -rf "${tmp:-}"' EXIT
+source "$(dirname "$0")/common.sh" load-block-cache.log "$@"
 for alloc in cache system; do
   "$relpos" bench --lengths 512 --steps 3 --warmup 1 --set cpu_allocator=$alloc \
     --json "$out/results-t512-$alloc.json" | tee "$out/results-t512-$alloc.txt"

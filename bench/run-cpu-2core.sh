@@ -5,12 +5,7 @@
 # (In the committed run the huang_m3 direct child at T=1024 was stopped by hand: see the doc.)
 # Usage: bench/run-cpu-2core.sh [OUTDIR]   (default bench/); run from the repository root.
 set -euo pipefail
-out=${1:-bench}
-relpos=${RELPOS:-build/app/relpos}
-mkdir -p "$out"
-( while true; do echo "$(date -u +%FT%TZ) $(uptime)"; sleep 30; done ) >"$out/load-cpu-2core.log" &
-sampler=$!
-trap 'kill $sampler; rm -rf "${tmp:-}"' EXIT
+source "$(dirname "$0")/common.sh" load-cpu-2core.log "$@"
 "$relpos" bench --lengths 128,512 --steps 3 --warmup 1 \
   --json "$out/results-cpu-2core.json" | tee "$out/results-cpu-2core.txt"
 "$relpos" bench --variants none,shaw,transformer_xl,huang,huang_m3,huang_m4 --lengths 1024 \

@@ -65,9 +65,11 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   if (device.is_cuda() && !torch::cuda::is_available())
     throw ConfigError("device: '" + cfg.device + "' asked for, but CUDA is not available",
                       "this LibTorch has no CUDA or no GPU is visible; use --device cpu");
-  // The block cache first, so that the counting allocator wraps it (tensor bytes, not blocks).
-  if (!device.is_cuda()) apply_cpu_allocator(cfg.cpu_allocator);
-  if (!device.is_cuda()) track_cpu_tensor_memory();  // before the model's tensors exist
+  if (!device.is_cuda()) {
+    // The block cache first, so that the counting allocator wraps it (tensor bytes, not blocks).
+    apply_cpu_allocator(cfg.cpu_allocator);
+    track_cpu_tensor_memory();  // before the model's tensors exist
+  }
   const ThreadSettings threads = configure_threads(cfg.threads);
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
 
