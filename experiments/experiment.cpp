@@ -84,6 +84,11 @@ std::string ExperimentContext::part_config(const std::string& part) const {
   return p.string();
 }
 
+std::string ExperimentContext::part_config_or_main(const std::string& part) const {
+  const fs::path p = fs::path(config_file_).parent_path() / (opts_.scale + "-" + part + ".yaml");
+  return fs::exists(p) ? p.string() : config_file_;
+}
+
 void ExperimentContext::stop_if_interrupted(const std::string& stage) const {
   if (!interrupt_requested()) return;
   throw Interrupted(interrupt_signal(),

@@ -38,6 +38,9 @@ class ExperimentContext {
   // A sibling config of the same experiment and scale: configs/experiments/<name>/<scale>-<part>.yaml
   // (e.g. "finetune-squad"), or the main one for "".
   std::string part_config(const std::string& part) const;
+  // part_config(part) when that file exists, else the main config (an optional per-stage overlay,
+  // e.g. synthetic's mini-recall.yaml).
+  std::string part_config_or_main(const std::string& part) const;
   void log(const std::string& message) const;
 
   // Runs a grid into dir()/sub (sub may be ""). `init_from` is a run-folder template in which

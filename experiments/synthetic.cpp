@@ -33,8 +33,9 @@ ExperimentInfo synthetic_experiment() {
             for (const auto& task : tasks) {
               // The task's own evaluation lengths (task.eval_lengths, problem sizes) are scored
               // during training as valid seq_accuracy@L; token-length evaluation does not apply.
-              auto runs = ctx.sweep(task, {ctx.config_file()}, ctx.config().sweep.grid,
-                                    {"task.type=" + task});
+              // A task may have its own overlay (<scale>-<task>.yaml, e.g. mini-recall.yaml).
+              auto runs = ctx.sweep(task, {ctx.part_config_or_main(task)},
+                                    ctx.config().sweep.grid, {"task.type=" + task});
               ctx.analyze_and_report((fs::path(ctx.dir()) / task).string());
               per_task.text += fmt::format("- [{0}]({0}/report.md)\n", task);
               for (const auto& s : summaries(runs)) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -242,6 +243,13 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"task.test_max_len=10"}, "task.test_max_len: out of range (got 10; expected >= 16)"},
       {{"task.synthetic_vocab=1"}, "task.synthetic_vocab: out of range"},
       {{"task.shift=-1"}, "task.shift: out of range"},
+      {{"task.recall_queries=-1"}, "task.recall_queries: out of range (got -1; expected >= 0)"},
+      {{"task.type=recall", "task.synthetic_vocab=128", "task.seq_len=129"},
+       "task.seq_len: the recall probe (one example of this many key-value pairs) needs a "
+       "distinct key per pair (got 129 pairs with task.synthetic_vocab 128; expected <= 128 "
+       "(task.synthetic_vocab))"},
+      {{"task.type=recall", "task.synthetic_vocab=128", "snapshots.probe_len=200"},
+       "snapshots.probe_len: the recall probe"},
       {{"task.type=clm"},
        "task.type: the clm task needs a causal model (got 'clm' with model.mode encoder; "
        "expected model.mode: decoder)"},
@@ -294,6 +302,7 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
   CHECK_NOTHROW(load({"model.mode=decoder", "task.type=clm"}));
   CHECK_NOTHROW(load({"model.mode=decoder", "task.type=classify", "data.corpus=sentiment"}));
   CHECK_NOTHROW(load({"model.embedding_width=128"}));
+  CHECK_NOTHROW(load({"task.type=recall", "task.synthetic_vocab=128", "task.recall_queries=0"}));
   CHECK_NOTHROW(load({"snapshots.steps=0,1000", "device=cuda:1"}));
   CHECK_NOTHROW(load({"data.tokenizer=wordpiece", "data.vocab_file=vocab.txt"}));
 }
@@ -537,4 +546,41 @@ TEST_CASE("config: config_differences lists changed, added and removed keys, ign
   // "sweep" ignores sweep.* but not a key that merely starts with the same letters.
   CHECK(config_differences("sweeps: 1\n", "sweeps: 2\n", {"sweep"}).size() == 1);
   CHECK_THROWS_AS(config_differences("a: [1, 2\n", "a: 1\n"), ConfigError);
+}
+
+TEST_CASE("config: every shipped experiment config loads and validates") {
+  // The stages of `relpos reproduce` load these files (plus --set overrides); a rule added to
+  // validate() must not reject one of them. Synthetic configs are checked with each task, as
+  // reproduce synthetic runs them (recall has its own rules).
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(relpos::test::config_path("experiments"))) {
+    if (e.path().extension() != ".yaml") continue;
+    const std::string file = e.path().string();
+    CAPTURE(file);
+    ++files;
+    Config c;
+    REQUIRE_NOTHROW(c = load_config({file}).config);
+    // Each position variant of the file's own grid (the sweep's points).
+    std::vector<std::string> variants = {""};
+    for (const auto& g : c.sweep.grid)
+      if (g.rfind("position.type=", 0) == 0) {
+        variants.clear();
+        std::stringstream list(g.substr(g.find('=') + 1));
+        for (std::string v; std::getline(list, v, ',');) variants.push_back(v);
+      }
+    std::vector<std::string> tasks = {""};
+    if (e.path().parent_path().filename() == "synthetic")
+      tasks = {"copy", "reverse", "sort", "shift", "recall", "marker_distance"};
+    for (const auto& v : variants)
+      for (const auto& task : tasks) {
+        std::vector<std::string> sets;
+        if (!v.empty()) sets.push_back("position.type=" + v);
+        if (!task.empty()) sets.push_back("task.type=" + task);
+        CAPTURE(v);
+        CAPTURE(task);
+        CHECK_NOTHROW(load_config({file}, sets));
+      }
+  }
+  CHECK(files >= 20);
 }

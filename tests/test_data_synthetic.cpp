@@ -27,8 +27,10 @@ Config synthetic_config(const std::string& type, bool causal) {
   return c;
 }
 
-// The expected output of `input` under the task, from its definition.
-std::vector<int64_t> expected_output(const Config& c, const std::vector<int64_t>& in) {
+// The expected output of `input` under the task, from its definition. For recall, `queries` are
+// the tokens at the query slots of the row (only the first m are used).
+std::vector<int64_t> expected_output(const Config& c, const std::vector<int64_t>& in,
+                                     const std::vector<int64_t>& queries) {
   const int64_t n = static_cast<int64_t>(in.size());
   const std::string& type = c.task.type;
   std::vector<int64_t> out;
@@ -44,14 +46,25 @@ std::vector<int64_t> expected_output(const Config& c, const std::vector<int64_t>
     return out;
   }
   if (type == "recall") {
-    REQUIRE(n % 2 == 1);
+    // The queries are read from the row (after [SEP], every other token); each is followed by
+    // the value paired with it.
+    REQUIRE(n % 2 == 0);
     std::map<int64_t, int64_t> kv;
     for (int64_t i = 0; i + 1 < n; i += 2) {
       CHECK(kv.count(in[i]) == 0);  // distinct keys
       kv[in[i]] = in[i + 1];
     }
-    REQUIRE(kv.count(in.back()) == 1);
-    return {kv[in.back()]};
+    const int64_t pairs = n / 2, q = c.task.recall_queries;
+    const int64_t m = q == 0 ? pairs : std::min(q, pairs);
+    REQUIRE(static_cast<int64_t>(queries.size()) >= m);
+    std::map<int64_t, int> asked;
+    for (int64_t j = 0; j < m; ++j) {
+      REQUIRE(kv.count(queries[j]) == 1);
+      CHECK(asked[queries[j]]++ == 0);  // distinct queries
+      out.push_back(queries[j]);
+      out.push_back(kv[queries[j]]);
+    }
+    return out;
   }
   // marker_distance
   const int64_t marker = 5 + c.task.synthetic_vocab;
@@ -80,18 +93,23 @@ std::vector<int64_t> check_batch(const Config& c, const Batch& b) {
     while (tok[r][sep] != kSep) ++sep;
     const std::vector<int64_t> in(&tok[r][0], &tok[r][0] + sep);
     for (int64_t x : in) CHECK(x >= 5);
-    const std::vector<int64_t> want = expected_output(c, in);
+    const bool recall = c.task.type == "recall";
+    std::vector<int64_t> queries;  // recall: the tokens at sep+1, sep+3, ...
+    for (int64_t t = sep + 1; recall && t < T; t += 2) queries.push_back(tok[r][t]);
+    const std::vector<int64_t> want = expected_output(c, in, queries);
     const int64_t m = static_cast<int64_t>(want.size());
-    const int64_t n = c.task.type == "recall" ? (sep - 1) / 2 : sep;
+    const int64_t n = recall ? sep / 2 : sep;
     CHECK(n == b.lengths[r]);
     lengths.push_back(n);
-    // Targets: exactly the output positions.
+    // Targets: exactly the output positions that are not given (recall's queries, at even j).
     const int64_t first = causal ? sep : sep + 1;
     for (int64_t t = 0; t < T; ++t) {
       if (t >= first && t < first + m) {
-        CHECK(tgt[r][t] == want[t - first]);
-        if (causal && t > sep) CHECK(tok[r][t] == want[t - first - 1]);  // teacher forcing
-        if (!causal) CHECK(tok[r][t] == kMask);
+        const int64_t j = t - first;
+        const bool given = recall && j % 2 == 0;
+        CHECK(tgt[r][t] == (given ? -100 : want[j]));
+        if (causal && t > sep) CHECK(tok[r][t] == want[j - 1]);  // teacher forcing
+        if (!causal) CHECK(tok[r][t] == (given ? want[j] : kMask));
       } else {
         CHECK(tgt[r][t] == -100);
       }
@@ -109,11 +127,16 @@ std::vector<int64_t> check_batch(const Config& c, const Batch& b) {
 }  // namespace
 
 TEST_CASE("synthetic tasks: targets follow each task's definition (encoder and decoder)") {
-  for (const char* type : {"copy", "reverse", "sort", "shift", "recall", "marker_distance"}) {
+  // recall three times: one query, three queries (capped at n for the shortest rows), every key.
+  for (auto [type, queries] : std::vector<std::pair<std::string, int64_t>>{
+           {"copy", 1}, {"reverse", 1}, {"sort", 1}, {"shift", 1}, {"recall", 1}, {"recall", 5},
+           {"recall", 0}, {"marker_distance", 1}}) {
     for (bool causal : {false, true}) {
       CAPTURE(type);
+      CAPTURE(queries);
       CAPTURE(causal);
-      const Config c = synthetic_config(type, causal);
+      Config c = synthetic_config(type, causal);
+      c.task.recall_queries = queries;
       auto data = make_task_data(c);
       for (int64_t index : {0, 1, 17}) {
         for (int64_t n : check_batch(c, data->train_batch(index, 16))) {

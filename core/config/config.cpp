@@ -87,6 +87,7 @@ void validate(const Config& c, const SourceMap* src) {
   k.at_least("task.test_max_len", t.test_max_len, t.max_len);
   k.at_least("task.synthetic_vocab", t.synthetic_vocab, 2);
   k.at_least("task.shift", t.shift, 0);
+  k.at_least("task.recall_queries", t.recall_queries, 0);
   k.at_least("task.eval_examples", t.eval_examples, 1);
   k.at_least("task.max_query_len", t.max_query_len, 1);
   for (auto len : t.eval_lengths)
@@ -98,6 +99,14 @@ void validate(const Config& c, const SourceMap* src) {
     config_fail(src, "task.synthetic_vocab", "recall needs a distinct key per pair at every length",
                 fmt::format("{} symbols with test_max_len {}", t.synthetic_vocab, t.test_max_len),
                 fmt::format(">= {} (task.test_max_len)", t.test_max_len));
+  // The snapshot probe is one example of the task at the probe length (snapshots.probe_len, or
+  // task.seq_len when 0): for recall that many pairs need as many distinct keys.
+  if (const int64_t probe = c.snapshots.probe_len > 0 ? c.snapshots.probe_len : t.seq_len;
+      t.type == "recall" && t.synthetic_vocab < probe)
+    config_fail(src, c.snapshots.probe_len > 0 ? "snapshots.probe_len" : "task.seq_len",
+                "the recall probe (one example of this many key-value pairs) needs a distinct key per pair",
+                fmt::format("{} pairs with task.synthetic_vocab {}", probe, t.synthetic_vocab),
+                fmt::format("<= {} (task.synthetic_vocab)", t.synthetic_vocab));
   if (t.type == "marker_distance" && t.min_len < 2)
     config_fail(src, "task.min_len", "marker_distance needs room for two markers",
                 std::to_string(t.min_len), ">= 2");

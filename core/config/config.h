@@ -106,6 +106,7 @@ struct TaskConfig : ConfigSection {
   int64_t test_max_len = 128;
   int64_t synthetic_vocab = 16;
   int64_t shift = 3;               // shift-by-k
+  int64_t recall_queries = 1;      // recall: queries per example (0 = every key)
   int64_t eval_examples = 256;     // synthetic: evaluation examples per test length
   std::vector<int64_t> eval_lengths;  // synthetic test lengths; empty = max_len doubling to test_max_len
   int64_t max_query_len = 64;      // span_qa: question tokens kept
@@ -124,6 +125,7 @@ struct TaskConfig : ConfigSection {
     v("test_max_len", test_max_len, "synthetic: longest test length");
     v("synthetic_vocab", synthetic_vocab, "synthetic: symbol count");
     v("shift", shift, "synthetic shift: k");
+    v("recall_queries", recall_queries, "synthetic recall: queries per example (0 = every key)");
     v("eval_examples", eval_examples, "synthetic: evaluation examples per length");
     v("eval_lengths", eval_lengths, "synthetic: test lengths");
     v("max_query_len", max_query_len, "span_qa: question tokens kept");

@@ -56,9 +56,17 @@ SyntheticExample make_synthetic_example(const SyntheticSpec& spec, int64_t n, Rn
       ex.input.push_back(keys[i]);
       ex.input.push_back(values[i]);
     }
-    const int64_t q = rng.below(n);
-    ex.input.push_back(keys[q]);
-    ex.output = {values[q]};
+    // Distinct queries in random order: the first m of a shuffle of the pair indices.
+    std::vector<int64_t> order(n);
+    for (int64_t i = 0; i < n; ++i) order[i] = i;
+    rng.shuffle(order);
+    const int64_t m = spec.recall_queries == 0 ? n : std::min(spec.recall_queries, n);
+    for (int64_t j = 0; j < m; ++j) {
+      ex.output.push_back(keys[order[j]]);
+      ex.given.push_back(true);
+      ex.output.push_back(values[order[j]]);
+      ex.given.push_back(false);
+    }
   } else if (spec.type == "marker_distance") {
     if (n < 2) throw DataError("marker_distance: length " + std::to_string(n) + " (expected >= 2)");
     ex.input = random_symbols(n);
@@ -76,16 +84,19 @@ void synthetic_layout(const SyntheticExample& ex, bool causal, std::vector<int64
                       std::vector<int64_t>& targets) {
   const SpecialTokens sp;
   const size_t n = ex.input.size(), m = ex.output.size();
+  auto given = [&](size_t j) { return j < ex.given.size() && ex.given[j]; };
   tokens = ex.input;
   tokens.push_back(sp.sep);
   if (causal) {
     tokens.insert(tokens.end(), ex.output.begin(), ex.output.end() - 1);
     targets.assign(tokens.size(), kIgnoreIndex);
-    for (size_t j = 0; j < m; ++j) targets[n + j] = ex.output[j];
+    for (size_t j = 0; j < m; ++j)
+      if (!given(j)) targets[n + j] = ex.output[j];
   } else {
-    tokens.insert(tokens.end(), m, sp.mask);
+    for (size_t j = 0; j < m; ++j) tokens.push_back(given(j) ? ex.output[j] : sp.mask);
     targets.assign(tokens.size(), kIgnoreIndex);
-    for (size_t j = 0; j < m; ++j) targets[n + 1 + j] = ex.output[j];
+    for (size_t j = 0; j < m; ++j)
+      if (!given(j)) targets[n + 1 + j] = ex.output[j];
   }
 }
 

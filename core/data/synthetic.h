@@ -4,15 +4,19 @@
 //   reverse   output the input reversed
 //   sort      output the input sorted ascending
 //   shift     output the input rotated left by k = task.shift: y_i = x_{(i+k) mod n}
-//   recall    input n key-value pairs k1 v1 ... kn vn (distinct keys) then a query key;
-//             output the value paired with the query (needs V >= n)
+//   recall    input n key-value pairs k1 v1 ... kn vn (distinct keys); output m queries each
+//             followed by its value, q1 a1 ... qm am, where the queries q are distinct keys in
+//             random order and are given (only the values a are predicted and scored).
+//             m = task.recall_queries capped at n (0 = every key: multi-query associative recall,
+//             Arora et al. 2023); needs V >= n
 //   marker_distance  input n symbols of which two are the marker [M], at distance d;
 //             output the number token #d. d is drawn from 1 .. min(n-1, max_len-1), so test
 //             sequences are longer but ask for distances seen in training.
 // Sequence layout (one row): encoder (bidirectional) input [SEP] [MASK]*m with the targets at the
 // m [MASK] positions (the whole output predicted at once); decoder (causal) input [SEP]
 // output[0..m-2] with target output[j] at the position before it (teacher forcing). Targets are
-// -100 everywhere else.
+// -100 everywhere else. Given output tokens (recall's queries) have no target, and the encoder
+// shows them in place of [MASK].
 #pragma once
 
 #include <cstdint>
@@ -30,10 +34,12 @@ struct SyntheticSpec {
   int64_t symbols = 16;  // V
   int64_t shift = 3;     // shift: k
   int64_t max_len = 16;  // marker_distance: distances < max_len, number tokens #0..#max_len
+  int64_t recall_queries = 1;  // recall: queries per example, capped at n (0 = every key)
 };
 
 struct SyntheticExample {
   std::vector<int64_t> input, output;  // token ids
+  std::vector<bool> given;  // per output token: part of the question, not predicted (empty = none)
 };
 
 SyntheticExample make_synthetic_example(const SyntheticSpec& spec, int64_t length, Rng& rng);

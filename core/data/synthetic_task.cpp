@@ -18,16 +18,21 @@ class SyntheticTaskData : public TaskData {
  public:
   explicit SyntheticTaskData(const Config& cfg) : cfg_(cfg), causal_(cfg.model.causal()) {
     const TaskConfig& t = cfg.task;
-    spec_ = SyntheticSpec{t.type, t.synthetic_vocab, t.shift, t.max_len};
+    spec_ = SyntheticSpec{t.type, t.synthetic_vocab, t.shift, t.max_len, t.recall_queries};
     tok_ = make_synthetic_tokenizer(spec_);
     lengths_ =
         t.eval_lengths.empty() ? synthetic_test_lengths(t.max_len, t.test_max_len) : t.eval_lengths;
     std::string ls;
     for (auto L : lengths_) ls += (ls.empty() ? "" : ", ") + std::to_string(L);
     describe_ = fmt::format(
-        "task {} (synthetic; {} symbols; vocab {}; train lengths {}..{}; test "
+        "task {}{} (synthetic; {} symbols; vocab {}; train lengths {}..{}; test "
         "lengths {}; {} examples per test length; {} layout)",
-        t.type, t.synthetic_vocab, tok_->vocab_size(), t.min_len, t.max_len, ls, t.eval_examples,
+        t.type,
+        t.type != "recall"          ? ""
+        : t.recall_queries == 0 ? ", every key queried"
+                                : fmt::format(", {} quer{} per example", t.recall_queries,
+                                              t.recall_queries == 1 ? "y" : "ies"),
+        t.synthetic_vocab, tok_->vocab_size(), t.min_len, t.max_len, ls, t.eval_examples,
         causal_ ? "decoder: input [SEP] output, teacher forcing"
                 : "encoder: input [SEP] [MASK]...");
   }
