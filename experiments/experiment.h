@@ -35,6 +35,7 @@ class ExperimentContext {
   const std::string& dir() const { return dir_; }
   const std::string& config_file() const { return config_file_; }
   const Config& config() const { return config_; }  // the experiment config, overrides applied
+  const std::vector<std::string>& sets() const { return opts_.sets; }  // --set overrides, all runs
   // A sibling config of the same experiment and scale: configs/experiments/<name>/<scale>-<part>.yaml
   // (e.g. "finetune-squad"), or the main one for "".
   std::string part_config(const std::string& part) const;

@@ -30,7 +30,26 @@ ExperimentInfo synthetic_experiment() {
             std::vector<std::string> order;
             std::vector<analysis::ColumnSpec> cols;
             ReportSection per_task{"Per task", "", {}, {}, {}};
+            std::string stage_notes;  // tasks trained with their own overlay, and recall's queries
             for (const auto& task : tasks) {
+              const std::string stage_config = ctx.part_config_or_main(task);
+              std::vector<std::string> sets = ctx.sets();
+              sets.push_back("task.type=" + task);
+              const Config sc = load_config({stage_config}, sets).config;
+              if (stage_config != ctx.config_file())
+                stage_notes += fmt::format(" {} is trained with {} ({} steps at lr {:g}).", task,
+                                           fs::path(stage_config).filename().string(),
+                                           sc.train.steps, sc.train.lr);
+              if (task == "recall" && sc.task.recall_queries == 1)
+                stage_notes += " recall asks one query per example.";
+              else if (task == "recall")
+                stage_notes += fmt::format(
+                    " recall asks {} per example, and a sequence counts as right when every "
+                    "value is.",
+                    sc.task.recall_queries == 0
+                        ? std::string("for the value of every key")
+                        : fmt::format("{} queries (every key when n is smaller)",
+                                      sc.task.recall_queries));
               // The task's own evaluation lengths (task.eval_lengths, problem sizes) are scored
               // during training as valid seq_accuracy@L; token-length evaluation does not apply.
               // A task may have its own overlay (<scale>-<task>.yaml, e.g. mini-recall.yaml).
@@ -102,8 +121,8 @@ ExperimentInfo synthetic_experiment() {
                 fmt::format("Trained on lengths {}..{} (N = {}), tested up to {}. A sequence counts "
                             "as right when every output token is. '—' marks lengths a variant "
                             "cannot reach; a learned table with beyond: clamp (the mini config) "
-                            "reuses its last row past its length.",
-                            t.min_len, t.max_len, t.max_len, t.test_max_len),
+                            "reuses its last row past its length.{}",
+                            t.min_len, t.max_len, t.max_len, t.test_max_len, stage_notes),
                 {analysis::group_table(recs, cols)},
                 {"synthetic_accuracy"},
                 {}};
