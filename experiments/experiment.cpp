@@ -76,17 +76,21 @@ ExperimentContext::ExperimentContext(const ReproduceOptions& opts) : opts_(opts)
        << (opts.command_line.empty() ? "relpos reproduce " + opts.name : opts.command_line) << "\n";
 }
 
+std::string ExperimentContext::part_path(const std::string& part) const {
+  return (fs::path(config_file_).parent_path() / (opts_.scale + "-" + part + ".yaml")).string();
+}
+
 std::string ExperimentContext::part_config(const std::string& part) const {
   if (part.empty()) return config_file_;
-  const fs::path p = fs::path(config_file_).parent_path() / (opts_.scale + "-" + part + ".yaml");
+  const std::string p = part_path(part);
   if (!fs::exists(p))
-    throw ConfigError(fmt::format("reproduce {}: missing config {}", opts_.name, p.string()));
-  return p.string();
+    throw ConfigError(fmt::format("reproduce {}: missing config {}", opts_.name, p));
+  return p;
 }
 
 std::string ExperimentContext::part_config_or_main(const std::string& part) const {
-  const fs::path p = fs::path(config_file_).parent_path() / (opts_.scale + "-" + part + ".yaml");
-  return fs::exists(p) ? p.string() : config_file_;
+  const std::string p = part_path(part);
+  return fs::exists(p) ? p : config_file_;
 }
 
 void ExperimentContext::stop_if_interrupted(const std::string& stage) const {

@@ -64,6 +64,7 @@ class ExperimentContext {
   void stop_if_interrupted(const std::string& stage) const;
 
  private:
+  std::string part_path(const std::string& part) const;  // <dir of config>/<scale>-<part>.yaml
   ReproduceOptions opts_;
   std::string dir_;
   std::string config_file_;

@@ -53,7 +53,7 @@ ExperimentInfo synthetic_experiment() {
               // The task's own evaluation lengths (task.eval_lengths, problem sizes) are scored
               // during training as valid seq_accuracy@L; token-length evaluation does not apply.
               // A task may have its own overlay (<scale>-<task>.yaml, e.g. mini-recall.yaml).
-              auto runs = ctx.sweep(task, {ctx.part_config_or_main(task)},
+              auto runs = ctx.sweep(task, {stage_config},
                                     ctx.config().sweep.grid, {"task.type=" + task});
               ctx.analyze_and_report((fs::path(ctx.dir()) / task).string());
               per_task.text += fmt::format("- [{0}]({0}/report.md)\n", task);
