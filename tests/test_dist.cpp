@@ -134,7 +134,15 @@ TEST_CASE("dist: the launch environment is read like torchrun's, and contradicti
   CHECK(two.world_size == 2);
   CHECK(two.master_port == 29511);
   CHECK(two.local_world_size == 2);
-  for (const char* v : {"WORLD_SIZE", "RANK", "MASTER_PORT", "LOCAL_RANK", "LOCAL_WORLD_SIZE"}) ::unsetenv(v);
+  CHECK(two.backend.empty());
+  // The backend override: gloo or nccl, nothing else.
+  ::setenv("RELPOS_DIST_BACKEND", "gloo", 1);
+  CHECK(dist_env_from_environment().backend == "gloo");
+  ::setenv("RELPOS_DIST_BACKEND", "mpi", 1);
+  CHECK_THROWS_WITH_AS(dist_env_from_environment(), doctest::Contains("RELPOS_DIST_BACKEND='mpi' (expected gloo or nccl"),
+                       ConfigError);
+  for (const char* v : {"WORLD_SIZE", "RANK", "MASTER_PORT", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "RELPOS_DIST_BACKEND"})
+    ::unsetenv(v);
   CHECK_FALSE(dist_env_from_environment().distributed());
 
   // A one-process DataParallel changes nothing: the whole batch, the loss as is.
@@ -142,6 +150,17 @@ TEST_CASE("dist: the launch environment is read like torchrun's, and contradicti
   CHECK(dp.world_size() == 1);
   CHECK(dp.is_main());
   CHECK(dp.backend() == "none");
+}
+
+TEST_CASE("dist: RELPOS_DIST_BACKEND=nccl on a CPU run is a configuration error before anything connects") {
+  DistEnv e;
+  e.rank = 0;
+  e.world_size = 2;
+  e.local_world_size = 2;
+  e.master_port = free_tcp_port();
+  e.timeout = std::chrono::seconds(1);
+  e.backend = "nccl";
+  CHECK_THROWS_WITH_AS(DataParallel(e, torch::kCPU), doctest::Contains("NCCL needs CUDA devices"), ConfigError);
 }
 
 TEST_CASE("dist: a rank whose peers never arrive gives up after RELPOS_DIST_TIMEOUT with an error") {

@@ -97,13 +97,19 @@ std::unique_ptr<Collectives> make_collectives(const DistEnv& env, torch::Device 
   auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
   const int rank = static_cast<int>(env.rank), size = static_cast<int>(env.world_size);
 #ifdef RELPOS_HAVE_NCCL
-  if (device.is_cuda()) {
+  if (device.is_cuda() && env.backend != "gloo") {
     c10::cuda::set_device(device.index());
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = env.timeout;
     auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
     return std::make_unique<ProcessGroupCollectives<c10d::ProcessGroupNCCL>>("nccl", store, pg, device);
   }
+#endif
+#ifndef RELPOS_HAVE_NCCL
+  if (env.backend == "nccl")
+    throw ConfigError("RELPOS_DIST_BACKEND=nccl, but this relpos was built without NCCL",
+                      "build against a CUDA LibTorch with nccl.h found (docs/scaling.md), or unset "
+                      "RELPOS_DIST_BACKEND");
 #endif
 #ifdef RELPOS_HAVE_GLOO
   auto opts = c10d::ProcessGroupGloo::Options::create(env.timeout);

@@ -79,6 +79,10 @@ DistEnv dist_env_from_environment() {
   e.master_port = env_int("MASTER_PORT", e.master_port, 1);
   e.timeout = std::chrono::seconds(env_int("RELPOS_DIST_TIMEOUT", 600, 1));
   if (const char* a = std::getenv("MASTER_ADDR"); a != nullptr && *a != '\0') e.master_addr = a;
+  if (const char* b = std::getenv("RELPOS_DIST_BACKEND"); b != nullptr) e.backend = b;
+  if (!(e.backend.empty() || e.backend == "gloo" || e.backend == "nccl"))
+    throw ConfigError(fmt::format("environment: RELPOS_DIST_BACKEND='{}' (expected gloo or nccl, or "
+                                  "unset for NCCL on GPUs and Gloo on CPU)", e.backend));
   if (e.rank >= e.world_size)
     throw ConfigError(fmt::format("environment: RANK={} but WORLD_SIZE={} (expected RANK < WORLD_SIZE)",
                                   e.rank, e.world_size));
@@ -135,6 +139,10 @@ DataParallel::DataParallel(const DistEnv& env, torch::Device requested) : impl_(
     const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(torch::cuda::device_count()));
     impl_->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % n));
   }
+  if (env.backend == "nccl" && !impl_->device.is_cuda())
+    throw ConfigError(fmt::format("RELPOS_DIST_BACKEND=nccl, but this run's device is {} (NCCL "
+                                  "needs CUDA devices)", impl_->device.str()),
+                      "unset RELPOS_DIST_BACKEND to use Gloo on CPU, or train with --device cuda");
   impl_->guarded(fmt::format("joining the process group at {}:{}", env.master_addr, env.master_port),
                  [&] { impl_->coll = make_collectives(env, impl_->device); });
 }

@@ -42,10 +42,14 @@ struct DistEnv {
   std::string master_addr = "127.0.0.1";
   int64_t master_port = 29500;
   std::chrono::milliseconds timeout{600000};
+  // RELPOS_DIST_BACKEND: "" picks NCCL for CUDA devices when built with it and Gloo otherwise;
+  // "gloo" forces Gloo (CUDA tensors through host memory: several ranks can then share one
+  // GPU, which NCCL refuses); "nccl" insists on NCCL and fails when it cannot be had.
+  std::string backend;
   bool distributed() const { return world_size > 1; }
 };
 
-// Reads the variables above and RELPOS_DIST_TIMEOUT. Throws ConfigError naming the variable
+// Reads the variables above, RELPOS_DIST_TIMEOUT and RELPOS_DIST_BACKEND. Throws ConfigError naming the variable
 // when one is malformed or they contradict each other (RANK >= WORLD_SIZE, ...).
 DistEnv dist_env_from_environment();
 
