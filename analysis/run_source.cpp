@@ -1,6 +1,7 @@
 #include "analysis/run_source.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h only before fmt 11)
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>

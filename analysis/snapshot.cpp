@@ -1,6 +1,7 @@
 #include "analysis/snapshot.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h only before fmt 11)
 
 #include "core/util/errors.h"
 

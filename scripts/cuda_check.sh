@@ -14,7 +14,8 @@
 #     quick   the quickstart experiment end to end with --set device=cuda
 # The LibTorch comes from CMAKE_PREFIX_PATH, else from python3's torch package. NCCL_HOME is set
 # from python3's nvidia-nccl package when unset. Other libraries (HDF5, yaml-cpp, ...) are found
-# as usual; RELPOS_CMAKE_ARGS adds configure options (e.g. -DHDF5_ROOT=...).
+# as usual; RELPOS_CMAKE_ARGS adds configure options (e.g. -DHDF5_ROOT=...), RELPOS_BUILD_ARGS build
+# options (e.g. "-- -k 0" to see every compile error at once).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG=${1:?usage: scripts/cuda_check.sh LOGDIR [build test train bench dist quick]}
@@ -65,7 +66,8 @@ build() {
   step configure cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH" \
     ${RELPOS_CMAKE_ARGS:-} || return 1
   grep -E "warning|Warning" -A2 "$LOG/configure.log" | grep -iE "gloo|nccl|sentencepiece|cuda" | head -n 5
-  step build cmake --build "$BUILD" -j"$JOBS" || return 1
+  # shellcheck disable=SC2086
+  step build cmake --build "$BUILD" -j"$JOBS" ${RELPOS_BUILD_ARGS:-} || return 1
   "$RELPOS" list >/dev/null || { say "the built relpos does not start"; ldd "$RELPOS" | grep "not found"; return 1; }
   grep -q "RELPOS_WITH_CUDA" "$BUILD/compile_commands.json" && say "built with c10_cuda (CUDA memory statistics)"
 }

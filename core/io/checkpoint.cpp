@@ -15,6 +15,7 @@
 #include <ATen/Context.h>
 #include <ATen/core/Generator.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h only before fmt 11)
 #include <torch/cuda.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>

@@ -3,6 +3,7 @@
 // step_10).
 #include <H5Cpp.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h only before fmt 11)
 
 #include <algorithm>
 #include <filesystem>

@@ -2,6 +2,7 @@
 // missing object) becomes a SchemaError that names the file and the path being read.
 #include <H5Cpp.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h only before fmt 11)
 
 #include <algorithm>
 #include <cctype>
