@@ -6,8 +6,10 @@
 #   phases (default: all, in this order)
 #     build   configure and build into $RELPOS_BUILD_DIR (default build-cuda)
 #     test    the ctest suite (CPU tests, run against the CUDA LibTorch)
-#     train   a BERT-base-size MLM run on the GPU (quickstart paper config, 300 steps); a copy
-#             interrupted (SIGINT) after its step-100 checkpoint and resumed; eval at 1x, 2x, 4x
+#     interrupt  a small GPU run stopped by SIGTERM after its step-100 checkpoint and resumed,
+#             against the same run uninterrupted
+#     train   a BERT-base-size MLM run on the GPU (quickstart paper config, 300 steps), then
+#             evaluated at 1x, 2x and 4x its training length
 #     bench   `relpos bench --device cuda` over every variant at T = 128, 512, 1024, 2048
 #     dist    `relpos train --nproc 2 --device cuda` (NCCL, or Gloo with RELPOS_DIST_BACKEND=gloo
 #             when the two ranks must share one GPU) against one process on the same batch
@@ -18,10 +20,10 @@
 # options (e.g. "-- -k 0" to see every compile error at once).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-LOG=${1:?usage: scripts/cuda_check.sh LOGDIR [build test train bench dist quick]}
+LOG=${1:?usage: scripts/cuda_check.sh LOGDIR [build test interrupt dist bench quick train]}
 shift
 PHASES=("$@")
-[ ${#PHASES[@]} -gt 0 ] || PHASES=(build test train bench dist quick)
+[ ${#PHASES[@]} -gt 0 ] || PHASES=(build test interrupt dist bench quick train)
 mkdir -p "$LOG"
 BUILD=${RELPOS_BUILD_DIR:-build-cuda}
 RELPOS=$BUILD/app/relpos
@@ -70,6 +72,7 @@ build() {
   step build cmake --build "$BUILD" -j"$JOBS" ${RELPOS_BUILD_ARGS:-} || return 1
   "$RELPOS" list >/dev/null || { say "the built relpos does not start"; ldd "$RELPOS" | grep "not found"; return 1; }
   grep -q "RELPOS_WITH_CUDA" "$BUILD/compile_commands.json" && say "built with c10_cuda (CUDA memory statistics)"
+  say "first libraries searched: $(readelf -d "$RELPOS" | awk '/NEEDED/{print $NF}' | head -n 3 | tr -d '[]' | tr '\n' ' ')"
 }
 
 run_tests() {
@@ -81,30 +84,37 @@ run_tests() {
 BIG=(--config configs/experiments/quickstart/paper.yaml --set data.corpus=sotu --set data.tokenizer=bytes
      --set train.eval_every=100 --set train.checkpoint_every=100 --set train.log_every=20 --set snapshots.every_percent=50 "${EXTRA[@]}")
 train_gpu() {
-  rm -rf runs/cuda-m4 runs/cuda-m4-resumed
+  rm -rf runs/cuda-m4
   step train-m4 "$RELPOS" train "${BIG[@]}" --set position.type=huang_m4 --set train.steps=300 --device "$DEVICE" \
     --out runs/cuda-m4 || return 1
   grep -E "tok/s|tokens/s" "$LOG/train-m4.log" | tail -n 2
-  # Interrupt a second copy with SIGINT after its step-100 checkpoint, resume it, compare.
-  "$RELPOS" train "${BIG[@]}" --set position.type=huang_m4 --set train.steps=300 --device "$DEVICE" \
-    --out runs/cuda-m4-resumed >"$LOG/train-m4-interrupted.log" 2>&1 &
-  local pid=$!
-  for _ in $(seq 600); do
-    grep -q '"step":140' runs/cuda-m4-resumed/metrics.jsonl 2>/dev/null && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.5
-  done
-  kill -INT $pid 2>/dev/null
-  wait $pid
-  say "interrupted copy: exit $? (expected non-zero); $(grep -m1 -i 'resume' "$LOG/train-m4-interrupted.log" | head -c 300)"
-  step train-m4-resume "$RELPOS" train --resume --out runs/cuda-m4-resumed
-  for r in runs/cuda-m4 runs/cuda-m4-resumed; do say "$r: $(grep '"step":300' "$r/metrics.jsonl" | head -c 300)"; done
   step eval-m4 "$RELPOS" eval --run runs/cuda-m4 --lengths 512,1024,2048 --device "$DEVICE"
   tail -n 8 "$LOG/eval-m4.log"
 }
 
+# SIGTERM to a small GPU run after its step-100 checkpoint, then --resume: the final losses should
+# equal an uninterrupted run's (up to the GPU's nondeterministic reductions).
+interrupt_gpu() {
+  local small=(--config configs/experiments/quickstart/mini.yaml --set position.type=huang_m4 --set train.steps=400
+               --set train.checkpoint_every=100 --device "$DEVICE" "${EXTRA[@]}")
+  rm -rf runs/cuda-small runs/cuda-small-resumed
+  step small "$RELPOS" train "${small[@]}" --out runs/cuda-small || return 1
+  "$RELPOS" train "${small[@]}" --out runs/cuda-small-resumed >"$LOG/small-interrupted.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1200); do
+    grep -q '"step":140' runs/cuda-small-resumed/metrics.jsonl 2>/dev/null && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -TERM $pid 2>/dev/null
+  wait $pid
+  say "interrupted copy: exit $? (expected 143); $(grep -m1 -i 'resume' "$LOG/small-interrupted.log" | head -c 300)"
+  step small-resume "$RELPOS" train --resume --out runs/cuda-small-resumed
+  for r in runs/cuda-small runs/cuda-small-resumed; do say "$r: $(grep '"step":400' "$r/metrics.jsonl" | head -c 300)"; done
+}
+
 bench_gpu() {
-  step bench "$RELPOS" bench --device "$DEVICE" --lengths 128,512,1024,2048 --steps 10 --warmup 3 --json "$LOG/bench-cuda.json"
+  step bench "$RELPOS" bench --device "$DEVICE" --lengths "${RELPOS_CHECK_LENGTHS:-128,512,1024,2048}" --steps 10 --warmup 3 --json "$LOG/bench-cuda.json"
   tail -n 40 "$LOG/bench.log"
 }
 
@@ -155,10 +165,11 @@ for p in "${PHASES[@]}"; do
     build) build || { say "build failed: stopping"; exit 1; } ;;
     test) run_tests ;;
     train) train_gpu ;;
+    interrupt) interrupt_gpu ;;
     bench) bench_gpu ;;
     dist) dist_gpu ;;
     quick) quick_gpu ;;
-    *) say "unknown phase '$p' (expected build test train bench dist quick)"; exit 2 ;;
+    *) say "unknown phase '$p' (expected build test interrupt dist bench quick train)"; exit 2 ;;
   esac
 done
 exit $status

@@ -192,6 +192,7 @@ TEST_CASE("relpos train: SIGINT during a long evaluation stops within a batch / 
 
 TEST_CASE("relpos train --nproc 2: SIGINT during rank 0's evaluation stops every rank at that "
           "step / rank 0's checkpoint resumes under data parallelism") {
+  RELPOS_SKIP_WITHOUT_GLOO();
   TempFolder tmp("sigint_eval_dp");
   const auto sets = long_evaluation_run(tmp);
   const std::string dir = tmp.str("run");
