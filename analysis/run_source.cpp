@@ -189,8 +189,10 @@ SnapshotData RunFileSource::snapshot(int64_t step) const {
 
 ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
                                 const std::vector<std::string>& group_by, bool* experiment) {
-  if (o.figures) require_gnuplot();
+  // The folder is checked before gnuplot is looked for: a wrong folder is the error to report
+  // first; a missing gnuplot is then found before any work is done.
   if (is_run_dir(dir)) {
+    if (o.figures) require_gnuplot();
     if (experiment) *experiment = false;
     RunFileSource src(dir, group_by);
     ExperimentResult ex;
@@ -203,6 +205,7 @@ ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
     throw ConfigError(
         fmt::format("{} holds no run.h5 and no run folders (folders with a run.h5)", dir),
         "give a run folder written by `relpos train --out DIR` or an experiment folder of them");
+  if (o.figures) require_gnuplot();
   if (experiment) *experiment = true;
   std::vector<std::unique_ptr<RunFileSource>> sources;
   std::vector<const RunSource*> ptrs;

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +63,9 @@ inline bool run_and_kill(const std::function<void(const std::function<void()>&)>
     };
     try {
       body(notify);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "run_and_kill: the child failed: %s\n", e.what());
+      ::_exit(3);
     } catch (...) {
       ::_exit(3);
     }
@@ -84,7 +88,12 @@ inline bool run_and_kill(const std::function<void(const std::function<void()>&)>
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (failure) std::rethrow_exception(failure);
-  return reported && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  const bool killed = reported && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  if (!killed)
+    std::fprintf(stderr, "run_and_kill: the child %s %d before it was killed (reported: %d)\n",
+                 WIFSIGNALED(status) ? "died of signal" : "exited with status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), reported ? 1 : 0);
+  return killed;
 }
 
 }  // namespace relpos::test

@@ -60,6 +60,15 @@ at::Generator cuda_generator() {
   return at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::CUDA));
 }
 
+}  // namespace
+
+torch::Tensor current_cuda_rng_state() {
+  if (!torch::cuda::is_available()) return {};
+  return generator_state(cuda_generator());
+}
+
+namespace {
+
 void write_tensors(OutputArchive& archive, const char* key,
                    const torch::OrderedDict<std::string, torch::Tensor>& tensors) {
   OutputArchive nested(archive.compilation_unit());
@@ -182,10 +191,9 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model,
     ts.write("cpu_rng_state", state.cpu_rng_state.defined()
                                   ? state.cpu_rng_state.to(torch::kCPU)
                                   : generator_state(at::detail::getDefaultCPUGenerator()));
+    // Only when given: a CPU run on a machine with a GPU must not initialize CUDA to save it.
     if (state.cuda_rng_state.defined())
       ts.write("cuda_rng_state", state.cuda_rng_state.to(torch::kCPU));
-    else if (torch::cuda::is_available())
-      ts.write("cuda_rng_state", generator_state(cuda_generator()));
     archive.write(kKeyTrainState, ts);
   } catch (const c10::Error& e) {
     throw RunError(

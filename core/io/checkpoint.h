@@ -26,15 +26,18 @@ struct TrainState {
   bool pending_post_step = false;
   double elapsed_seconds = 0.0;     // training wall time over every invocation so far
   torch::Tensor cpu_rng_state;      // torch's default CPU generator
-  torch::Tensor cuda_rng_state;     // undefined on CPU-only runs
+  torch::Tensor cuda_rng_state;     // undefined on CPU runs (then not saved)
 };
 
 // Saves model parameters and buffers, optimizer state and train state to `path` atomically.
-// RNG states: state.cpu_rng_state / cuda_rng_state when defined, otherwise the current states of
-// torch's default CPU generator (and of the CUDA generator when CUDA is available).
+// RNG states: state.cpu_rng_state when defined, otherwise the current state of torch's default
+// CPU generator; state.cuda_rng_state only when defined (the trainer sets it on CUDA runs).
 // Throws RunError when the file cannot be written (the previous checkpoint is then unchanged).
 void save_checkpoint(const std::string& path, torch::nn::Module& model,
                      torch::optim::Optimizer& optimizer, const TrainState& state);
+
+// The current state of the default CUDA generator (initializes CUDA); undefined without CUDA.
+torch::Tensor current_cuda_rng_state();
 
 // Loads what save_checkpoint wrote, and sets torch's default CPU generator (and the CUDA one,
 // when saved and available) to the saved states, which it also returns. Throws SchemaError naming

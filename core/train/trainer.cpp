@@ -244,7 +244,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     // The generators' states NOW: after a resume, `state` still holds the states loaded from the
     // checkpoint, and saving those would make a second resume replay the wrong random numbers.
     state.cpu_rng_state = torch::Tensor();
-    state.cuda_rng_state = torch::Tensor();
+    state.cuda_rng_state = device.is_cuda() ? current_cuda_rng_state() : torch::Tensor();
     if (dp.is_main()) save_checkpoint(run_checkpoint_path(dir), *model, *optimizer, state);
     last_checkpoint = step;
   };
