@@ -106,7 +106,20 @@ TEST_CASE("checkpoint: a save/load round trip restores parameters, buffers and t
   CHECK(loaded.evals_without_improvement == 3);
   CHECK(loaded.has_best);
   CHECK(loaded.cpu_rng_state.defined());
-  CHECK(loaded.cuda_rng_state.defined() == torch::cuda::is_available());
+  // A state without a CUDA generator state (a CPU run) saves none, even where CUDA is available.
+  CHECK_FALSE(loaded.cuda_rng_state.defined());
+  {
+    // One given (a CUDA run) is saved and read back as given.
+    TrainState with_cuda = st;
+    with_cuda.cuda_rng_state = torch::cuda::is_available() ? current_cuda_rng_state()
+                                                           : torch::arange(16, torch::kUInt8);
+    const std::string p2 = dir.file("with_cuda.pt");
+    save_checkpoint(p2, *a, opt_a, with_cuda);
+    const TrainState back = load_checkpoint(p2, *b, opt_b);
+    REQUIRE(back.cuda_rng_state.defined());
+    CHECK(torch::equal(back.cuda_rng_state, with_cuda.cuda_rng_state));
+    std::filesystem::remove(p2);
+  }
 
   // Saving again replaces the file.
   st.step = 43;
