@@ -13,6 +13,7 @@
 
 #include "core/bench/bench.h"
 #include "core/bench/child_process.h"
+#include "core/bench/report.h"
 #include "core/util/errors.h"
 #include "core/util/threads.h"
 
@@ -137,4 +138,32 @@ TEST_CASE("threads: configure_threads sets LibTorch and OpenBLAS together") {
                        doctest::Contains("threads: out of range (got -2"), ConfigError);
   configure_threads(before);
   CHECK(blas_library().size() > 0);  // some library provides sgemm_
+}
+
+TEST_CASE("bench: a GPU run's table and growth fit use the GPU's peak memory, not the host's") {
+  // Hand-made summaries of a CUDA run: GPU peak of `shaw` is 3x none's at T=512; both grow ~T^2.
+  auto gpu_case = [](const std::string& v, int64_t T, double ms, double gpu_mb, double ratio) {
+    CaseSummary c;
+    c.key = {v, "fast", T};
+    c.runs = 1;
+    c.step_ms = ms;
+    c.time_ratio = 1;
+    c.peak_mb = 777;  // host RSS: the same for every case, so it cannot be what the fit sees
+    c.step_mb = 5;
+    c.cuda_peak_mb = gpu_mb;
+    c.cuda_ratio = ratio;
+    return c;
+  };
+  const std::vector<CaseSummary> cases = {gpu_case("none", 512, 1, 100, 1), gpu_case("shaw", 512, 2, 300, 3),
+                                          gpu_case("none", 1024, 3, 400, 1), gpu_case("shaw", 1024, 6, 1200, 3)};
+  const auto fits = growth_fits(cases);
+  REQUIRE(fits.size() == 2);
+  for (const auto& f : fits) CHECK(f.memory_exponent == doctest::Approx(2.0).epsilon(1e-9));
+  const std::string table = bench_table(cases, fits);
+  INFO(table);
+  CHECK(table.find("GPU MB") != std::string::npos);
+  CHECK(table.find("host MB") != std::string::npos);
+  CHECK(table.find("step MB") == std::string::npos);
+  // The shaw row at T=512 shows its GPU peak, its ratio to none and the host RSS.
+  CHECK(table.find("300   3.00      777") != std::string::npos);
 }

@@ -152,7 +152,7 @@ std::vector<CaseSummary> run_bench(
     const auto& none = runs[key_of({"none", "fast", c.length})];
     CaseSummary s;
     s.key = c;
-    std::vector<double> step, cpu, tok, peak, base, stepmb, cuda, rt, rp, rs;
+    std::vector<double> step, cpu, tok, peak, base, stepmb, cuda, rt, rp, rs, rc;
     for (size_t r = 0; r < recs.size(); ++r) {
       const RunRecord& x = recs[r];
       if (!x.ok) {
@@ -173,6 +173,7 @@ std::vector<CaseSummary> run_bench(
       rt.push_back(n.ok ? x.step_ms / n.step_ms : kNaN);
       rp.push_back(n.ok ? x.peak_mb / n.peak_mb : kNaN);
       rs.push_back(n.ok ? (x.peak_mb - x.base_mb) / (n.peak_mb - n.base_mb) : kNaN);
+      rc.push_back(n.ok && x.cuda_peak_mb > 0 && n.cuda_peak_mb > 0 ? x.cuda_peak_mb / n.cuda_peak_mb : kNaN);
     }
     if (s.runs > 0) {
       s.step_ms = median(step);
@@ -185,6 +186,7 @@ std::vector<CaseSummary> run_bench(
       s.time_ratio = median(rt);
       s.peak_ratio = median(rp);
       s.step_mb_ratio = median(rs);
+      s.cuda_ratio = median(rc);
     }
     out.push_back(std::move(s));
   }
@@ -227,7 +229,8 @@ std::vector<GrowthFit> growth_fits(const std::vector<CaseSummary>& cases) {
     const size_t i = index[k];
     lengths[i].push_back(static_cast<double>(c.key.length));
     times[i].push_back(c.step_ms);
-    mems[i].push_back(std::max(c.step_mb, 1e-3));
+    // On a GPU the host's RSS says little about the model: fit the GPU's peak instead.
+    mems[i].push_back(std::max(c.gpu() ? c.cuda_peak_mb : c.step_mb, 1e-3));
   }
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].points = static_cast<int>(lengths[i].size());

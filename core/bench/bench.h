@@ -34,6 +34,8 @@ struct CaseSummary {
   // Ratios to `none` at the same T, computed per repeat and then the median; NaN when `none`
   // failed at this T.
   double time_ratio = 0, peak_ratio = 0, step_mb_ratio = 0;
+  double cuda_ratio = 0;    // cuda_peak_mb over none's (GPU runs; NaN on CPU)
+  bool gpu() const { return cuda_peak_mb >= 0; }
   nlohmann::ordered_json child;  // the last successful child's own report
   bool ok() const { return runs > 0; }
 };
@@ -42,7 +44,7 @@ struct CaseSummary {
 struct GrowthFit {
   std::string variant, impl;
   double time_exponent = 0;     // step_ms ∝ T^p
-  double memory_exponent = 0;   // step_mb ∝ T^p
+  double memory_exponent = 0;   // step_mb ∝ T^p (on a GPU: cuda_peak_mb ∝ T^p)
   int points = 0;
 };
 

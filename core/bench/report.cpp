@@ -44,9 +44,18 @@ std::string cpu_model() {
 
 std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector<GrowthFit>& fits) {
   std::string out;
-  out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}\n",
-                     "variant", "impl", "T", "ms/step", "xnone", "cpu ms", "tok/s", "peak MB",
-                     "xnone", "step MB", "xnone");
+  // A GPU run's memory is the GPU's (the CUDA caching allocator's peak); the host's RSS is
+  // shown beside it. A CPU run shows the child's peak RSS and what its steps added.
+  bool gpu = false;
+  for (const auto& c : cases) gpu = gpu || (c.ok() && c.gpu());
+  if (gpu)
+    out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8}\n", "variant",
+                       "impl", "T", "ms/step", "xnone", "cpu ms", "tok/s", "GPU MB", "xnone",
+                       "host MB");
+  else
+    out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}\n",
+                       "variant", "impl", "T", "ms/step", "xnone", "cpu ms", "tok/s", "peak MB",
+                       "xnone", "step MB", "xnone");
   int64_t last_T = -1;
   for (const auto& c : cases) {
     if (last_T >= 0 && c.key.length != last_T) out += "\n";
@@ -56,21 +65,37 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
                          c.key.impl, c.key.length, c.failures, c.failures + c.runs, c.error);
       continue;
     }
-    out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}{}\n",
-                       c.key.variant, c.key.impl, c.key.length, num(c.step_ms, "{:.1f}"),
-                       num(c.time_ratio), num(c.cpu_ms, "{:.1f}"), num(c.tokens_per_s, "{:.0f}"),
-                       num(c.peak_mb, "{:.0f}"), num(c.peak_ratio), num(c.step_mb, "{:.0f}"),
-                       num(c.step_mb_ratio),
-                       c.failures ? fmt::format("  ({} failed runs)", c.failures) : "");
+    const std::string failed = c.failures ? fmt::format("  ({} failed runs)", c.failures) : "";
+    if (gpu)
+      out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8}{}\n",
+                         c.key.variant, c.key.impl, c.key.length, num(c.step_ms, "{:.1f}"),
+                         num(c.time_ratio), num(c.cpu_ms, "{:.1f}"), num(c.tokens_per_s, "{:.0f}"),
+                         num(c.cuda_peak_mb, "{:.0f}"), num(c.cuda_ratio), num(c.peak_mb, "{:.0f}"),
+                         failed);
+    else
+      out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}{}\n",
+                         c.key.variant, c.key.impl, c.key.length, num(c.step_ms, "{:.1f}"),
+                         num(c.time_ratio), num(c.cpu_ms, "{:.1f}"), num(c.tokens_per_s, "{:.0f}"),
+                         num(c.peak_mb, "{:.0f}"), num(c.peak_ratio), num(c.step_mb, "{:.0f}"),
+                         num(c.step_mb_ratio), failed);
   }
-  out += "xnone: ratio to `none` at the same T, per repeat, then the median. peak MB: ru_maxrss "
-         "of the child; step MB: peak minus the RSS before the first step.\n";
+  out += gpu ? "xnone: ratio to `none` at the same T, per repeat, then the median. GPU MB: peak "
+               "bytes allocated by the CUDA caching allocator; host MB: ru_maxrss of the child.\n"
+             : "xnone: ratio to `none` at the same T, per repeat, then the median. peak MB: ru_maxrss "
+               "of the child; step MB: peak minus the RSS before the first step.\n";
 
   std::string direct;
   for (const auto& c : cases) {
     if (c.key.impl != "direct" || !c.ok()) continue;
     const CaseSummary* f = find(cases, c.key.variant, "fast", c.key.length);
     if (!f || !f->ok()) continue;
+    if (gpu) {
+      direct += fmt::format("{:<15} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7}\n", c.key.variant,
+                            c.key.length, num(f->step_ms, "{:.1f}"), num(c.step_ms, "{:.1f}"),
+                            num(c.step_ms / f->step_ms), num(f->cuda_peak_mb, "{:.0f}"),
+                            num(c.cuda_peak_mb, "{:.0f}"), num(c.cuda_peak_mb / f->cuda_peak_mb));
+      continue;
+    }
     direct += fmt::format("{:<15} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}\n",
                           c.key.variant, c.key.length, num(f->step_ms, "{:.1f}"),
                           num(c.step_ms, "{:.1f}"), num(c.step_ms / f->step_ms),
@@ -78,7 +103,12 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
                           num(c.peak_mb / f->peak_mb), num(f->step_mb, "{:.0f}"),
                           num(c.step_mb, "{:.0f}"), num(c.step_mb / f->step_mb));
   }
-  if (!direct.empty()) {
+  if (!direct.empty() && gpu) {
+    out += fmt::format("\nfast vs direct [T,T,d] path (GPU MB)\n{:<15} {:>5} {:>10} {:>10} {:>7} "
+                       "{:>9} {:>9} {:>7}\n",
+                       "variant", "T", "fast ms", "direct ms", "d/f", "fast MB", "direct MB", "d/f");
+    out += direct;
+  } else if (!direct.empty()) {
     out += fmt::format("\nfast vs direct [T,T,d] path\n{:<15} {:>5} {:>10} {:>10} {:>7} {:>9} "
                        "{:>9} {:>7} {:>9} {:>9} {:>7}\n",
                        "variant", "T", "fast ms", "direct ms", "d/f", "fast pk", "direct pk",
@@ -91,7 +121,7 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
   if (any_fit) {
     out += fmt::format("\ngrowth with T (least-squares slope on log-log)\n{:<15} {:<6} {:>6} "
                        "{:>10} {:>12}\n",
-                       "variant", "impl", "points", "time ~T^p", "step MB ~T^p");
+                       "variant", "impl", "points", "time ~T^p", gpu ? "GPU MB ~T^p" : "step MB ~T^p");
     for (const auto& f : fits)
       if (f.points >= 2)
         out += fmt::format("{:<15} {:<6} {:>6} {:>10} {:>12}\n", f.variant, f.impl, f.points,
@@ -121,6 +151,7 @@ nlohmann::ordered_json bench_json(nlohmann::ordered_json doc,
       j["base_rss_mb"] = c.base_mb;
       j["step_mb"] = c.step_mb;
       j["cuda_peak_mb"] = json_num(c.cuda_peak_mb);
+      j["cuda_peak_ratio_vs_none"] = json_num(c.cuda_ratio);
       j["time_ratio_vs_none"] = json_num(c.time_ratio);
       j["peak_ratio_vs_none"] = json_num(c.peak_ratio);
       j["step_mb_ratio_vs_none"] = json_num(c.step_mb_ratio);
