@@ -77,7 +77,7 @@ def table(doc):
             tens = loglog_slope(xs, [c["child"].get("tensor_peak_mb", -1) for _, c in pts])
             print("| {} | {} | {} | {} | {} | {} | {} |".format(
                 f["variant"], f["impl"], f["points"], fmt(f["time_exponent"]), fmt(cpu),
-                fmt(f["step_mb_exponent"]), fmt(tens)))
+                fmt(f.get("step_mb_exponent", f.get("cuda_peak_mb_exponent"))), fmt(tens)))
 
 
 def combined_growth(docs):
