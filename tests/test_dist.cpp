@@ -107,6 +107,17 @@ void train_one_process(const std::string& out, const std::string& cache) {
   train(load_config({test::config_path("base.yaml")}, tiny_sets(cache)), o);
 }
 
+// Rank 0 of a two-rank group on a free local port, giving up after one second.
+DistEnv rank0_of_two() {
+  DistEnv e;
+  e.rank = 0;
+  e.world_size = 2;
+  e.local_world_size = 2;
+  e.master_port = free_tcp_port();
+  e.timeout = std::chrono::seconds(1);
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("dist: the launch environment is read like torchrun's, and contradictions are errors") {
@@ -154,23 +165,13 @@ TEST_CASE("dist: the launch environment is read like torchrun's, and contradicti
 }
 
 TEST_CASE("dist: RELPOS_DIST_BACKEND=nccl on a CPU run is a configuration error before anything connects") {
-  DistEnv e;
-  e.rank = 0;
-  e.world_size = 2;
-  e.local_world_size = 2;
-  e.master_port = free_tcp_port();
-  e.timeout = std::chrono::seconds(1);
+  DistEnv e = rank0_of_two();
   e.backend = "nccl";
   CHECK_THROWS_WITH_AS(DataParallel(e, torch::kCPU), doctest::Contains("NCCL needs CUDA devices"), ConfigError);
 }
 
 TEST_CASE("dist: a rank whose peers never arrive gives up after RELPOS_DIST_TIMEOUT with an error") {
-  DistEnv e;
-  e.rank = 0;
-  e.world_size = 2;
-  e.local_world_size = 2;
-  e.master_port = free_tcp_port();
-  e.timeout = std::chrono::seconds(1);
+  DistEnv e = rank0_of_two();
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH_AS(DataParallel(e, torch::kCPU), doctest::Contains("joining the process group"), RunError);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -4,6 +4,7 @@
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -40,14 +41,18 @@ std::string cpu_model() {
   return "unknown";
 }
 
+// Cases measured on a GPU report the CUDA allocator's peak; the table and fits then use it.
+bool gpu_run(const std::vector<CaseSummary>& cases) {
+  return std::any_of(cases.begin(), cases.end(), [](const CaseSummary& c) { return c.ok() && c.gpu(); });
+}
+
 }  // namespace
 
 std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector<GrowthFit>& fits) {
   std::string out;
   // A GPU run's memory is the GPU's (the CUDA caching allocator's peak); the host's RSS is
   // shown beside it. A CPU run shows the child's peak RSS and what its steps added.
-  bool gpu = false;
-  for (const auto& c : cases) gpu = gpu || (c.ok() && c.gpu());
+  const bool gpu = gpu_run(cases);
   if (gpu)
     out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8}\n", "variant",
                        "impl", "T", "ms/step", "xnone", "cpu ms", "tok/s", "GPU MB", "xnone",
@@ -160,8 +165,7 @@ nlohmann::ordered_json bench_json(nlohmann::ordered_json doc,
     arr.push_back(std::move(j));
   }
   // growth_fits fits the GPU's peak on a GPU run, the steps' RSS growth on a CPU run.
-  bool gpu = false;
-  for (const auto& c : cases) gpu = gpu || (c.ok() && c.gpu());
+  const bool gpu = gpu_run(cases);
   auto& fa = doc["fits"] = nlohmann::ordered_json::array();
   for (const auto& f : fits)
     fa.push_back({{"variant", f.variant},

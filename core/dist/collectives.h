@@ -26,8 +26,7 @@ class Collectives {
 
 // Connects to the TCPStore at env.master_addr:master_port (rank 0 serves it) and creates the
 // process group: NCCL for CUDA devices when built with it, Gloo otherwise (env.backend
-// overrides). Throws when the
-// other ranks do not arrive within env.timeout or no backend fits.
+// overrides). Throws when the other ranks do not arrive within env.timeout or no backend fits.
 std::unique_ptr<Collectives> make_collectives(const DistEnv& env, torch::Device device);
 
 std::vector<std::string> compiled_backends();

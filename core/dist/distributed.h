@@ -49,8 +49,8 @@ struct DistEnv {
   bool distributed() const { return world_size > 1; }
 };
 
-// Reads the variables above, RELPOS_DIST_TIMEOUT and RELPOS_DIST_BACKEND. Throws ConfigError naming the variable
-// when one is malformed or they contradict each other (RANK >= WORLD_SIZE, ...).
+// Reads the variables above, RELPOS_DIST_TIMEOUT and RELPOS_DIST_BACKEND. Throws ConfigError
+// naming the variable when one is malformed or they contradict each other (RANK >= WORLD_SIZE).
 DistEnv dist_env_from_environment();
 
 // Backends this build can use: "gloo", "nccl" (empty when built without c10d).
