@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "analysis/report.h"
 #include "analysis/run_source.h"
@@ -56,14 +58,35 @@ std::vector<std::string> available_scales(const std::string& name) {
 
 }  // namespace
 
-ExperimentContext::ExperimentContext(const ReproduceOptions& opts) : opts_(opts) {
+ExperimentContext::ExperimentContext(const ReproduceOptions& opts,
+                                     const std::vector<std::string>& stages)
+    : opts_(opts) {
+  for (const auto& set : opts.sets) {
+    // STAGE[,STAGE...]:key=value; a ':' after the '=' belongs to the value.
+    const size_t colon = set.find(':');
+    if (colon == std::string::npos || colon > set.find('=')) {
+      global_sets_.push_back(set);
+      continue;
+    }
+    std::vector<std::string> named;
+    std::stringstream list(set.substr(0, colon));
+    for (std::string st; std::getline(list, st, ',');) {
+      if (std::find(stages.begin(), stages.end(), st) == stages.end())
+        throw ConfigError(
+            fmt::format("--set {}: reproduce {} has no stage '{}'", set, opts.name, st),
+            stages.empty() ? "this experiment has one stage: write --set key=value"
+                           : "its stages: " + join_names(stages));
+      named.push_back(st);
+    }
+    stage_sets_.emplace_back(named, set.substr(colon + 1));
+  }
   const fs::path cfg = fs::path(config_dir()) / "experiments" / opts.name / (opts.scale + ".yaml");
   if (!fs::exists(cfg))
     throw ConfigError(fmt::format("reproduce {}: no scale '{}' (no {})", opts.name, opts.scale,
                                   cfg.string()),
                       "known scales: " + join_names(available_scales(opts.name)));
   config_file_ = cfg.string();
-  config_ = load_config({config_file_}, opts.sets).config;
+  config_ = load_config({config_file_}, global_sets_).config;
   dir_ = opts.out_dir.empty()
              ? (fs::path(source_dir()) / "results" /
                 (opts.scale == "mini" ? opts.name : opts.name + "-" + opts.scale))
@@ -74,6 +97,13 @@ ExperimentContext::ExperimentContext(const ReproduceOptions& opts) : opts_(opts)
   cmds << "# " << utc_timestamp() << "  commit " << git_commit() << "  on " << machine_summary()
        << "\n"
        << (opts.command_line.empty() ? "relpos reproduce " + opts.name : opts.command_line) << "\n";
+}
+
+std::vector<std::string> ExperimentContext::sets_for(const std::string& stage) const {
+  std::vector<std::string> out = global_sets_;
+  for (const auto& [stages, set] : stage_sets_)
+    if (std::find(stages.begin(), stages.end(), stage) != stages.end()) out.push_back(set);
+  return out;
 }
 
 std::string ExperimentContext::part_path(const std::string& part) const {
@@ -115,7 +145,7 @@ std::vector<SweepRunStatus> ExperimentContext::sweep(const std::string& sub,
   stop_if_interrupted("a sweep");
   SweepOptions o;
   o.configs = configs;
-  o.sets = opts_.sets;
+  o.sets = sets_for(sub);
   o.sets.insert(o.sets.end(), sets.begin(), sets.end());
   for (const auto& g : grid) o.grid.push_back(parse_grid_axis(g));
   o.out_dir = sub.empty() ? dir_ : (fs::path(dir_) / sub).string();
@@ -134,7 +164,11 @@ void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs) c
     const fs::path table = fs::path(d) / "eval_extrapolation.csv";
     if (fs::exists(table) && fs::last_write_time(table) >= fs::last_write_time(run_result_path(d)))
       continue;
-    auto run = load_run(d, opts_.sets);
+    // The run's stage is its folder's parent below dir() (none for runs at the top).
+    const fs::path rel = fs::path(d).lexically_relative(dir_);
+    const std::string stage =
+        std::distance(rel.begin(), rel.end()) > 1 ? rel.begin()->string() : std::string();
+    auto run = load_run(d, sets_for(stage));
     auto eo = extrapolation_options(run.config.config);
     log(fmt::format("length evaluation of {} at {}", fs::path(d).filename().string(),
                     join_names([&] {
@@ -167,7 +201,7 @@ std::string reproduce(const ReproduceOptions& opts) {
   install_interrupt_handlers();
   for (const auto& e : experiment_list()) {
     if (e.name != opts.name) continue;
-    ExperimentContext ctx(opts);
+    ExperimentContext ctx(opts, e.stages);
     ctx.log(fmt::format("{} ({} scale) -> {}", e.summary, opts.scale, ctx.dir()));
     return e.run(ctx);
   }

@@ -20,7 +20,9 @@ struct ReproduceOptions {
   std::string scale = "mini";           // mini | paper
   std::string out_dir;                  // default results/<name> (mini) or results/<name>-<scale>
   int64_t jobs = 0;                     // runs at once; 0 = the config's sweep.jobs
-  std::vector<std::string> sets;        // overrides for every run (e.g. device=cuda)
+  // Overrides: key=value for every run (e.g. device=cuda); STAGE[,STAGE...]:key=value for the
+  // runs of the named stages only (e.g. squad:data.corpus=train-v1.1.json).
+  std::vector<std::string> sets;
   std::string relpos_binary;            // executable for child runs
   std::string command_line;             // as typed, for the report
   bool quiet = false;
@@ -29,13 +31,18 @@ struct ReproduceOptions {
 // What an experiment's stages share.
 class ExperimentContext {
  public:
-  explicit ExperimentContext(const ReproduceOptions& opts);
+  // `stages`: the experiment's stage names (its sub-folders), which STAGE:key=value overrides
+  // may name; any other stage name is a ConfigError listing them.
+  explicit ExperimentContext(const ReproduceOptions& opts,
+                             const std::vector<std::string>& stages = {});
 
   const ReproduceOptions& options() const { return opts_; }
   const std::string& dir() const { return dir_; }
   const std::string& config_file() const { return config_file_; }
   const Config& config() const { return config_; }  // the experiment config, overrides applied
-  const std::vector<std::string>& sets() const { return opts_.sets; }  // --set overrides, all runs
+  const std::vector<std::string>& sets() const { return global_sets_; }  // --set for all runs
+  // The overrides of one stage's runs: the global ones, then those naming `stage`.
+  std::vector<std::string> sets_for(const std::string& stage) const;
   // A sibling config of the same experiment and scale: configs/experiments/<name>/<scale>-<part>.yaml
   // (e.g. "finetune-squad"), or the main one for "".
   std::string part_config(const std::string& part) const;
@@ -66,6 +73,8 @@ class ExperimentContext {
  private:
   std::string part_path(const std::string& part) const;  // <dir of config>/<scale>-<part>.yaml
   ReproduceOptions opts_;
+  std::vector<std::string> global_sets_;
+  std::vector<std::pair<std::vector<std::string>, std::string>> stage_sets_;  // stages, key=value
   std::string dir_;
   std::string config_file_;
   Config config_;
@@ -75,6 +84,7 @@ struct ExperimentInfo {
   std::string name;
   std::string summary;
   std::function<std::string(ExperimentContext&)> run;  // returns the path of the report
+  std::vector<std::string> stages = {};  // sub-folder per stage; none when the runs sit at the top
 };
 
 // Every named experiment, in a fixed order.

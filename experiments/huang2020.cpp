@@ -114,7 +114,8 @@ ExperimentInfo huang2020_experiment() {
                 "Stage reports: [pretrain](pretrain/report.md), [squad](squad/report.md), "
                 "[classify](classify/report.md), [dropin](dropin/report.md).",
                 {s1, s2, s3, s4});
-          }};
+          },
+          {"pretrain", "squad", "classify", "dropin"}};
 }
 
 }  // namespace relpos

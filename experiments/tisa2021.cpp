@@ -77,7 +77,8 @@ ExperimentInfo tisa2021_experiment() {
                 "by every layer. Stage reports: [pretrain](pretrain/report.md), "
                 "[classify](classify/report.md).",
                 {results, params});
-          }};
+          },
+          {"pretrain", "classify"}};
 }
 
 }  // namespace relpos

@@ -255,6 +255,89 @@ TEST_CASE("span_qa with WordPiece: offsets map token spans back to the original 
                         b.targets[0][1].item<int64_t>()) == "1905");
 }
 
+TEST_CASE("data.valid_corpus / data.test_corpus: a split from its own file") {
+  // SQuAD-style: train on one file, validate on a dev file whose questions have several gold
+  // answers. valid_fraction is ignored once the validation split has its own file.
+  Config c;
+  c.task.type = "span_qa";
+  c.data.corpus = data_fixture("squad/good.json");
+  c.data.valid_corpus = data_fixture("squad/dev.json");
+  c.data.valid_fraction = 0.5;
+  c.data.test_fraction = 0;
+  c.task.seq_len = 96;
+  auto qa = make_task_data(c);
+  CHECK(qa->split_documents(Split::Train) == std::vector<int64_t>{0, 1});
+  CHECK(qa->split_documents(Split::Valid) == std::vector<int64_t>{2});
+  CHECK(qa->split_documents(Split::Test).empty());
+  CHECK(qa->eval_batches(Split::Train, 8, 0)[0].example_ids == std::vector<int64_t>{0, 1, 2, 3});
+  const auto valid = qa->eval_batches(Split::Valid, 8, 0);
+  REQUIRE(valid.size() == 1);
+  REQUIRE(valid[0].example_ids == std::vector<int64_t>{0, 1});
+  CHECK(qa->gold_answers(Split::Valid, 0) ==
+        std::vector<std::string>{"between Switzerland and France", "Switzerland and France",
+                                 "Switzerland"});
+  const Batch& v = valid[0];
+  for (int64_t r = 0; r < 2; ++r) {
+    const int64_t start = v.targets[r][0].item<int64_t>(), end = v.targets[r][1].item<int64_t>();
+    CHECK(qa->span_text(Split::Valid, r, start, end) == qa->gold_answers(Split::Valid, r)[0]);
+  }
+  CHECK(qa->describe().find("validation: SQuAD v1.1 file") != std::string::npos);
+
+  // GLUE-style: train.tsv + dev.tsv; the test split from a file too. Rows keep file order.
+  c = Config();
+  c.task.type = "classify";
+  c.data.corpus = data_fixture("tsv/single.tsv");
+  c.data.valid_corpus = data_fixture("tsv/dev.tsv");
+  c.data.test_corpus = data_fixture("tsv/dev.tsv");
+  auto cls = make_task_data(c);
+  CHECK(cls->split_documents(Split::Train) == std::vector<int64_t>{0, 1, 2});
+  CHECK(cls->split_documents(Split::Valid) == std::vector<int64_t>{3, 4, 5, 6});
+  CHECK(cls->split_documents(Split::Test) == std::vector<int64_t>{7, 8, 9, 10});
+  const Batch dev = cls->eval_batches(Split::Valid, 8, 0)[0];
+  CHECK(row(dev.targets.view({1, -1}), 0) == std::vector<int64_t>{1, 0, 1, 0});
+  std::vector<int64_t> bad = {2};  // "bad", the second dev row
+  for (auto x : bytes_of("bad")) bad.push_back(x);
+  bad.push_back(3);
+  auto second = row(dev.tokens, 1);
+  second.resize(bad.size());
+  CHECK(second == bad);
+
+  // Text: the validation stream is the dev file's text (pieces joined by [SEP]), and the main
+  // corpus is split between train and test only.
+  c = lm_config("clm");
+  c.data.corpus = data_fixture("text/docs.txt");
+  c.data.valid_corpus = data_fixture("text/one_doc.txt");
+  c.task.seq_len = 8;
+  auto lm = make_task_data(c);
+  Config alone = lm_config("clm");
+  alone.data.corpus = data_fixture("text/one_doc.txt");
+  alone.data.valid_fraction = alone.data.test_fraction = 0;
+  alone.task.seq_len = 8;
+  auto ref = make_task_data(alone);
+  const int64_t sep = lm->tokenizer().special().sep;
+  auto without_sep = [&](std::vector<int64_t> v) {
+    v.erase(std::remove(v.begin(), v.end(), sep), v.end());
+    return v;
+  };
+  CHECK(without_sep(lm->stream(Split::Valid)) == without_sep(ref->stream(Split::Train)));
+  const auto lm_valid = lm->split_documents(Split::Valid);
+  const auto lm_test = lm->split_documents(Split::Test);
+  CHECK_FALSE(lm_test.empty());
+  for (int64_t d : lm_test) CHECK(std::count(lm_valid.begin(), lm_valid.end(), d) == 0);
+
+  // Errors name the key: a file of another kind, a missing file.
+  c = Config();
+  c.task.type = "span_qa";
+  c.data.corpus = data_fixture("squad/good.json");
+  c.data.valid_corpus = data_fixture("tsv/single.tsv");
+  const std::string kind = data_error([&] { make_task_data(c); });
+  CHECK(kind.find("data.valid_corpus '") != std::string::npos);
+  CHECK(kind.find("is labelled data, but data.corpus") != std::string::npos);
+  c.data.valid_corpus = "";
+  c.data.test_corpus = data_fixture("squad/absent.json");
+  CHECK(data_error([&] { make_task_data(c); }).find("data.test_corpus: '") != std::string::npos);
+}
+
 TEST_CASE("config validation of data and task keys") {
   auto config_error = [](const Config& c) {
     try {
@@ -278,4 +361,16 @@ TEST_CASE("config validation of data and task keys") {
   c.data.tokenizer = "sentencepiece";
   c.data.vocab_size = 100;
   CHECK(config_error(c).find("data.vocab_size") != std::string::npos);
+  c = Config();
+  c.task.type = "classify";
+  c.data.corpus = "sentiment";
+  c.data.valid_corpus = "sotu";
+  CHECK(config_error(c).find("data.valid_corpus: corpus does not fit the task") !=
+        std::string::npos);
+  c = Config();
+  c.task.type = "copy";
+  c.model.mode = "decoder";
+  c.data.test_corpus = "dev.txt";
+  CHECK(config_error(c).find("data.test_corpus: the synthetic tasks generate their own data") !=
+        std::string::npos);
 }

@@ -8,6 +8,7 @@
 
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "experiments/experiment.h"
 #include "experiments/sweep.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"
@@ -94,4 +95,34 @@ TEST_CASE("sweep: finished runs are skipped, and a folder with result.json but n
   auto [code4, out4] = run_relpos(threads, tmp.str("sweep4.log"));
   CHECK_MESSAGE(code4 == 0, out4);
   CHECK(out4.find("2 already finished") != std::string::npos);
+}
+
+TEST_CASE("reproduce: --set STAGE:key=value reaches that stage's runs only") {
+  TempFolder tmp("stage_sets");
+  ReproduceOptions o;
+  o.name = "huang2020";
+  o.out_dir = tmp.str("exp");
+  o.quiet = true;
+  const std::vector<std::string> stages = {"pretrain", "squad", "classify", "dropin"};
+  // A ':' after the '=' is part of the value; a list of stages before the ':' names several.
+  o.sets = {"seed=7", "squad,classify:train.steps=3", "pretrain:data.corpus=a:b=c",
+            "data.cache_dir=C:/data"};
+  ExperimentContext ctx(o, stages);
+  using V = std::vector<std::string>;
+  CHECK(ctx.sets() == V{"seed=7", "data.cache_dir=C:/data"});
+  CHECK(ctx.sets_for("squad") == V{"seed=7", "data.cache_dir=C:/data", "train.steps=3"});
+  CHECK(ctx.sets_for("classify") == ctx.sets_for("squad"));
+  CHECK(ctx.sets_for("pretrain") == V{"seed=7", "data.cache_dir=C:/data", "data.corpus=a:b=c"});
+  CHECK(ctx.sets_for("dropin") == ctx.sets());
+  CHECK(ctx.config().seed == 7);  // the experiment config sees the global overrides only
+  CHECK(ctx.config().data.corpus == "sotu");
+
+  o.sets = {"pretrian:seed=1"};
+  CHECK_THROWS_WITH_AS(ExperimentContext(o, stages),
+                       doctest::Contains("--set pretrian:seed=1: reproduce huang2020 has no "
+                                         "stage 'pretrian'"),
+                       ConfigError);
+  o.name = "quickstart";
+  o.sets = {"pretrain:seed=1"};
+  CHECK_THROWS_AS(ExperimentContext(o, {}), ConfigError);
 }

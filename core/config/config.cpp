@@ -135,18 +135,24 @@ void validate(const Config& c, const SourceMap* src) {
     config_fail(src, "data.vocab_size", "byte fallback takes 256 ids of the vocabulary",
                 std::to_string(d.vocab_size),
                 ">= 300, or data.sentencepiece_byte_fallback: false");
-  {
+  for (const auto& [key, corpus] : {std::pair<const char*, const std::string&>{"data.corpus", d.corpus},
+                                     {"data.valid_corpus", d.valid_corpus},
+                                     {"data.test_corpus", d.test_corpus}}) {
     // Built-in corpora have a known kind; paths are checked when they are loaded.
     const bool lm = t.type == "mlm" || t.type == "clm";
     std::string need;
-    if (t.type == "classify" && (d.corpus == "sotu" || d.corpus == "wordnet_qa"))
+    if (t.type == "classify" && (corpus == "sotu" || corpus == "wordnet_qa"))
       need = "a labelled corpus: sentiment or a GLUE-style .tsv";
-    if (t.type == "span_qa" && (d.corpus == "sotu" || d.corpus == "sentiment"))
+    if (t.type == "span_qa" && (corpus == "sotu" || corpus == "sentiment"))
       need = "span QA data: wordnet_qa or a SQuAD v1.1 .json";
-    if (lm && d.corpus == "wordnet_qa") need = "text: sotu, sentiment, a text file or a folder";
+    if (lm && corpus == "wordnet_qa") need = "text: sotu, sentiment, a text file or a folder";
     if (!need.empty())
-      config_fail(src, "data.corpus", "corpus does not fit the task",
-                  fmt::format("'{}' for task '{}'", d.corpus, t.type), need);
+      config_fail(src, key, "corpus does not fit the task",
+                  fmt::format("'{}' for task '{}'", corpus, t.type), need);
+    const bool synthetic = !lm && t.type != "classify" && t.type != "span_qa";
+    if (key != std::string("data.corpus") && !corpus.empty() && synthetic)
+      config_fail(src, key, "the synthetic tasks generate their own data",
+                  fmt::format("'{}' for task '{}'", corpus, t.type), "\"\" (no file)");
   }
   if (!d.tokenizer_file.empty() && d.tokenizer != "sentencepiece")
     config_fail(src, "data.tokenizer_file", "only the sentencepiece tokenizer loads a model file",

@@ -53,6 +53,10 @@ struct DataConfig : ConfigSection {
   // Built-in names (sotu, sentiment, wordnet_qa) or a path: a text file, a folder of .txt
   // files, a GLUE-style .tsv, or a SQuAD v1.1 .json.
   std::string corpus = "sotu";
+  // Validation / test documents from their own file (e.g. SQuAD's dev-v1.1.json, GLUE's
+  // dev.tsv) instead of a share of `corpus`; empty = split `corpus` by the fractions below.
+  std::string valid_corpus;
+  std::string test_corpus;
   std::string cache_dir = "data";  // fetched data and trained tokenizers (git-ignored)
   std::string tokenizer = "bytes"; // bytes | sentencepiece | wordpiece
   int64_t vocab_size = 4000;       // sentencepiece vocabulary
@@ -75,6 +79,8 @@ struct DataConfig : ConfigSection {
   template <class V>
   void visit(V& v) {
     v("corpus", corpus, "built-in name or path");
+    v("valid_corpus", valid_corpus, "validation documents from this file instead of a split");
+    v("test_corpus", test_corpus, "test documents from this file instead of a split");
     v("cache_dir", cache_dir, "data cache folder");
     v.choice("tokenizer", tokenizer, {"bytes", "sentencepiece", "wordpiece"}, "tokenizer");
     v("vocab_size", vocab_size, "sentencepiece vocabulary size");

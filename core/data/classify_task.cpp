@@ -31,9 +31,7 @@ class ClassifyTaskData : public TaskData {
       labels.push_back(d.label);
       pairs_ = pairs_ || !d.text_b.empty();
     }
-    split_ =
-        make_document_split(static_cast<int64_t>(docs_.size()), &labels, cfg.data.valid_fraction,
-                            cfg.data.test_fraction, cfg.data.split_seed, "corpus " + corpus.name);
+    split_ = split_corpus(docs_, &labels, cfg.data, "corpus " + corpus.name);
     std::vector<std::string> train_texts;
     for (int64_t id : split_.train) {
       train_texts.push_back(docs_[id].text);

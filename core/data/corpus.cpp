@@ -57,46 +57,82 @@ std::string resolve_cache_dir(const DataConfig& d) {
   return (std::filesystem::path(RELPOS_SOURCE_DIR) / p).lexically_normal().string();
 }
 
-Corpus load_corpus(const Config& cfg) {
+namespace {
+
+// One corpus named by `name` (the value of config key `key`), capped.
+Corpus load_one(const Config& cfg, const std::string& key, const std::string& name) {
   const DataConfig& d = cfg.data;
   const std::string cache = resolve_cache_dir(d);
   Corpus c;
-  if (d.corpus == "sotu") {
+  if (name == "sotu") {
     c = load_sotu(cache + "/sotu");
-  } else if (d.corpus == "sentiment") {
+  } else if (name == "sentiment") {
     c = load_sentiment(cache + "/sentiment");
-  } else if (d.corpus == "wordnet_qa") {
+  } else if (name == "wordnet_qa") {
     c = load_wordnet_qa(wordnet_dir(cache));
   } else {
     namespace fs = std::filesystem;
-    const fs::path p(d.corpus);
+    const fs::path p(name);
     if (fs::is_directory(p)) {
-      c = load_text_folder(d.corpus);
+      c = load_text_folder(name);
     } else if (!fs::exists(p)) {
-      throw DataError(
-          fmt::format("data.corpus: '{}' is neither a built-in corpus (sotu, "
-                      "sentiment, wordnet_qa) nor an existing file or folder",
-                      d.corpus));
-    } else if (ends_with(d.corpus, ".tsv")) {
+      throw DataError(fmt::format("{}: '{}' is neither a built-in corpus (sotu, sentiment, "
+                                  "wordnet_qa) nor an existing file or folder",
+                                  key, name));
+    } else if (ends_with(name, ".tsv")) {
       TsvOptions o;
       o.text_columns = d.tsv_text_columns;
       o.label_column = d.tsv_label_column;
       o.label_names = d.label_names;
       o.num_classes = cfg.task.num_classes;
-      c = load_tsv(d.corpus, o);
-    } else if (ends_with(d.corpus, ".json")) {
-      c = load_squad(d.corpus);
+      c = load_tsv(name, o);
+    } else if (ends_with(name, ".json")) {
+      c = load_squad(name);
     } else {
-      c = load_text_file(d.corpus);
+      c = load_text_file(name);
     }
   }
   cap_documents(c, d.max_documents);
   cap_chars(c, d.max_chars);
   if (c.documents.empty())
-    throw DataError(
-        fmt::format("corpus '{}': empty after data.max_documents = {} and "
-                    "data.max_chars = {}",
-                    c.name, d.max_documents, d.max_chars));
+    throw DataError(fmt::format("{} '{}': empty after data.max_documents = {} and "
+                                "data.max_chars = {}",
+                                key, c.name, d.max_documents, d.max_chars));
+  return c;
+}
+
+// Appends `extra`'s documents (and QA questions and contexts, re-indexed) to `c`, marked as
+// split `split`.
+void append_split(Corpus& c, Corpus extra, int split, const std::string& key) {
+  if (extra.kind != c.kind)
+    throw DataError(fmt::format("{} '{}' is {} data, but data.corpus '{}' is {} data", key,
+                                extra.name, corpus_kind_name(extra.kind), c.name,
+                                corpus_kind_name(c.kind)),
+                    "give the same kind of file for the corpus and its validation / test file");
+  const auto doc0 = static_cast<int64_t>(c.documents.size());
+  const auto ctx0 = static_cast<int64_t>(c.contexts.size());
+  for (auto& doc : extra.documents) {
+    doc.fixed_split = split;
+    c.documents.push_back(std::move(doc));
+  }
+  for (auto& ctx : extra.contexts) c.contexts.push_back(std::move(ctx));
+  for (auto& q : extra.questions) {
+    q.document += doc0;
+    q.context += ctx0;
+    c.questions.push_back(std::move(q));
+  }
+  c.source += fmt::format("; {}: {}", split == 1 ? "validation" : "test", extra.source);
+}
+
+}  // namespace
+
+Corpus load_corpus(const Config& cfg) {
+  const DataConfig& d = cfg.data;
+  Corpus c = load_one(cfg, "data.corpus", d.corpus);
+  if (!d.valid_corpus.empty())
+    append_split(c, load_one(cfg, "data.valid_corpus", d.valid_corpus), 1, "data.valid_corpus");
+  if (!d.test_corpus.empty())
+    append_split(c, load_one(cfg, "data.test_corpus", d.test_corpus), 2, "data.test_corpus");
   return c;
 }
 

@@ -17,6 +17,9 @@ struct Document {
   std::string text;    // the text (first sentence of a pair)
   std::string text_b;  // second sentence of a pair (TSV with two text columns), else empty
   int64_t label = -1;  // class in [0, num_classes), -1 when unlabelled
+  // -1: split by data.split_seed; 1 / 2: a validation / test document read from
+  // data.valid_corpus / data.test_corpus (see split_corpus in split.h).
+  int fixed_split = -1;
 };
 
 struct QaExample {
@@ -46,7 +49,9 @@ const char* corpus_kind_name(CorpusKind k);
 
 // Built-in names (sotu, sentiment, wordnet_qa) and paths; applies data.max_documents and
 // data.max_chars. Throws DataError, with the hint "run scripts/fetch_data.sh" when a built-in
-// corpus is not in data.cache_dir.
+// corpus is not in data.cache_dir. data.valid_corpus and data.test_corpus, when given, are
+// loaded the same way (each capped on its own), must be the same kind of data, and are appended
+// with their documents' fixed_split set.
 Corpus load_corpus(const Config& cfg);
 
 // The data cache folder of a config: a relative data.cache_dir is relative to the repository

@@ -33,8 +33,8 @@ std::vector<Document> pieces_of(const std::vector<Document>& docs) {
     while (pos < d.text.size()) {
       size_t end = std::min(d.text.size(), pos + target);
       while (end < d.text.size() && !std::isspace(static_cast<unsigned char>(d.text[end]))) ++end;
-      out.push_back(
-          {fmt::format("{} part {}", d.name, part++), d.text.substr(pos, end - pos), "", -1});
+      out.push_back({fmt::format("{} part {}", d.name, part++), d.text.substr(pos, end - pos), "",
+                     -1, d.fixed_split});
       pos = end;
     }
   }
@@ -56,9 +56,7 @@ class LmTaskData : public TaskData {
       note = fmt::format("; {} document(s) cut into pieces", docs.size());
       docs = pieces_of(docs);
     }
-    split_ =
-        make_document_split(static_cast<int64_t>(docs.size()), nullptr, cfg.data.valid_fraction,
-                            cfg.data.test_fraction, cfg.data.split_seed, "corpus " + corpus.name);
+    split_ = split_corpus(docs, nullptr, cfg.data, "corpus " + corpus.name);
     std::vector<std::string> train_texts;
     for (int64_t id : split_.train) train_texts.push_back(docs[id].text);
     tok_ = make_tokenizer(cfg, train_texts);

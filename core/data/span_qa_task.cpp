@@ -43,9 +43,7 @@ class SpanQaTaskData : public TaskData {
                       "and a context (expected >= 8)",
                       T));
     q_cap_ = std::min(cfg.task.max_query_len, T / 2);
-    split_ = make_document_split(static_cast<int64_t>(corpus_.documents.size()), nullptr,
-                                 cfg.data.valid_fraction, cfg.data.test_fraction,
-                                 cfg.data.split_seed, "corpus " + corpus_.name);
+    split_ = split_corpus(corpus_.documents, nullptr, cfg.data, "corpus " + corpus_.name);
     std::vector<int> split_of(corpus_.documents.size());
     for (int64_t d : split_.valid) split_of[d] = 1;
     for (int64_t d : split_.test) split_of[d] = 2;

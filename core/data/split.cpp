@@ -46,4 +46,36 @@ DocumentSplit make_document_split(int64_t n, const std::vector<int64_t>* labels,
   return s;
 }
 
+DocumentSplit split_corpus(const std::vector<Document>& docs, const std::vector<int64_t>* labels,
+                           const DataConfig& d, const std::string& what) {
+  std::vector<int64_t> own;  // documents split by seed, as indices into docs
+  std::vector<int64_t> own_labels;
+  DocumentSplit fixed;
+  for (int64_t i = 0; i < static_cast<int64_t>(docs.size()); ++i) {
+    switch (docs[i].fixed_split) {
+      case 1:
+        fixed.valid.push_back(i);
+        break;
+      case 2:
+        fixed.test.push_back(i);
+        break;
+      default:
+        own.push_back(i);
+        if (labels) own_labels.push_back((*labels)[i]);
+    }
+  }
+  const bool own_valid = d.valid_corpus.empty(), own_test = d.test_corpus.empty();
+  const DocumentSplit s = make_document_split(
+      static_cast<int64_t>(own.size()), labels ? &own_labels : nullptr,
+      own_valid ? d.valid_fraction : 0.0, own_test ? d.test_fraction : 0.0, d.split_seed, what);
+  auto map_into = [&](const std::vector<int64_t>& from, std::vector<int64_t>& to) {
+    for (int64_t k : from) to.push_back(own[k]);
+    std::sort(to.begin(), to.end());
+  };
+  map_into(s.train, fixed.train);
+  map_into(s.valid, fixed.valid);
+  map_into(s.test, fixed.test);
+  return fixed;
+}
+
 }  // namespace relpos

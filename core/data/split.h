@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/data/corpus.h"
+
 namespace relpos {
 
 struct DocumentSplit {
@@ -19,5 +21,13 @@ struct DocumentSplit {
 DocumentSplit make_document_split(int64_t n, const std::vector<int64_t>* labels,
                                   double valid_fraction, double test_fraction, int64_t seed,
                                   const std::string& what);
+
+// The split of a corpus's documents. Documents with a fixed_split (read from data.valid_corpus or
+// data.test_corpus) go to that split; the others are split by make_document_split with
+// data.valid_fraction / data.test_fraction, except that a split with its own file takes no share
+// of them (data.valid_corpus set: every other document not drawn for test trains). `labels`, when
+// given, has one class per document and stratifies the split.
+DocumentSplit split_corpus(const std::vector<Document>& docs, const std::vector<int64_t>* labels,
+                           const DataConfig& d, const std::string& what);
 
 }  // namespace relpos
