@@ -46,6 +46,26 @@ std::string palette_line(Palette p) {
          "1 '#b2182b')";
 }
 
+// Breaks `text` at spaces into lines of at most about `max_chars` characters (UTF-8 code points),
+// so that a long title stays inside its figure instead of being clipped at both edges.
+std::string wrap_title(const std::string& text, int max_chars) {
+  auto length = [](const std::string& w) {
+    int n = 0;
+    for (unsigned char c : w) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  std::istringstream words(text);
+  std::string out, line;
+  for (std::string w; words >> w;) {
+    if (!line.empty() && length(line) + 1 + length(w) > max_chars) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + w;
+  }
+  return out + line;
+}
+
 struct Script {
   std::ostringstream body;  // the panels, drawn once per output format
   std::string stem, title;
@@ -76,7 +96,7 @@ struct Script {
       << "  set output " << quote(stem + ".") << " . fmt\n";
     if (panels > 1)
       s << fmt::format("  set multiplot layout {},{} title {} font \",13\"\n", rows, columns,
-                       quote(title));
+                       quote(wrap_title(title, static_cast<int>(size.width / (0.8 * 13)))));
     s << body.str();
     if (panels > 1) s << "  unset multiplot\n";
     s << "  set output\n}\n";
@@ -84,8 +104,15 @@ struct Script {
   }
 };
 
-std::string panel_title(const std::string& panel, const std::string& figure, size_t panels) {
-  return panels > 1 || !panel.empty() ? panel : figure;
+// A panel's title: its own, or the figure's for a figure of one panel; wrapped to the width of
+// the plot area, over which gnuplot centres it (the panel's width less about 170 px of margins
+// and colour bar), at its font size (12 pt alone, 10 pt in a grid; about 0.8 px per pt per
+// character).
+std::string panel_title(const std::string& panel, const std::string& figure, const Script& s) {
+  const std::string t = s.panels > 1 || !panel.empty() ? panel : figure;
+  const double font = s.panels > 1 ? 10 : 12;
+  const double plot_px = s.size.width / static_cast<double>(s.columns) - 170;
+  return wrap_title(t, std::max(24, static_cast<int>(plot_px / (0.8 * font))));
 }
 
 void write_file(const fs::path& path, const std::string& text) {
@@ -263,7 +290,7 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
     const auto [y_lo, y_hi] = cell_range(p.y);
     auto& b = s.body;
     b << "  # panel " << k + 1 << "\n"
-      << "  set title " << quote(panel_title(p.title, title, panels.size()))
+      << "  set title " << quote(panel_title(p.title, title, s))
       << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
       << "  set xlabel " << quote(p.xlabel) << "\n"
       << "  set ylabel " << quote(p.ylabel) << "\n"
@@ -275,7 +302,10 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
       << (p.top_down ? fmt::format("  set yrange [{}:{}]\n", num(y_hi), num(y_lo))
                      : fmt::format("  set yrange [{}:{}]\n", num(y_lo), num(y_hi)))
       << (p.square ? "  set size ratio -1\n" : "  set size noratio\n")
-      << "  set tics out\n  unset key\n  unset grid\n  set offsets 0, 0, 0, 0\n  set colorbox\n  "
+      << "  set tics out\n  unset key\n  unset grid\n  set offsets 0, 0, 0, 0\n  set colorbox\n"
+      // Room right of the plot for the colour bar's tick labels and its label (automatic margins
+      // let them run into the next panel or off the figure).
+      << "  set rmargin 12\n  "
          "unset arrow\n"
       << "  unset label\n  unset logscale\n  unset y2tics\n  unset y2label\n"
       << "  plot " << quote(stem + ".dat") << " index " << k
@@ -301,7 +331,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         std::any_of(p.curves.begin(), p.curves.end(), [](const Curve& c) { return c.y2; });
     auto& b = s.body;
     b << "  # panel " << k + 1 << "\n"
-      << "  set title " << quote(panel_title(p.title, title, panels.size()))
+      << "  set title " << quote(panel_title(p.title, title, s))
       << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
       << "  set xlabel " << quote(p.xlabel) << "\n"
       << "  set ylabel " << quote(p.ylabel) << "\n"

@@ -81,8 +81,12 @@ ExperimentInfo huang2020_experiment() {
                        {"qa_em", "QA EM", 1, true},
                        {"qa_f1", "QA F1", 1, true},
                        {"cls_accuracy", "classification acc.", 3, true}});
-            table1.note = "Validation splits; mean ± sample std over seeds. QA: the generated "
-                          "WordNet span-QA set (docs/data.md), not SQuAD.";
+            table1.note = fmt::format(
+                "Validation splits; mean ± sample std over seeds. MLM: {}. QA: {}. "
+                "Classification: {}.",
+                validation_data(ctx, "pretrain", ctx.config_file()),
+                validation_data(ctx, "squad", ctx.part_config("squad")),
+                validation_data(ctx, "classify", ctx.part_config("classify")));
             std::vector<analysis::ColumnSpec> inductive_cols;
             for (auto len : ctx.config().eval.lengths)
               inductive_cols.push_back({"accuracy@" + std::to_string(len),

@@ -74,4 +74,23 @@ std::string write_experiment_report(const ExperimentContext& ctx, const std::str
   return md_path.string();
 }
 
+std::string corpus_in_words(const std::string& corpus) {
+  if (corpus == "sotu") return "the State of the Union corpus";
+  if (corpus == "sentiment") return "UCI Sentiment Labelled Sentences";
+  if (corpus == "wordnet_qa") return "the generated WordNet span-QA set (docs/data.md), not SQuAD";
+  return "'" + corpus + "'";
+}
+
+std::string training_data(const ExperimentContext& ctx, const std::string& stage,
+                          const std::string& config_file) {
+  return corpus_in_words(load_config({config_file}, ctx.sets_for(stage)).config.data.corpus);
+}
+
+std::string validation_data(const ExperimentContext& ctx, const std::string& stage,
+                            const std::string& config_file) {
+  const DataConfig d = load_config({config_file}, ctx.sets_for(stage)).config.data;
+  if (!d.valid_corpus.empty()) return corpus_in_words(d.valid_corpus);
+  return fmt::format("a held-out {:g}% of {}", 100 * d.valid_fraction, corpus_in_words(d.corpus));
+}
+
 }  // namespace relpos

@@ -31,4 +31,13 @@ std::vector<RunSummary> summaries(const std::vector<SweepRunStatus>& runs);
 // "params", "train_s", and extrapolation values as "<metric>@<length>".
 std::vector<analysis::RunRecord> records(const std::vector<RunSummary>& runs);
 
+// A corpus value (data.corpus and the like) in words: the built-in sets by name, paths quoted.
+std::string corpus_in_words(const std::string& corpus);
+// What a stage trains on and is validated on, from its config file with the stage's --set
+// overrides: "the State of the Union corpus", "a held-out 5% of ...", "'dev-v1.1.json'".
+std::string training_data(const ExperimentContext& ctx, const std::string& stage,
+                          const std::string& config_file);
+std::string validation_data(const ExperimentContext& ctx, const std::string& stage,
+                            const std::string& config_file);
+
 }  // namespace relpos

@@ -72,10 +72,13 @@ ExperimentInfo tisa2021_experiment() {
                 {}};
             return write_experiment_report(
                 ctx, "TISA on an ALBERT-style model",
-                "Pre-training (MLM on the State of the Union corpus) then fine-tuning on UCI "
-                "Sentiment Labelled Sentences, with factorized embeddings and one block shared "
-                "by every layer. Stage reports: [pretrain](pretrain/report.md), "
-                "[classify](classify/report.md).",
+                fmt::format("Pre-training (MLM on {}) then fine-tuning on {} (validation: {}), "
+                            "with factorized embeddings and one block shared by every layer. "
+                            "Stage reports: [pretrain](pretrain/report.md), "
+                            "[classify](classify/report.md).",
+                            training_data(ctx, "pretrain", ctx.config_file()),
+                            training_data(ctx, "classify", ctx.part_config("classify")),
+                            validation_data(ctx, "classify", ctx.part_config("classify"))),
                 {results, params});
           },
           {"pretrain", "classify"}};

@@ -73,6 +73,44 @@ TEST_CASE("heatmap figure: data file, script, PNG and PDF") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("a long title is wrapped at spaces to its plot's width, not clipped") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("long_title");
+  HeatmapPanel p;
+  p.x = {0, 1};
+  p.y = {0, 1};
+  p.values = Matrix(2, 2);
+  p.values.data = {1, 2, 3, 4};
+  // 900 px wide, one panel at 12 pt: (900 - 170) / (0.8 * 12) = 76 characters a line.
+  const std::string title =
+      "attention layer 0, mean over 12 heads — huang_m4 seed 1 (step 20000) (means of 2×2 "
+      "blocks of the probe-averaged map)";
+  const FigureFiles f = plot_heatmaps(dir.string(), "long", title, {p});
+  const std::string script = slurp(f.script);
+  const size_t at = script.find("  set title \"");
+  REQUIRE(at != std::string::npos);
+  const std::string line = script.substr(at + 13, script.find('\n', at) - at - 13);
+  // Two lines, split at a space, the words in order, each line at most 76 code points.
+  const size_t br = line.find("\\n");
+  REQUIRE(br != std::string::npos);
+  CHECK(line.find("\\n", br + 1) == std::string::npos);
+  const std::string first = line.substr(0, br);
+  const std::string second = line.substr(br + 2, line.find('"') - br - 2);
+  CHECK(first + " " + second == title);
+  auto code_points = [](const std::string& t) {
+    int n = 0;
+    for (unsigned char c : t) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  CHECK(code_points(first) <= 76);
+  CHECK(code_points(second) <= 76);
+  CHECK(script.find("set rmargin 12") != std::string::npos);  // room for the colour bar
+  fs::remove_all(dir);
+}
+
 TEST_CASE("curves figure with a second axis, a marked x and a gap") {
   if (find_gnuplot().empty()) {
     MESSAGE("gnuplot not installed: figure test skipped");

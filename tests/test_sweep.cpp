@@ -9,6 +9,7 @@
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "experiments/experiment.h"
+#include "experiments/report_util.h"
 #include "experiments/sweep.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"
@@ -116,6 +117,15 @@ TEST_CASE("reproduce: --set STAGE:key=value reaches that stage's runs only") {
   CHECK(ctx.sets_for("dropin") == ctx.sets());
   CHECK(ctx.config().seed == 7);  // the experiment config sees the global overrides only
   CHECK(ctx.config().data.corpus == "sotu");
+
+  // The report names the data each stage is validated on, with the stage's overrides.
+  o.sets = {"squad:data.valid_corpus=dev-v1.1.json"};
+  ExperimentContext with_dev(o, stages);
+  CHECK(validation_data(with_dev, "squad", with_dev.part_config("squad")) == "'dev-v1.1.json'");
+  CHECK(validation_data(with_dev, "classify", with_dev.part_config("classify")) ==
+        "a held-out 5% of UCI Sentiment Labelled Sentences");
+  CHECK(training_data(with_dev, "pretrain", with_dev.config_file()) ==
+        "the State of the Union corpus");
 
   o.sets = {"pretrian:seed=1"};
   CHECK_THROWS_WITH_AS(ExperimentContext(o, stages),

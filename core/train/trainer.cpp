@@ -172,9 +172,21 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   model->to(device);
   auto optimizer = make_optimizer(*model, cfg.train);
   const auto snaps = snapshot_steps(cfg.snapshots, cfg.train.steps);
-  if (dp.is_main())
+  if (dp.is_main()) {
     check_free_space(dir, estimated_run_bytes(cfg, *model, static_cast<int64_t>(snaps.size())),
                      "this run (checkpoints and run.h5)");
+    // Paper-size models make big snapshots: say so before the first one is written.
+    const int64_t probe_len = cfg.snapshots.probe_len > 0 ? cfg.snapshots.probe_len : cfg.task.seq_len;
+    const double map_bytes = 4.0 * static_cast<double>(cfg.model.layers * cfg.model.heads) *
+                             static_cast<double>(probe_len * probe_len);
+    if (static_cast<double>(snaps.size()) * map_bytes > 1e9)
+      progress.message(fmt::format(
+          "run.h5: {} snapshots of attention maps ({} layers x {} heads at probe length {}, {:.0f} "
+          "MB each) take {:.1f} GB, plus the position-only scores; a lower snapshots.probe_len "
+          "or snapshots.every_percent makes them smaller",
+          snaps.size(), cfg.model.layers, cfg.model.heads, probe_len, map_bytes / 1e6,
+          static_cast<double>(snaps.size()) * map_bytes / 1e9));
+  }
 
   TrainState state;
   std::string init_note;
