@@ -561,6 +561,10 @@ TEST_CASE("config: every shipped experiment config loads and validates") {
     ++files;
     Config c;
     REQUIRE_NOTHROW(c = load_config({file}).config);
+    // An experiment's main config (mini.yaml, paper.yaml) evaluates lengths from its training
+    // length up: a paper config that inherits the mini lengths would evaluate below it.
+    if (!c.eval.lengths.empty() && e.path().stem().string().find('-') == std::string::npos)
+      CHECK(c.eval.lengths.front() == c.task.seq_len);
     // Each position variant of the file's own grid (the sweep's points).
     std::vector<std::string> variants = {""};
     for (const auto& g : c.sweep.grid)
