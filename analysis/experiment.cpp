@@ -206,7 +206,7 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
         "length." +
         (note.empty() ? std::string() : " Evaluation: " + note + ".");
     for (const auto& [g, reasons] : not_applicable)
-      for (const auto& why : reasons) t.note += fmt::format(" Not applicable for {}: {}.", g, why);
+      for (const auto& why : reasons) t.note += fmt::format(" Not applicable for {}, at {}.", g, why);
     const std::string stem = "extrapolation_" + col;
     write_table(t, tables.string(), stem);
     if (draw && !lines.empty())

@@ -19,6 +19,11 @@ struct ReportSection {
   std::vector<std::pair<std::string, std::string>> figures;  // (PNG path, caption); copied to figures/
 };
 
+// tisa2021's table(s) of positional parameter counts for every variant: at the experiment's
+// model size and at ALBERT-base size (the experiment's config with ALBERT-base dimensions), or
+// one table when the two sizes are the same (the paper scale).
+ReportSection tisa2021_parameter_section(const Config& own, const std::string& config_file);
+
 // Writes DIR/report.md and DIR/report.html; returns the Markdown path.
 std::string write_experiment_report(const ExperimentContext& ctx, const std::string& title,
                                     const std::string& intro,

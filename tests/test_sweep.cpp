@@ -136,3 +136,32 @@ TEST_CASE("reproduce: --set STAGE:key=value reaches that stage's runs only") {
   o.sets = {"pretrain:seed=1"};
   CHECK_THROWS_AS(ExperimentContext(o, {}), ConfigError);
 }
+
+TEST_CASE("tisa2021: positional parameters at the experiment's size and at ALBERT-base size") {
+  // ALBERT-base (Lan et al. 2020): one block shared by 12 layers, D = 768, H = 12, E = 128.
+  // Learned: a 512 × E table = 65,536; TISA: 3 parameters per kernel, 5 kernels, 12 heads, one
+  // set for the shared block = 180 (Wennberg & Henter 2021 count 3·S·H per layer).
+  const auto row = [](const analysis::Table& t, const std::string& name) {
+    for (const auto& r : t.rows)
+      if (r[0].text == name) return r[1].samples.at(0);
+    FAIL("no row " << name);
+    return -1.0;
+  };
+  const std::string mini = config_path("experiments/tisa2021/mini.yaml");
+  const ReportSection two = tisa2021_parameter_section(load_config({mini}).config, mini);
+  REQUIRE(two.tables.size() == 2);
+  CHECK(two.table_stems == std::vector<std::string>{"parameters_mini", "parameters_albert_base"});
+  CHECK(row(two.tables[0], "learned") == 128.0 * 32.0);  // mini.yaml: max_len 128, E = 32
+  CHECK(row(two.tables[0], "tisa") == 3.0 * 5.0 * 4.0);   // 4 heads
+  CHECK(row(two.tables[1], "learned") == 65536.0);
+  CHECK(row(two.tables[1], "tisa") == 180.0);
+  CHECK(row(two.tables[1], "none") == 0.0);
+
+  // The paper scale is ALBERT-base size: the same table twice would say nothing, so one.
+  const std::string paper = config_path("experiments/tisa2021/paper.yaml");
+  const ReportSection one = tisa2021_parameter_section(load_config({paper}).config, paper);
+  REQUIRE(one.tables.size() == 1);
+  CHECK(one.table_stems == std::vector<std::string>{"parameters_albert_base"});
+  CHECK(row(one.tables[0], "learned") == 65536.0);
+  CHECK(row(one.tables[0], "tisa") == 180.0);
+}

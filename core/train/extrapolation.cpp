@@ -1,8 +1,10 @@
 #include "core/train/extrapolation.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/nn/functional/loss.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -174,8 +176,18 @@ void save_extrapolation(const std::string& dir, const LoadedRun& run,
       auto it = rows[i].metrics.find(names[c]);
       if (it != rows[i].metrics.end()) cols[c][i] = it->second;
     }
-    if (!rows[i].applicable) notes += fmt::format("{}{}: {}", notes.empty() ? "" : "; ", rows[i].length, rows[i].note);
   }
+  // "128, 256: reason; 512: other reason": lengths with the same reason share it.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> reasons;
+  for (const auto& r : rows) {
+    if (r.applicable) continue;
+    auto it = std::find_if(reasons.begin(), reasons.end(),
+                           [&](const auto& p) { return p.first == r.note; });
+    if (it == reasons.end()) reasons.push_back({r.note, {r.length}});
+    else it->second.push_back(r.length);
+  }
+  for (const auto& [why, lens] : reasons)
+    notes += fmt::format("{}{}: {}", notes.empty() ? "" : "; ", fmt::join(lens, ", "), why);
   std::vector<NamedTensor> columns{{"length", length, {"row"}}, {"applicable", applicable, {"row"}}};
   for (size_t c = 0; c < names.size(); ++c) columns.push_back({names[c], cols[c], {"row"}});
   const Config& cfg = run.config.config;
