@@ -159,7 +159,9 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     if (r.info.train_length > 0) ++train_lengths[r.info.train_length];
     if (note.empty())
       for (const auto& [k, v] : e.attrs)
-        if (k != "not_applicable") note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
+        // stride 0: no sliding window was run (MLM), so nothing to say about it.
+        if (k != "not_applicable" && !(k == "stride" && v == "0"))
+          note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
     if (auto it = e.attrs.find("not_applicable"); it != e.attrs.end() && !it->second.empty())
       not_applicable[r.info.group].insert(it->second);
   }

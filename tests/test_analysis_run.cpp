@@ -141,6 +141,8 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
     s.run.train_length = 64;
     s.run.extrapolation.length = {64, 128, 256};
     s.run.extrapolation.columns = {{"valid_ppl", {10.0 + k, 12.0, k < 2 ? NAN : 13.0}}};
+    s.run.extrapolation.attrs = {{"split", "test"}, {"stride", "0"}, {"task", "mlm"},
+                                 {"not_applicable", k < 2 ? "256: beyond the table" : ""}};
     srcs.push_back(std::move(s));
   }
   std::vector<const RunSource*> ptrs;
@@ -163,6 +165,13 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   CHECK(extra[2] == "| variant | 64 (train) | 128 | 256 |");
   CHECK(extra[4] == "| learned+alibi | 10.500 ± 0.707 | 12.000 ± 0.000 | — |");
   CHECK(extra[5] == "| alibi | 12.000 | 12.000 | 13.000 |");
+  // The note quotes the evaluation attributes; stride 0 (no sliding window) is left out, and a
+  // reason shared by the runs of a group is given once.
+  REQUIRE(extra.size() >= 8);
+  CHECK(extra[7] ==
+        "Columns: evaluation length in tokens. —: not evaluated or not applicable at that length. "
+        "Evaluation: split: test; task: mlm. Not applicable for learned+alibi, at 256: beyond the "
+        "table.");
   CHECK(lines(dir / "tables" / "final_invariance.csv").size() == 4);
   CHECK(fs::exists(dir / "tables" / "final_invariance_correlation.tex"));
   CHECK(fs::exists(dir / "run1" / "analysis.h5"));
