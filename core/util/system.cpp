@@ -35,15 +35,17 @@ std::string run_capture(const std::string& cmd) {
 
 }  // namespace
 
-std::string git_commit() {
-  const std::string dir = RELPOS_SOURCE_DIR;
+std::string git_commit() { return git_commit_of(RELPOS_SOURCE_DIR); }
+
+std::string git_commit_of(const std::string& dir) {
   std::string head = run_capture("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
   if (head.empty()) return "unknown";
   // results/ holds outputs (the committed experiment results, rewritten by the runs
-  // themselves), not source: changes there do not make the code "dirty".
-  const std::string dirty = run_capture("git -C '" + dir +
-                                        "' status --porcelain --untracked-files=no -- . "
-                                        "':(exclude)results' 2>/dev/null");
+  // themselves) and docs/ and *.md files prose: changes there do not make the code "dirty".
+  const std::string dirty = run_capture(
+      "git -C '" + dir +
+      "' status --porcelain --untracked-files=no -- . ':(exclude)results' ':(exclude)docs' "
+      "':(exclude)*.md' 2>/dev/null");
   return dirty.empty() ? head : head + "-dirty";
 }
 

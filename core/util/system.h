@@ -6,7 +6,10 @@
 namespace relpos {
 
 std::string utc_timestamp();      // "2026-11-22T17:45:03Z"
-std::string git_commit();         // HEAD of the source tree (+"-dirty" when tracked files outside results/ changed), or "unknown"
+// HEAD of the source tree, +"-dirty" when tracked files other than results/, docs/ and *.md
+// differ from it, or "unknown" outside a git checkout. git_commit_of: the same for DIR.
+std::string git_commit();
+std::string git_commit_of(const std::string& dir);
 std::string torch_version();      // "1.13.0"
 std::string machine_summary();    // "Intel(R) Xeon(R) Processor, 2 cores" (from /proc/cpuinfo)
 
