@@ -159,7 +159,7 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     if (r.info.train_length > 0) ++train_lengths[r.info.train_length];
     if (note.empty())
       for (const auto& [k, v] : e.attrs)
-        // stride 0: no sliding window was run (MLM), so nothing to say about it.
+        // stride 0 means the sliding window was off (always so for MLM): nothing to report.
         if (k != "not_applicable" && !(k == "stride" && v == "0"))
           note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
     if (auto it = e.attrs.find("not_applicable"); it != e.attrs.end() && !it->second.empty())
