@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <fstream>
 #include <regex>
 
 #include "core/io/run_file.h"
@@ -225,11 +226,48 @@ TEST_CASE("relpos train --nproc 2: SIGINT during rank 0's evaluation stops every
   for (int64_t i = 0; i < 4; ++i) CHECK(losses[i].first == i + 1);
 }
 
+namespace {
+
+// The pid written in a run folder's lock file by the process that holds it ("pid N, what").
+pid_t lock_holder(const std::string& dir) {
+  std::ifstream in(FolderLock::lock_path(dir));
+  std::string word;
+  long pid = 0;
+  in >> word >> pid;
+  return word == "pid" ? static_cast<pid_t>(pid) : 0;
+}
+
+// Pauses each run (SIGSTOP) as soon as its metrics.jsonl has `lines` lines, so that a run that
+// the scheduler favours cannot finish while the other is still starting; true once every run
+// is paused mid-run. `paused` receives the pids, to be continued (SIGCONT) by the caller.
+bool pause_runs_at(const std::vector<std::string>& runs, int64_t lines, Child& sweep,
+                   std::vector<pid_t>& paused) {
+  std::vector<bool> held(runs.size(), false);
+  return wait_until(
+      [&] {
+        for (size_t i = 0; i < runs.size(); ++i) {
+          if (held[i] || count_lines(run_metrics_path(runs[i])) < lines) continue;
+          const pid_t pid = lock_holder(runs[i]);
+          if (pid <= 0 || ::kill(pid, SIGSTOP) != 0) continue;
+          paused.push_back(pid);
+          held[i] = true;
+        }
+        return std::all_of(held.begin(), held.end(), [](bool h) { return h; });
+      },
+      60, [&] { return sweep.running(); });
+}
+
+void continue_runs(const std::vector<pid_t>& paused) {
+  for (const pid_t pid : paused) ::kill(pid, SIGCONT);
+}
+
+}  // namespace
+
 TEST_CASE("relpos sweep: SIGTERM is forwarded, every run checkpoints, the sweep exits 143 / "
           "SIGKILL of the sweep still stops its runs at a checkpoint / the same command continues") {
   TempFolder tmp("sweep");
-  // 200 steps: with 60, on two idle cores one run could finish (~1 s) before the other had
-  // logged the lines the test waits for.
+  // 200 steps, and each run is paused (SIGSTOP) at the line count the test waits for: on a
+  // loaded machine one run could otherwise finish before the other had started (seen in CI).
   auto sets = tiny_run(tmp.str("cache"), 200);
   train_here(sets, tmp.str("ref"));  // seed 1, the sweep's first point
   const std::string exp = tmp.str("exp");
@@ -237,17 +275,14 @@ TEST_CASE("relpos sweep: SIGTERM is forwarded, every run checkpoints, the sweep 
                                 "--grid", "seed=1,2", "--jobs", "2", "--threads", "1"};
   for (const auto& s : sets) args.insert(args.end(), {"--set", s});
   const std::string run1 = exp + "/seed1", run2 = exp + "/seed2";
-  auto both_past = [&](int64_t lines) {
-    return [&, lines] {
-      return count_lines(run_metrics_path(run1)) >= lines &&
-             count_lines(run_metrics_path(run2)) >= lines;
-    };
-  };
-
   {
     Child sweep(args, tmp.str("sweep1.log"));
-    REQUIRE(wait_until(both_past(8), 60, [&] { return sweep.running(); }));
+    std::vector<pid_t> paused;
+    const bool held = pause_runs_at({run1, run2}, 8, sweep, paused);
+    if (!held) continue_runs(paused);
+    REQUIRE_MESSAGE(held, sweep.output());
     sweep.signal(SIGTERM);
+    continue_runs(paused);  // each run finds the forwarded SIGTERM pending
     const int code = sweep.wait();
     const std::string out = sweep.output();
     CHECK_MESSAGE(code == 143, out);
@@ -269,10 +304,13 @@ TEST_CASE("relpos sweep: SIGTERM is forwarded, every run checkpoints, the sweep 
     // checkpoint and stop.
     Child sweep(args, tmp.str("sweep2.log"));
     const int64_t before = count_lines(run_metrics_path(run1));
-    REQUIRE_MESSAGE(wait_until(both_past(before + 6), 60, [&] { return sweep.running(); }),
-                    sweep.output());
+    std::vector<pid_t> paused;
+    const bool held = pause_runs_at({run1, run2}, before + 6, sweep, paused);
+    if (!held) continue_runs(paused);
+    REQUIRE_MESSAGE(held, sweep.output());
     sweep.signal(SIGKILL);
     CHECK(sweep.wait() == 128 + SIGKILL);
+    continue_runs(paused);  // each run finds the parent-death SIGTERM pending
     for (const auto& run : {run1, run2}) {
       // The run has stopped once its folder lock is free.
       CHECK(wait_until(
