@@ -135,6 +135,11 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
   plan.variants = a.variants.empty() ? Registry::get().names() : a.variants;
   for (const auto& v : plan.variants) (void)a.load({"position.type=" + v});  // names, params
   plan.lengths = a.lengths;
+  if (plan.lengths.empty()) throw ConfigError("bench: --lengths is empty", "for example --lengths 128,512");
+  for (const int64_t L : plan.lengths)  // checked once here, not failed once per child
+    if (L < 2)
+      throw ConfigError(fmt::format("bench: --lengths: {} is too short (expected lengths >= 2)", L),
+                        "for example --lengths 128,512");
   if (a.direct == "auto") {
     plan.direct = default_direct_variants(plan.variants);
   } else if (a.direct != "none") {

@@ -59,7 +59,7 @@ Command add_eval(CLI::App& app) {
             std::cout << fmt::format("length extrapolation of {} (trained at T={}):\n", a->run,
                                      run.config.config.task.seq_len);
             for (const auto& r : rows) {
-              std::string line = fmt::format("  T={:<6}", r.length);
+              std::string line = fmt::format("  T={:<6} ", r.length);
               if (!r.applicable) line += "n/a: " + r.note;
               for (const auto& [k, v] : r.metrics) line += fmt::format("  {} {:.4f}", k, v);
               std::cout << line << "\n";

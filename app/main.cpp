@@ -44,7 +44,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // Like every other error: one error: line, a hint, exit status 2.
+    std::string name;
+    for (const auto& c : commands)
+      if (c.cmd->parsed()) name = " " + c.cmd->get_name();
+    std::cerr << "error: " << e.what() << "\n"
+              << "hint: relpos" << name << " --help lists the options and their values\n";
+    return 2;
   }
   try {
     for (const auto& c : commands)

@@ -287,6 +287,11 @@ TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and h
       {"corrupt checkpoint (eval)", {"eval", "--run", f + "damaged", "--lengths", "16"},
        {"error: checkpoint '" + run_checkpoint_path(f + "damaged") + "' is corrupt: checksum"},
        "hint: a checkpoint is replaced atomically"},
+      {"unparsable option value", {"eval", "--run", run, "--lengths", "16,abc"},
+       {"error: ", "--lengths", "16,abc"}, "hint: relpos eval --help lists the options"},
+      {"bench length below 2", {"bench", "--variants", "none", "--lengths", "1"},
+       {"error: bench: --lengths: 1 is too short (expected lengths >= 2)"},
+       "hint: for example --lengths 128,512"},
       {"corrupt checkpoint (resume)", {"train", "--resume", "--out", f + "damaged", "--quiet"},
        {"error: checkpoint '" + run_checkpoint_path(f + "damaged") + "' is corrupt: checksum"},
        "hint: a checkpoint is replaced atomically"},
@@ -303,7 +308,7 @@ TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and h
   // Lengths with the same reason share it in the attribute that tables quote.
   auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16,64,128"}, f + "log");
   CHECK_MESSAGE(code == 0, out);
-  CHECK_MESSAGE(contains(out, "T=64    n/a: beyond the learned position table (max_len 32)"), out);
+  CHECK_MESSAGE(contains(out, "T=64     n/a: beyond the learned position table (max_len 32)"), out);
   auto r = RunFileReader::open(run_h5_path(run));
   CHECK(r->attribute("/eval/extrapolation", "not_applicable") ==
         "64, 128: beyond the learned position table (max_len 32); set "

@@ -3,6 +3,8 @@
 // loop that runs the model on one window at a time and sums log-probabilities itself.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "core/train/extrapolation.h"
@@ -79,4 +81,50 @@ TEST_CASE("eval (clm): chunk and sliding-window perplexity equal a window-by-win
     // Every scored position of the sliding protocol is a different token of the stream.
     CHECK(n_windows == L + eo.stride * static_cast<double>(windows.size() - 1));
   }
+}
+
+TEST_CASE("eval (mlm): a length longer than the test text is not applicable, not a shorter row "
+          "labelled with that length") {
+  test::TempFolder tmp("extrapolation_mlm");
+  const std::string dir = tmp.str("run");
+  auto sets = test::tiny_run(tmp.str("cache"), 3);
+  sets.insert(sets.end(), {"position.type=alibi", "task.seq_len=16"});
+  TrainOptions o;
+  o.out_dir = dir;
+  o.quiet = true;
+  REQUIRE(train(load_config({test::config_path("base.yaml")}, sets), o).finished);
+
+  LoadedRun run = load_run(dir);
+  const int64_t n = static_cast<int64_t>(run.data->stream(Split::Test).size());
+  REQUIRE(n > 32);
+  ExtrapolationOptions eo;
+  // A row of length L holds a [CLS] token and L-1 stream tokens: n+1 is the longest length the
+  // test text fills.
+  eo.lengths = {32, n + 1, n + 2, 4 * n};
+  const auto rows = evaluate_lengths(run, eo);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].applicable);
+  CHECK(rows[1].applicable);
+  CHECK(rows[1].metrics.count("accuracy") == 1);
+  for (int i : {2, 3}) {
+    CAPTURE(rows[i].length);
+    CHECK_FALSE(rows[i].applicable);
+    CHECK(rows[i].metrics.empty());
+    CHECK(rows[i].note == fmt::format("test stream ({} tokens) shorter than the length", n));
+  }
+}
+
+TEST_CASE("eval: a length whose attention scores exceed memory is named with the bytes it needs") {
+  // 2 (scores and probabilities) x batch x heads x L^2 x 4 bytes.
+  const double GB = 1024.0 * 1024.0 * 1024.0;
+  CHECK(attention_memory_note(1, 4, 1 << 14, 8 * GB) == "");  // exactly 8 GB fits
+  CHECK(attention_memory_note(1, 4, (1 << 14) + 1, 8 * GB) ==
+        "one layer's attention scores need at least 8.0 GB (batch 1, 4 heads), more than this "
+        "machine's 8.0 GB");
+  CHECK(attention_memory_note(2, 12, 100000, 24 * GB) ==
+        "one layer's attention scores need at least 1788.1 GB (batch 2, 12 heads), more than this "
+        "machine's 24.0 GB");
+  // Lengths whose square overflows int64 are computed in floating point, not wrapped.
+  CHECK(attention_memory_note(1, 1, 99999999999, 24 * GB).rfind("one layer's", 0) == 0);
+  CHECK(attention_memory_note(1, 4, 1 << 20, 0) == "");  // memory unknown: no check
 }

@@ -11,6 +11,7 @@
 #include <limits>
 #include <set>
 
+#include "core/bench/child_process.h"
 #include "core/io/run_file.h"
 #include "core/train/objective.h"
 #include "core/train/trainer.h"
@@ -61,6 +62,16 @@ LmSum score_windows(LoadedRun& run, const std::vector<int64_t>& stream,
 
 }  // namespace
 
+std::string attention_memory_note(int64_t batch, int64_t heads, int64_t length, double memory_bytes) {
+  const double L = static_cast<double>(length);
+  const double need = 2.0 * static_cast<double>(batch) * static_cast<double>(heads) * L * L * 4.0;
+  if (memory_bytes <= 0 || need <= memory_bytes) return "";
+  const double GB = 1024.0 * 1024.0 * 1024.0;
+  return fmt::format("one layer's attention scores need at least {:.1f} GB (batch {}, {} heads), "
+                     "more than this machine's {:.1f} GB",
+                     need / GB, batch, heads, memory_bytes / GB);
+}
+
 ExtrapolationOptions extrapolation_options(const Config& cfg) {
   ExtrapolationOptions o;
   o.lengths = cfg.eval.lengths;
@@ -105,7 +116,7 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
     return rows;
   }
 
-  for (int64_t L : o.lengths) {
+  for (int64_t L : o.lengths) try {
     ExtrapolationRow row;
     row.length = L;
     if (L < 2) throw ConfigError(fmt::format("eval: length {} is too short", L), "use lengths >= 2");
@@ -117,12 +128,19 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
       continue;
     }
     const int64_t batch = std::max<int64_t>(1, o.batch_size * cfg.task.seq_len / L);
+    // Checked before anything of that size is allocated; on a GPU an allocation that fails
+    // names the length instead (below).
+    const std::string too_big =
+        run.device.is_cpu()
+            ? attention_memory_note(batch, cfg.model.heads, L, physical_memory_mb() * 1024.0 * 1024.0)
+            : std::string();
     if (task == "clm") {
       const auto& stream = run.data->stream(Split::Test);
       const int64_t N = static_cast<int64_t>(stream.size()) - 1;  // positions with a target
-      if (N < L) {
+      if (N < L || !too_big.empty()) {
         row.applicable = false;
-        row.note = fmt::format("test stream ({} tokens) shorter than the length", N + 1);
+        row.note = N < L ? fmt::format("test stream ({} tokens) shorter than the length", N + 1)
+                         : too_big;
         rows.push_back(row);
         continue;
       }
@@ -148,12 +166,25 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
     } else if (task == "mlm") {
       const int64_t max_batches = std::max<int64_t>(1, o.max_tokens / (batch * L));
       auto batches = run.data->eval_batches(Split::Test, batch, max_batches, L);
-      row.metrics = evaluate(run.model, *run.data, task, Split::Test, batches, run.device);
+      // A test split shorter than one window gives one shorter row: not this length.
+      if (batches.empty() || batches.front().tokens.size(1) < L) {
+        row.applicable = false;
+        row.note = fmt::format("test stream ({} tokens) shorter than the length",
+                               run.data->stream(Split::Test).size());
+      } else if (!too_big.empty()) {
+        row.applicable = false;
+        row.note = too_big;
+      } else {
+        row.metrics = evaluate(run.model, *run.data, task, Split::Test, batches, run.device);
+      }
     } else {
       row.applicable = false;
       row.note = "task '" + task + "' has no length axis to extrapolate along";
     }
     rows.push_back(row);
+  } catch (const c10::Error& e) {  // out of memory, mostly: say at which length
+    throw RunError(fmt::format("eval at length {}: {}", L, e.what_without_backtrace()),
+                   "a shorter length or a smaller eval.batch_size needs less memory");
   }
   return rows;
 }

@@ -5,8 +5,9 @@
 //        last `stride` tokens (the first window scores all) — the protocol of Press et al. 2022.
 //   mlm: masked-token loss and accuracy on test windows of length L.
 //   synthetic tasks: sequence accuracy per test length (the task's own length range).
-// A length beyond what the position encodings support (learned without clamp) is reported as
-// not applicable.
+// A length is reported as not applicable, with the reason, when it is beyond what the position
+// encodings support (learned without clamp), longer than the test text, or when one layer's
+// attention scores at that length would not fit in this machine's memory (CPU runs).
 #pragma once
 
 #include <string>
@@ -34,6 +35,11 @@ struct ExtrapolationRow {
 ExtrapolationOptions extrapolation_options(const Config& cfg);
 
 std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const ExtrapolationOptions& opts);
+
+// Why `batch` sequences of `length` tokens cannot be evaluated in `memory_bytes`, or "" when they
+// can: one layer's attention scores and probabilities (2 x batch x heads x length^2 floats) are
+// a lower bound on what the evaluation holds at once.
+std::string attention_memory_note(int64_t batch, int64_t heads, int64_t length, double memory_bytes);
 
 // Writes /eval/extrapolation into DIR/run.h5 and DIR/eval_extrapolation.csv.
 void save_extrapolation(const std::string& dir, const LoadedRun& run,
