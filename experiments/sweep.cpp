@@ -67,6 +67,12 @@ std::string slug(const std::string& key, const std::string& value) {
 }  // namespace
 
 std::vector<SweepPoint> expand_grid(const std::vector<GridAxis>& axes) {
+  std::set<std::string> keys;
+  for (const auto& axis : axes)
+    if (!keys.insert(axis.key).second)
+      throw ConfigError(fmt::format("--grid: the key '{}' has two axes (a later one would "
+                                    "override the earlier one's values)", axis.key),
+                        fmt::format("list every value in one axis: --grid {}=a,b", axis.key));
   std::vector<SweepPoint> points{SweepPoint{}};
   for (const auto& axis : axes) {
     std::vector<SweepPoint> next;

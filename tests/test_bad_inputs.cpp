@@ -289,6 +289,8 @@ TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and h
        "hint: a checkpoint is replaced atomically"},
       {"unparsable option value", {"eval", "--run", run, "--lengths", "16,abc"},
        {"error: ", "--lengths", "16,abc"}, "hint: relpos eval --help lists the options"},
+      {"sweep --jobs 0", {"sweep", "--grid", "seed=1,2", "--jobs", "0", "--out", f + "sweep"},
+       {"error: ", "--jobs"}, "hint: relpos sweep --help"},
       {"bench length below 2", {"bench", "--variants", "none", "--lengths", "1"},
        {"error: bench: --lengths: 1 is too short (expected lengths >= 2)"},
        "hint: for example --lengths 128,512"},

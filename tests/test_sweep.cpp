@@ -46,6 +46,12 @@ TEST_CASE("sweep: a malformed --grid is an error naming it") {
       CHECK(std::string(e.what()).find("--grid '" + bad + "'") != std::string::npos);
     }
   }
+  // The same key on two axes: the later --set would silently win in every run.
+  CHECK_THROWS_WITH_AS(expand_grid({parse_grid_axis("seed=1"), parse_grid_axis("model.layers=2"),
+                                    parse_grid_axis("seed=2,3")}),
+                       "--grid: the key 'seed' has two axes (a later one would override the "
+                       "earlier one's values)",
+                       ConfigError);
 }
 
 TEST_CASE("sweep: finished runs are skipped, and a folder with result.json but no run.h5 is retrained") {
