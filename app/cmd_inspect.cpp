@@ -1,19 +1,23 @@
-// relpos inspect FILE.h5: the tree of a run file with element types, shapes, axis names and
-// attributes (docs/hdf5-schema.md). Refuses files with a newer schema version.
+// relpos inspect FILE: the tree of a run file with element types, shapes, axis names and
+// attributes (docs/hdf5-schema.md; refuses files with a newer schema version), or what a
+// checkpoint holds (train state, optimizer groups, every tensor's type and shape).
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
 
 namespace relpos::app {
 
 Command add_inspect(CLI::App& app) {
   auto* cmd =
-      app.add_subcommand("inspect", "print the groups, datasets and attributes of a run.h5");
+      app.add_subcommand("inspect", "print what a run.h5 or a checkpoint.pt holds");
   auto file = std::make_shared<std::string>();
-  cmd->add_option("file", *file, "an HDF5 run file (DIR/run.h5)")->required();
+  cmd->add_option("file", *file, "an HDF5 run file (DIR/run.h5) or a checkpoint (DIR/checkpoint.pt)")
+      ->required();
   return {cmd, [file]() {
-            std::cout << describe_run_file(*file);
+            std::cout << (looks_like_checkpoint(*file) ? describe_checkpoint(*file)
+                                                       : describe_run_file(*file));
             return 0;
           }};
 }

@@ -240,6 +240,56 @@ TEST_CASE(
   CHECK(same_state(before, state_of(*net)));  // failed loads changed nothing
 }
 
+TEST_CASE("checkpoint: describe_checkpoint lists the train state and every tensor of the model") {
+  ScratchDir dir("ckpt_describe");
+  torch::manual_seed(5);
+  Net net;
+  auto opt = make_adamw(net, 0.25);
+  train_step(net, opt, 0);
+  TrainState st;
+  st.step = 17;
+  st.has_best = true;
+  st.skipped_batches = 2;
+  const std::string path = dir.file("checkpoint.pt");
+  save_checkpoint(path, *net, opt, st);
+  CHECK(looks_like_checkpoint(path));
+
+  const std::string text = describe_checkpoint(path);
+  CAPTURE(text);
+  CHECK(text.find(path + ": relpos checkpoint, format version 1, " +
+                  std::to_string(std::filesystem::file_size(path)) + " bytes, checksum ok") == 0);
+  for (const char* line : {"  step = 17\n", "  has_best = true\n", "  skipped_batches = 2\n",
+                           "  pending_post_step = false\n", "optimizer: 1 parameter group(s), lr 0.25\n"})
+    CHECK(text.find(line) != std::string::npos);
+  // Every parameter and buffer of the module, by its own name, type and shape.
+  auto listed = [&](const std::string& kind, const torch::OrderedDict<std::string, torch::Tensor>& d) {
+    int64_t values = 0;
+    std::string lines;
+    std::map<std::string, std::string> sorted;
+    for (const auto& item : d) {
+      values += item.value().numel();
+      std::string shape;
+      for (auto n : item.value().sizes()) shape += (shape.empty() ? "" : ", ") + std::to_string(n);
+      sorted[item.key()] = "  " + item.key() + "  float [" + shape + "]\n";
+    }
+    for (const auto& [k, l] : sorted) lines += l;
+    return kind + " (" + std::to_string(d.size()) + " tensors, " + std::to_string(values) +
+           " values):\n" + lines;
+  };
+  CHECK(text.find(listed("parameters", net->named_parameters())) != std::string::npos);
+  CHECK(text.find(listed("buffers", net->named_buffers())) != std::string::npos);
+
+  // Damaged: the same SchemaError as a load; an HDF5 file is not taken for a checkpoint.
+  std::vector<char> bytes = read_bytes(path);
+  bytes[bytes.size() / 2] ^= char(0x5A);
+  write_bytes(dir.file("bad.pt"), bytes);
+  CHECK_THROWS_WITH_AS(describe_checkpoint(dir.file("bad.pt")), doctest::Contains("is corrupt"),
+                       SchemaError);
+  write_bytes(dir.file("run.h5"), {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'});
+  CHECK_FALSE(looks_like_checkpoint(dir.file("run.h5")));
+  CHECK_FALSE(looks_like_checkpoint(dir.file("absent.pt")));
+}
+
 TEST_CASE("checkpoint: a checkpoint of another model is refused, naming parameters and shapes") {
   ScratchDir dir("ckpt_mismatch");
   const std::string path = dir.file("checkpoint.pt");

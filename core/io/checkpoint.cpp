@@ -21,6 +21,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -293,6 +294,62 @@ std::vector<std::string> load_matching_parameters(const std::string& path, torch
         if (!used.count(name)) skipped->push_back(name);
     }
     return not_loaded;
+  });
+}
+
+bool looks_like_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
+}
+
+std::string describe_checkpoint(const std::string& path) {
+  InputArchive archive = open_archive(path, torch::kCPU);
+  return reading(path, [&] {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(path, ec);
+    std::string out =
+        fmt::format("{}: relpos checkpoint, format version {}, {} bytes, checksum ok\n", path,
+                    kCheckpointVersion, ec ? 0 : bytes);
+
+    InputArchive ts;
+    archive.read(kKeyTrainState, ts);
+    out += "train state:\n";
+    for (const auto& key : ts.keys()) {
+      c10::IValue v;
+      ts.read(key, v);
+      std::string value;
+      if (v.isTensor()) {
+        const auto& t = v.toTensor();
+        value = fmt::format("{} {} (generator state)", std::string(t.dtype().name()),
+                            shape_string(t.sizes()));
+      } else if (v.isBool()) {
+        value = v.toBool() ? "true" : "false";
+      } else if (v.isInt()) {
+        value = std::to_string(v.toInt());
+      } else if (v.isDouble()) {
+        value = fmt::format("{}", v.toDouble());
+      } else {
+        value = v.tagKind();
+      }
+      out += fmt::format("  {} = {}\n", key, value);
+    }
+
+    c10::IValue lrs;
+    if (archive.try_read(kKeyOptimizerLr, lrs))
+      out += fmt::format("optimizer: {} parameter group(s), lr {}\n", lrs.toDoubleList().size(),
+                         fmt::join(lrs.toDoubleList().vec(), ", "));
+
+    for (const char* kind : {kKeyParameters, kKeyBuffers}) {
+      const auto tensors = read_tensors(archive, kind);  // a std::map: sorted by name
+      int64_t values = 0;
+      for (const auto& [name, t] : tensors) values += t.numel();
+      out += fmt::format("{} ({} tensors, {} values):\n", kind, tensors.size(), values);
+      for (const auto& [name, t] : tensors)
+        out += fmt::format("  {}  {} {}\n", name, std::string(t.dtype().name()),
+                           shape_string(t.sizes()));
+    }
+    return out;
   });
 }
 

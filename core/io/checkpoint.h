@@ -53,4 +53,13 @@ std::vector<std::string> load_matching_parameters(const std::string& path,
                                                   torch::nn::Module& model,
                                                   std::vector<std::string>* skipped);
 
+// What a checkpoint holds, as text for `relpos inspect`: its format version and size, the train
+// state, the optimizer's parameter groups, and every parameter and buffer with its element type
+// and shape (sorted by name). Verifies the checksum first; throws SchemaError like
+// load_checkpoint for a missing, truncated, corrupt or foreign file.
+std::string describe_checkpoint(const std::string& path);
+
+// True when `path` starts like a checkpoint (a zip archive) rather than an HDF5 file.
+bool looks_like_checkpoint(const std::string& path);
+
 }  // namespace relpos
