@@ -294,6 +294,8 @@ TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and h
       {"bench length below 2", {"bench", "--variants", "none", "--lengths", "1"},
        {"error: bench: --lengths: 1 is too short (expected lengths >= 2)"},
        "hint: for example --lengths 128,512"},
+      {"eval length listed twice", {"eval", "--run", run, "--lengths", "16,8,16"},
+       {"error: eval: length 16 is listed twice"}, "hint: list each length once"},
       {"corrupt checkpoint (inspect)", {"inspect", run_checkpoint_path(f + "damaged")},
        {"error: checkpoint '" + run_checkpoint_path(f + "damaged") + "' is corrupt: checksum"},
        "hint: a checkpoint is replaced atomically"},

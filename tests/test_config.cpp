@@ -359,6 +359,8 @@ TEST_CASE("config: the rules of each variant") {
       {{"position.type=t5_bias", "position.t5_bias.buckets=2"}, "position.t5_bias.buckets: out of range"},
       {{"position.type=t5_bias", "position.t5_bias.max_distance=16"},
        "position.t5_bias.max_distance: out of range (got 16; expected > buckets/2 (16))"},
+      {{"eval.lengths=64,128,64"},
+       "eval.lengths: length listed twice (got 64; expected each length once)"},
       {{"position.type=none+tisa"},
        "position.type: 'none' cannot be stacked with other variants (got none+tisa; expected "
        "'none' alone)"},

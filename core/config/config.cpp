@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/position/registry.h"
 
 namespace relpos {
@@ -189,8 +191,12 @@ void validate(const Config& c, const SourceMap* src) {
       config_fail(src, "snapshots.steps", "snapshot step outside the run", std::to_string(step),
                   fmt::format("steps in [0, {}]", tr.steps));
 
-  for (auto len : c.eval.lengths)
+  for (size_t i = 0; i < c.eval.lengths.size(); ++i) {
+    const int64_t len = c.eval.lengths[i];
     if (len < 2) config_fail(src, "eval.lengths", "evaluation length too short", std::to_string(len), ">= 2");
+    if (std::find(c.eval.lengths.begin(), c.eval.lengths.begin() + i, len) != c.eval.lengths.begin() + i)
+      config_fail(src, "eval.lengths", "length listed twice", std::to_string(len), "each length once");
+  }
   k.at_least("eval.stride", c.eval.stride, 0);
   k.at_least("eval.max_tokens", c.eval.max_tokens, 1);
   k.at_least("eval.batch_size", c.eval.batch_size, 1);

@@ -91,6 +91,12 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
   const int64_t max_len = run.model->transformer->position->max_length();
   std::vector<ExtrapolationRow> rows;
   run.model->eval();
+  std::set<int64_t> seen;  // every length checked before the first is evaluated
+  for (int64_t L : o.lengths) {
+    if (L < 2) throw ConfigError(fmt::format("eval: length {} is too short", L), "use lengths >= 2");
+    if (!seen.insert(L).second)
+      throw ConfigError(fmt::format("eval: length {} is listed twice", L), "list each length once");
+  }
 
   if (is_synthetic_task(task)) {
     auto batches = run.data->eval_batches(Split::Test, o.batch_size, 0);
@@ -119,7 +125,6 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
   for (int64_t L : o.lengths) try {
     ExtrapolationRow row;
     row.length = L;
-    if (L < 2) throw ConfigError(fmt::format("eval: length {} is too short", L), "use lengths >= 2");
     if (max_len >= 0 && L > max_len) {
       row.applicable = false;
       row.note = fmt::format("beyond the learned position table (max_len {}); set "
