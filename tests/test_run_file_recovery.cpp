@@ -279,6 +279,46 @@ TEST_CASE("run file: a damaged run.h5 is read through its shadow and repaired by
                        SchemaError);
 }
 
+TEST_CASE("run file: while run.h5.writing exists the shadow is read, whatever run.h5 holds / "
+          "open_append restores run.h5 from it") {
+  // HDF5 does not always see a torn file: a variable-length string whose heap was half written
+  // when the writer died made the library loop forever (found by the kill test above). The
+  // marker, not a check of run.h5, says which copy is whole.
+  ScratchDir dir("runfile_marker");
+  const std::string path = dir.file("run.h5");
+  const std::string shadow = path + ".shadow";
+  const std::string marker = path + ".writing";
+  CHECK(run_and_kill([&](const std::function<void()>&) {
+    auto w = RunFileWriter::create(path, sample_attributes());
+    write_sample_run(*w);
+    w.release();
+  }));
+  CHECK_FALSE(std::filesystem::exists(marker));  // every write finished
+  // run.h5 replaced by a readable file with one snapshot more: what a write the writer did not
+  // finish could look like to HDF5.
+  {
+    const std::string other = dir.file("other.h5");
+    auto w = RunFileWriter::create(other, sample_attributes());
+    write_sample_run(*w);
+    write_sample_snapshot(*w, 20);
+    w->close();
+    std::filesystem::copy_file(other, path, std::filesystem::copy_options::overwrite_existing);
+  }
+  CHECK(RunFileReader::open(path)->snapshot_steps() == std::vector<int64_t>{0, 10, 20});
+  write_bytes(marker, {'x'});
+  check_flushed_sample(path);  // the shadow: snapshots 0 and 10
+  CHECK(describe_run_file(path).find(shadow + ": relpos run file") == 0);
+
+  auto a = RunFileWriter::open_append(path);
+  CHECK_FALSE(std::filesystem::exists(marker));
+  a->append_metric("loss", 30, 0.5);
+  a->close();
+  CHECK_FALSE(std::filesystem::exists(shadow));
+  auto r = RunFileReader::open(path);
+  CHECK(r->snapshot_steps() == std::vector<int64_t>{0, 10});
+  CHECK(r->metric("loss").first == std::vector<int64_t>{0, 10, 20, 30});
+}
+
 TEST_CASE("run file: incomplete writes are not shown as data") {
   ScratchDir dir("runfile_incomplete");
   const std::string path = dir.file("run.h5");

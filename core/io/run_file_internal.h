@@ -35,6 +35,13 @@ struct OpenedRunFile {
 
 // "DIR/run.h5" -> "DIR/run.h5.shadow".
 std::string shadow_path(const std::string& path);
+// "DIR/run.h5.writing": present while run.h5 itself is being changed (the shadow is then the
+// intact copy). HDF5 cannot always tell a torn file: reading a variable-length string whose heap
+// was half written can loop inside the library, so the marker, not a check, says which to read.
+std::string writing_marker_path(const std::string& path);
+void set_writing_marker(const std::string& path);
+void clear_writing_marker(const std::string& path);
+bool has_writing_marker(const std::string& path);
 
 // Opens `path` (read-only, or read-write for appending) and checks its schema version. Throws
 // SchemaError naming the file when it is missing, has no integer schema_version or a version

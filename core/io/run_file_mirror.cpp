@@ -64,7 +64,10 @@ class MirroredRunFileWriter : public RunFileWriter {
     if (!primary_) return;
     auto primary = std::move(primary_);
     auto shadow = std::move(shadow_);
+    const bool primary_torn = has_writing_marker(path_);  // by a write that failed
+    set_writing_marker(path_);
     primary->close();
+    if (!primary_torn) clear_writing_marker(path_);
     shadow->close();
     // After a failed write (disk full, ...) run.h5 may be torn and the shadow is the intact
     // copy: keep it for the reader and for open_append's repair.
@@ -77,8 +80,12 @@ class MirroredRunFileWriter : public RunFileWriter {
   template <class F>
   void both(F&& op) {
     if (!primary_) throw RunError(fmt::format("run file '{}' is closed", path_));
+    // The marker stays when run.h5's write fails or the process dies in it: readers and
+    // open_append then take the shadow, which this call has not touched yet.
     try {
+      set_writing_marker(path_);
       op(*primary_);
+      clear_writing_marker(path_);
       op(*shadow_);
     } catch (...) {
       failed_ = true;
@@ -111,6 +118,9 @@ std::unique_ptr<RunFileWriter> RunFileWriter::open_append(const std::string& pat
   std::error_code ec;
   const std::string shadow = shadow_path(path);
   try {
+    if (has_writing_marker(path) && std::filesystem::is_regular_file(shadow, ec))
+      throw DamagedRunFile(fmt::format("run file '{}' was being written when its writer stopped",
+                                       path));
     open_intact_run_file(path, /*writable=*/false);
   } catch (const DamagedRunFile&) {
     if (!std::filesystem::is_regular_file(shadow, ec)) throw;
@@ -123,6 +133,7 @@ std::unique_ptr<RunFileWriter> RunFileWriter::open_append(const std::string& pat
     }
     copy_file_atomically(shadow, path);
   }
+  clear_writing_marker(path);
   copy_file_atomically(path, shadow);
   OpenedRunFile opened = open_run_file(path, /*writable=*/true);
   if (opened.version != sc::kSchemaVersion)

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "core/io/h5_util.h"
 #include "core/io/run_file_internal.h"
@@ -15,6 +16,26 @@ namespace relpos {
 namespace sc = schema;
 
 std::string shadow_path(const std::string& path) { return path + ".shadow"; }
+
+std::string writing_marker_path(const std::string& path) { return path + ".writing"; }
+
+void set_writing_marker(const std::string& path) {
+  std::ofstream out(writing_marker_path(path));
+  out << "run.h5 is being written; read " << shadow_path(path) << " until this file is gone\n";
+  if (!out)
+    throw RunError(fmt::format("cannot create '{}'", writing_marker_path(path)),
+                   "check that the folder is writable and has free space");
+}
+
+void clear_writing_marker(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove(writing_marker_path(path), ec);
+}
+
+bool has_writing_marker(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(writing_marker_path(path), ec);
+}
 
 OpenedRunFile open_run_file(const std::string& path, bool writable) {
   h5::quiet();
@@ -94,6 +115,14 @@ OpenedRunFile open_intact_run_file(const std::string& path, bool writable) {
 }
 
 OpenedRunFile open_run_file_or_shadow(const std::string& path) {
+  // run.h5 was being changed (now, or when its writer died): the shadow is the intact copy.
+  if (has_writing_marker(path)) {
+    try {
+      return open_intact_run_file(shadow_path(path), /*writable=*/false);
+    } catch (const SchemaError&) {
+      // No usable shadow: try run.h5 itself below.
+    }
+  }
   try {
     return open_intact_run_file(path, /*writable=*/false);
   } catch (const DamagedRunFile&) {
