@@ -53,7 +53,7 @@ Command add_analyze(CLI::App& app) {
   cmd->add_option("--step", a->step,
                   "snapshot drawn in the weight/attention figures (default: last)");
   cmd->add_option("--radius", a->radius, "relative-weight figures span r in [-R, R]")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->check(at_least_one());
   cmd->add_flag("--no-figures", a->no_figures, "metrics and tables only (no gnuplot needed)");
   cmd->add_option("--group-by", a->group_by,
                   "config keys that label rows of cross-run tables, comma-separated "

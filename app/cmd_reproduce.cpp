@@ -18,7 +18,7 @@ Command add_reproduce(CLI::App& app) {
   cmd->add_option("--scale", o->scale, "mini (2-core CPU, built-in data) or paper (GPU, your corpora)");
   cmd->add_option("--out,-o", o->out_dir, "experiment folder (default results/<name>)");
   cmd->add_option("--jobs,-j", o->jobs, "runs at once (default: the experiment config's sweep.jobs)")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->check(at_least_one());
   cmd->add_option("--set,-s", o->sets,
                   "override a key in every run (--set device=cuda) or in one stage's runs "
                   "(--set squad:data.corpus=train-v1.1.json)");

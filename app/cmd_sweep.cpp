@@ -34,7 +34,7 @@ Command add_sweep(CLI::App& app) {
   a->config.add_to(cmd);
   cmd->add_option("--grid,-g", a->grid, "an axis: key=v1,v2,... (repeatable; default: sweep.grid)");
   cmd->add_option("--jobs,-j", a->jobs, "runs at once (default: sweep.jobs)")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->check(at_least_one());
   cmd->add_option("--threads", a->threads, "threads per run (default: cores / jobs)");
   cmd->add_option("--out,-o", a->out, "experiment folder; one run folder per point")->required();
   cmd->add_option("--emit-slurm", a->slurm, "write a SLURM array job to this file instead of running");

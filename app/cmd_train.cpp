@@ -92,9 +92,9 @@ Command add_train(CLI::App& app) {
   cmd->add_option("--nproc", l->nproc,
                   "data-parallel: start this many ranks on this machine (train.batch_size is the "
                   "global batch; docs/scaling.md)")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->check(at_least_one());
   cmd->add_option("--nnodes", l->nnodes, "with --nproc: nodes, each running the same command")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->check(at_least_one());
   cmd->add_option("--node-rank", l->node_rank, "with --nnodes: this node's index (0 = the master)");
   cmd->add_option("--master-addr", l->master_addr, "with --nnodes: node 0's address");
   cmd->add_option("--master-port", l->master_port, "with --nnodes: a free port on node 0");

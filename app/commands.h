@@ -13,6 +13,9 @@
 
 namespace relpos::app {
 
+// A count option that must be at least 1 (--jobs, --nproc, --nnodes, --radius).
+inline CLI::Validator at_least_one() { return CLI::Range(int64_t{1}, int64_t{100000}); }
+
 using Runner = std::function<int()>;
 struct Command {
   CLI::App* cmd;
