@@ -106,6 +106,9 @@ TEST_CASE("config: unknown keys at every level name the file, line, key and the 
   // From the command line the location is the --set itself.
   CHECK_CONFIG_ERROR(load({"train.stpes=4"}),
                      "command line (--set train.stpes=4): train.stpes: unknown key");
+  // Also when the unknown key is a section the --set itself creates.
+  CHECK_CONFIG_ERROR(load({"snapshot.every_percent=5"}),
+                     "command line (--set snapshot.every_percent=5): snapshot: unknown key");
 }
 
 TEST_CASE("config: an unknown variant lists every registered name") {
@@ -150,6 +153,12 @@ TEST_CASE("config: values of the wrong type") {
                      "position.relative_impl: unknown value (got 'slow'; expected fast | direct)");
   CHECK_CONFIG_ERROR(load({"position.shaw.values=sometimes"}),
                      "position.shaw.values: wrong type (got 'sometimes'; expected true or false)");
+  // Strings must be UTF-8 (a Latin-1 byte, a lone continuation byte, in a list too).
+  CHECK_CONFIG_ERROR(load({"name=caf\xe9"}),
+                     "name: invalid UTF-8 (got byte 0xE9 at byte 3 of the value; expected UTF-8 text)");
+  CHECK_CONFIG_ERROR(load({"data.label_names=[ok, \x80x]"}),
+                     "data.label_names[1]: invalid UTF-8 (got byte 0x80 at byte 0");
+  CHECK(load({"name=caf\xc3\xa9"}).name == "caf\xc3\xa9");
 }
 
 TEST_CASE("config: files that cannot be read") {

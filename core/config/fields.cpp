@@ -7,6 +7,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/data/text_util.h"
+
 namespace relpos {
 
 SourceLocation SourceMap::find(const std::string& path) const {
@@ -67,6 +69,17 @@ namespace {
 void expect_scalar(const YAML::Node& n, const std::string& path, const SourceMap* src,
                    const char* expected) {
   if (!n.IsScalar()) config_fail(src, path, "wrong type", describe_node(n), expected);
+}
+
+// A string value that is not UTF-8 would not survive the resolved config's YAML round trip
+// (found by fuzz/fuzz_config.cpp): refuse it where it is read.
+void check_utf8_value(const std::string& v, const std::string& path, const SourceMap* src) {
+  const size_t bad = utf8_error_offset(v);
+  if (bad != std::string::npos)
+    config_fail(src, path, "invalid UTF-8",
+                fmt::format("byte 0x{:02X} at byte {} of the value",
+                            static_cast<unsigned char>(v[bad]), bad),
+                "UTF-8 text");
 }
 
 bool parse_int(const std::string& s, int64_t& out) {
@@ -162,6 +175,7 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
   }
   expect_scalar(n, path, src, "a string");
   v = n.Scalar();
+  check_utf8_value(v, path, src);
 }
 
 void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
@@ -189,6 +203,7 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
 void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
                 std::vector<std::string>& v) {
   v = list_items(n, path, src, "a list of strings");
+  for (size_t i = 0; i < v.size(); ++i) check_utf8_value(v[i], fmt::format("{}[{}]", path, i), src);
 }
 
 void write_value(YAML::Emitter& out, int64_t v) { out << v; }

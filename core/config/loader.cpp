@@ -195,6 +195,8 @@ void apply_override(LayeredYaml& layers, const std::string& assignment) {
     if (!next.IsDefined() || next.IsNull()) {
       chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
       next = chain.back()[parts[i]];
+      // A map this override creates comes from it: an unknown section is blamed on the --set.
+      layers.sources.set(path, {origin, 0, 0});
     }
     chain.push_back(next);
   }
