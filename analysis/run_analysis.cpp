@@ -92,7 +92,8 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   fs::remove_all(tables);
   fs::remove_all(figures);
   fs::create_directories(tables);
-  const SnapshotOptions so{info.causal, 0};
+  // P·Pᵀ over the positions the run trained (task.seq_len), whatever the probe length.
+  const SnapshotOptions so{info.causal, info.train_length};
   AnalysisFileWriter h5((dir / "analysis.h5").string(),
                         {{"source", (fs::path(info.dir) / "run.h5").string()},
                          {"metric", res.metric},

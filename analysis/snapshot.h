@@ -42,8 +42,9 @@ struct MatrixRow {
 
 struct SnapshotOptions {
   bool causal = false;
-  // Positions of an absolute table used for P·Pᵀ: 0 means the probe length T (the attention
-  // maps' size), or the whole table when the snapshot has no attention.
+  // Positions of an absolute table used for P·Pᵀ (analyze passes the trained length, task.seq_len):
+  // 0 means the probe length T (the attention maps' size), or the whole table when the snapshot
+  // has no attention. Never more than the table's rows.
   int64_t gram_length = 0;
 };
 

@@ -48,8 +48,10 @@ Command add_analyze(CLI::App& app) {
                   "run folder (holds run.h5) or experiment folder (holds run folders)")
       ->required();
   cmd->add_option("--metric", a->metric,
-                  "validation metric set against invariance (default: valid_accuracy, valid_f1, "
-                  "valid_em, valid_ppl or valid_loss, the first present)");
+                  "validation metric set against invariance (default: the task's primary metric, "
+                  "valid_<metric> — valid_accuracy for mlm/classify, valid_ppl for clm, valid_f1 "
+                  "for span_qa, valid_seq_accuracy for synthetic — else the first present of "
+                  "valid_accuracy, valid_f1, valid_em, valid_ppl, valid_loss)");
   cmd->add_option("--step", a->step,
                   "snapshot drawn in the weight/attention figures (default: last)");
   cmd->add_option("--radius", a->radius, "relative-weight figures span r in [-R, R]")

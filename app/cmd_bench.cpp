@@ -214,7 +214,8 @@ Command add_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "bench", "time forward+backward steps and peak memory of position variants across lengths");
   auto a = std::make_shared<BenchArgs>();
-  a->config.add_to(cmd);
+  a->config.add_to(cmd, "configs/base.yaml then configs/bench.yaml, the bench model; a --config "
+                        "replaces both");
   cmd->add_option("--variants", a->variants, "variants to measure (default: every registered one)")
       ->delimiter(',');
   cmd->add_option("--lengths", a->lengths, "sequence lengths T")->delimiter(',')->capture_default_str();

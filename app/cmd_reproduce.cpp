@@ -16,7 +16,7 @@ Command add_reproduce(CLI::App& app) {
   for (const auto& e : experiment_list()) names += (names.empty() ? "" : ", ") + e.name;
   cmd->add_option("name", o->name, "experiment: " + names);
   cmd->add_option("--scale", o->scale, "mini (2-core CPU, built-in data) or paper (GPU, your corpora)");
-  cmd->add_option("--out,-o", o->out_dir, "experiment folder (default results/<name>)");
+  cmd->add_option("--out,-o", o->out_dir, "experiment folder (default results/<name> at --scale mini, results/<name>-<scale> otherwise)");
   cmd->add_option("--jobs,-j", o->jobs, "runs at once (default: the experiment config's sweep.jobs)")
       ->check(at_least_one());
   cmd->add_option("--set,-s", o->sets,

@@ -26,7 +26,8 @@ struct Command {
 struct ConfigArgs {
   std::vector<std::string> configs;
   std::vector<std::string> sets;
-  void add_to(CLI::App* cmd);
+  // default_files: what --help says is used without --config (a command may default otherwise).
+  void add_to(CLI::App* cmd, const std::string& default_files = "configs/base.yaml");
   LoadedConfig load() const;
 };
 

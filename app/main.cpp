@@ -11,9 +11,9 @@
 namespace relpos::app {
 
 
-void ConfigArgs::add_to(CLI::App* cmd) {
+void ConfigArgs::add_to(CLI::App* cmd, const std::string& default_files) {
   cmd->add_option("--config,-c", configs,
-                  "YAML config(s), merged in order (default: configs/base.yaml)");
+                  "YAML config(s), merged in order (default: " + default_files + ")");
   cmd->add_option("--set,-s", sets, "override a key: --set model.layers=4 (repeatable)");
 }
 

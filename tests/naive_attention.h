@@ -1,4 +1,4 @@
-// A naive multi-head attention written with plain loops over b, h, i, j, m (DESIGN.md §1), for
+// A naive multi-head attention written with plain loops over b, h, i, j, m (docs/variants.md), for
 // tests that compare the real layer and a position variant against the paper's formula.
 // The score of each pair is given by a callback written in the test from the variant's formula.
 #pragma once

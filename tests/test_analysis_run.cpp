@@ -225,3 +225,22 @@ TEST_CASE("the report puts commands, provenance, tables and figures together") {
   }
   if (!std::getenv("RELPOS_KEEP_TEST_FIGURES")) fs::remove_all(dir);
 }
+
+TEST_CASE("a run: P·Pᵀ spans the trained length, not the probe length") {
+  // The probe is 24 tokens, the learned table 40 rows; the run trained at 32.
+  const fs::path dir = test::analysis_scratch("gram-length");
+  MemorySource src = sample_run(dir);
+  src.run.train_length = 32;
+  AnalyzeOptions o;
+  o.figures = false;
+  const RunResult res = analyze_run(src, dir.string(), o);
+  const auto& got = res.invariance.at("gram:learned");
+  REQUIRE(got.size() == 3);
+  const auto p = src.snaps.at(100).position.at("learned").at("table").value.narrow(0, 0, 32)
+                     .to(torch::kFloat64);
+  const double want = test::naive_invariance(p.matmul(p.t()), false);
+  CHECK(got[2] == doctest::Approx(want).epsilon(1e-9));
+  const auto p24 = p.narrow(0, 0, 24);
+  CHECK(std::abs(test::naive_invariance(p24.matmul(p24.t()), false) - want) > 1e-6);
+  fs::remove_all(dir);
+}

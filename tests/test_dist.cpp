@@ -126,7 +126,7 @@ TEST_CASE("dist: the launch environment is read like torchrun's, and contradicti
   CHECK(e.world_size == 1);
   CHECK(e.rank == 0);
   CHECK_FALSE(e.distributed());
-  // The Debian LibTorch plus libgloo-dev gives the Gloo backend (DESIGN.md §5); a build whose
+  // The Debian LibTorch plus libgloo-dev gives the Gloo backend (docs/scaling.md); a build whose
   // configure step found no gloo headers (a pytorch.org LibTorch) has none.
   CHECK(test::gloo_built() == bool(RELPOS_EXPECT_GLOO));
   // Variables that contradict each other are a configuration error naming them.

@@ -114,7 +114,7 @@ TEST_CASE("gradcheck: one attention layer, every variant, w.r.t. position parame
         const bool learnable = !inputs.empty();
         inputs.push_back({"input", x});
         check_gradients(loss, inputs);
-        // Every variant of DESIGN.md §2 with parameters is covered here.
+        // Every variant of docs/variants.md with parameters is covered here.
         const bool fixed = name == "none" || name == "sinusoidal" || name == "alibi" ||
                            name == "rope";
         CHECK(learnable != fixed);

@@ -1,6 +1,6 @@
 // The transformer and its heads: LayerNorm placement, ALBERT options (factorized embeddings,
 // shared layers), the tied LM head, classifier/span heads against hand-computed values, key
-// padding, and positional parameter counts against the closed forms of DESIGN.md §2.
+// padding, and positional parameter counts against the closed forms of docs/variants.md.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <torch/nn/functional/activation.h>
@@ -312,7 +312,7 @@ struct Sizes {
   bool shared;
 };
 
-// DESIGN.md §2, positional parameters of each variant in the whole model.
+// docs/variants.md, positional parameters of each variant in the whole model.
 int64_t closed_form(const std::string& name, const Sizes& s) {
   const int64_t d = s.D / s.H, Lp = s.shared ? 1 : s.L, R = 2 * s.K + 1;
   if (name == "learned") return s.max_len * s.E;
@@ -353,7 +353,7 @@ std::string run_output(const std::string& cmd, int& status) {
 
 }  // namespace
 
-TEST_CASE("model: positional parameter counts match DESIGN.md's closed forms") {
+TEST_CASE("model: positional parameter counts match docs/variants.md's closed forms") {
   const std::vector<Sizes> sizes = {{32, 4, 3, 32, 5, 4, 16, 40, false},
                                     {32, 4, 3, 32, 5, 4, 16, 40, true},
                                     {48, 6, 2, 24, 7, 5, 32, 64, false},

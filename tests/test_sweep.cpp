@@ -1,4 +1,4 @@
-// Sweeps: the grid's points and folder names, and which run folders a sweep skips (DESIGN.md §4).
+// Sweeps: the grid's points and folder names, and which run folders a sweep skips (docs/experiments.md).
 #include <doctest/doctest.h>
 
 #include <filesystem>

@@ -1,5 +1,5 @@
 // Every registered position variant against a naive loop written here from its formula
-// (DESIGN.md §2 and the header comment of each core/position/<variant>.cpp): one attention layer
+// (docs/variants.md and the header comment of each core/position/<variant>.cpp): one attention layer
 // plus the variant, float64, bidirectional and causal, clip distances below and above T.
 // Learned tables are read from the variant's parameters; everything fixed (clipping, buckets,
 // slopes, sinusoids, rotations) is recomputed here without calling the variant's helpers.
@@ -212,7 +212,7 @@ Formula tisa_formula(const Setup& s) {
   return f;
 }
 
-// T5's bucket, written from the formula in DESIGN.md §2 / t5_bias.cpp's header (and HF's T5).
+// T5's bucket, written from the formula in docs/variants.md / t5_bias.cpp's header (and HF's T5).
 int64_t naive_t5_bucket(int64_t r, bool causal, int64_t N, int64_t M) {
   int64_t offset = 0, n = 0;
   if (!causal) {

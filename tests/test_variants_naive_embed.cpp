@@ -1,5 +1,5 @@
 // The input-embedding variants (sinusoidal, learned) against their formulas, and the T5 bucket
-// function against values worked out by hand (DESIGN.md §2).
+// function against values worked out by hand (docs/variants.md).
 #include <doctest/doctest.h>
 #include <torch/types.h>
 

@@ -68,7 +68,7 @@ inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).abs().max().item<double>();
 }
 
-// Clipped offset c(r) = max(-K, min(K, r)) (DESIGN.md §1).
+// Clipped offset c(r) = max(-K, min(K, r)) (docs/variants.md).
 inline int64_t clip_offset(int64_t r, int64_t K) { return r < -K ? -K : (r > K ? K : r); }
 
 }  // namespace relpos::test

@@ -1,4 +1,4 @@
-// Synthetic sequence tasks for length generalization (DESIGN.md §3). Symbols are the ids
+// Synthetic sequence tasks for length generalization (docs/data.md). Symbols are the ids
 // 5 .. 5+V-1 (V = task.synthetic_vocab), written s0 .. s{V-1}. The task length n is:
 //   copy      input n symbols, output the same n symbols
 //   reverse   output the input reversed

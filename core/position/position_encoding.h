@@ -1,5 +1,5 @@
 // The interface every position encoding implements: three hooks that attention calls without
-// knowing which variant it talks to (DESIGN.md §2).
+// knowing which variant it talks to (docs/variants.md).
 //
 //   hook 1  embed(x, offset)            add to the token embeddings          (learned, sinusoidal)
 //   hook 2  transform_qk(q, k, ctx)     rotate/transform queries and keys    (rope)

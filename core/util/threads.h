@@ -1,5 +1,5 @@
 // Intra-op thread settings for LibTorch and the BLAS underneath it, set together so that they
-// do not oversubscribe the cores (DESIGN.md §5). The trainer and `relpos bench` call
+// do not oversubscribe the cores (docs/scaling.md). The trainer and `relpos bench` call
 // configure_threads() once, before any tensor work.
 #pragma once
 
