@@ -3,6 +3,7 @@
 #include <H5Cpp.h>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -336,4 +337,33 @@ TEST_CASE("run file: incomplete writes are not shown as data") {
   CHECK(r->snapshot_steps() == std::vector<int64_t>{0, 10});
   CHECK(r->metric("loss").first == std::vector<int64_t>{0, 10, 20});
   CHECK(r->metric("loss").second == std::vector<double>{2.5, 2.0, 1.75});
+}
+
+TEST_CASE("run file: a damaged global heap is an error, not a crash of the reader") {
+  // HDF5 keeps variable-length strings (the config and other string attributes) in a global
+  // heap collection ("GCOL") and trusts the object sizes written there: a huge size makes it
+  // copy far out of bounds. The first read of a file runs in a child process, so this test
+  // process survives to see the error (without that, it would die here with SIGSEGV).
+  ScratchDir dir("runfile_heap");
+  const std::string path = dir.file("run.h5");
+  write_sample_file(path);
+  std::vector<char> bytes = read_bytes(path);
+  const std::string magic = "GCOL";
+  const auto at = std::search(bytes.begin(), bytes.end(), magic.begin(), magic.end());
+  REQUIRE(at != bytes.end());
+  // Collection header: "GCOL", version, 3 reserved, 8-byte collection size (16 bytes); then the
+  // first object: 2-byte index, 2-byte reference count, 4 reserved, 8-byte little-endian size.
+  const size_t size_field = static_cast<size_t>(at - bytes.begin()) + 16 + 8;
+  REQUIRE(size_field + 8 <= bytes.size());
+  bytes[size_field + 5] = static_cast<char>(0xc4);  // size += about 2^40 + ...: far out of bounds
+  bytes[size_field + 6] = static_cast<char>(0x68);
+  write_bytes(path, bytes);
+
+  CHECK_THROWS_WITH_AS(describe_run_file(path),
+                       doctest::Contains(("run file '" + path + "' is damaged").c_str()),
+                       SchemaError);
+  CHECK_THROWS_AS(RunFileReader::open(path), SchemaError);
+  // With an intact shadow beside it, readers take the shadow as for any damaged run.h5.
+  write_sample_file(path + ".shadow");
+  CHECK(describe_run_file(path).find("note: '" + path + "' is damaged") != std::string::npos);
 }

@@ -3,8 +3,16 @@
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "core/io/h5_util.h"
 #include "core/io/run_file_internal.h"
@@ -83,22 +91,95 @@ OpenedRunFile open_run_file(const std::string& path, bool writable) {
 
 namespace {
 
-// Opens every object and attribute below `group` once.
-void walk(const H5::Group& group) {
-  for (int i = 0, n = group.getNumAttrs(); i < n; ++i)
-    group.openAttribute(static_cast<unsigned>(i)).getDataType();
+// Opens every object and attribute below `group` once; with `values`, reads every attribute's
+// value too (the variable-length strings live in a global heap that nothing else checks).
+void walk(const H5::Group& group, bool values) {
+  auto attributes = [values](const H5::H5Object& obj) {
+    for (int i = 0, n = obj.getNumAttrs(); i < n; ++i) {
+      const H5::Attribute attr = obj.openAttribute(static_cast<unsigned>(i));
+      if (values)
+        h5::describe_attr(attr);
+      else
+        attr.getDataType();
+    }
+  };
+  attributes(group);
   for (const auto& name : h5::child_names(group)) {
     const H5O_type_t type = group.childObjType(name);
     if (type == H5O_TYPE_GROUP) {
-      walk(group.openGroup(name));
+      walk(group.openGroup(name), values);
     } else if (type == H5O_TYPE_DATASET) {
       const H5::DataSet ds = group.openDataSet(name);
       ds.getSpace().getSimpleExtentNdims();
       ds.getDataType().getClass();
-      for (int i = 0, n = ds.getNumAttrs(); i < n; ++i)
-        ds.openAttribute(static_cast<unsigned>(i)).getDataType();
+      attributes(ds);
     }
   }
+}
+
+const char* const kDamagedHint = "the file was truncated, changed, or torn by a crash while written";
+
+// HDF5 trusts the sizes stored in a file's global heap: a few damaged bytes there make it read
+// out of bounds (a segmentation fault), and a heap torn mid-write can make it loop forever. So
+// the first full read of a file's metadata, attribute values included, runs in a child process
+// (fork, no exec: the child touches only HDF5 and leaves with _exit, so it never flushes or
+// closes anything of the parent's). A child killed by a signal, or still reading after
+// kWalkSeconds, means the file is damaged; an HDF5 error in the child is reported as is.
+constexpr int kWalkSeconds = 120;
+
+void walk_in_child(const std::string& path) {
+  int fds[2];
+  if (pipe(fds) != 0) return;  // cannot isolate: the walk in this process still runs
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    std::string error;
+    try {
+      H5::H5File file(path, H5F_ACC_RDONLY, H5::FileCreatPropList::DEFAULT, h5::unlocked_access());
+      walk(file.openGroup(sc::kRoot), /*values=*/true);
+    } catch (const H5::Exception& e) {
+      error = h5::error_detail(e);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (!error.empty() && write(fds[1], error.data(), error.size()) < 0) error = "?";
+    _exit(error.empty() ? 0 : 1);
+  }
+  close(fds[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kWalkSeconds);
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    throw DamagedRunFile(
+        fmt::format("run file '{}' is damaged: reading its metadata did not finish in {} s "
+                    "(HDF5 loops on some files torn while written)",
+                    path, kWalkSeconds),
+        kDamagedHint);
+  }
+  std::string error;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) error.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  if (done < 0) return;
+  if (WIFSIGNALED(status))
+    throw DamagedRunFile(
+        fmt::format("run file '{}' is damaged: reading its metadata crashed the HDF5 library "
+                    "({}), so nothing in it can be trusted",
+                    path, strsignal(WTERMSIG(status))),
+        kDamagedHint);
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    throw DamagedRunFile(fmt::format("run file '{}' is damaged: {}", path, error), kDamagedHint);
 }
 
 }  // namespace
@@ -106,10 +187,11 @@ void walk(const H5::Group& group) {
 OpenedRunFile open_intact_run_file(const std::string& path, bool writable) {
   OpenedRunFile out = open_run_file(path, writable);
   try {
-    walk(out.file.openGroup(sc::kRoot));
+    if (!writable) walk_in_child(path);
+    walk(out.file.openGroup(sc::kRoot), /*values=*/false);
   } catch (const H5::Exception& e) {
     throw DamagedRunFile(fmt::format("run file '{}' is damaged: {}", path, h5::error_detail(e)),
-                         "the file was truncated, changed, or torn by a crash while written");
+                         kDamagedHint);
   }
   return out;
 }
