@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <ATen/Parallel.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -136,6 +137,12 @@ TEST_CASE("threads: configure_threads sets LibTorch and OpenBLAS together") {
   CHECK(aut.available >= 1);
   CHECK_THROWS_WITH_AS(configure_threads(-2),
                        doctest::Contains("threads: out of range (got -2"), ConfigError);
+  const int64_t too_many = available_cpus() + 1;
+  const std::string want = fmt::format(
+      "threads: out of range (got {}; expected 0 for automatic or at most the {} CPUs", too_many,
+      available_cpus());
+  CHECK_THROWS_WITH_AS(configure_threads(too_many), doctest::Contains(want.c_str()), ConfigError);
+  CHECK(at::get_num_threads() == aut.torch_threads);  // refused before anything changed
   configure_threads(before);
   CHECK(blas_library().size() > 0);  // some library provides sgemm_
 }

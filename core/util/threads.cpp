@@ -65,6 +65,13 @@ ThreadSettings configure_threads(int64_t requested) {
                       "; expected 0 for automatic or a positive count)");
   ThreadSettings s;
   s.available = available_cpus();
+  // More compute threads than CPUs only slows a run down, and a huge count (threads: 100000)
+  // spent minutes creating threads, deaf to SIGTERM: refuse it.
+  if (requested > s.available)
+    throw ConfigError("threads: out of range (got " + std::to_string(requested) +
+                          "; expected 0 for automatic or at most the " +
+                          std::to_string(s.available) + " CPUs this process may run on)",
+                      "leave threads at 0 to pick the count automatically");
   s.automatic = requested == 0;
   const int n = s.automatic ? automatic_threads() : static_cast<int>(requested);
   at::set_num_threads(n);

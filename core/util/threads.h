@@ -27,7 +27,8 @@ int physical_cores();
 int automatic_threads();
 
 // Sets LibTorch's intra-op threads and OpenBLAS's threads to `requested` (0: automatic), and
-// flushes subnormal floats to zero on those threads. Throws ConfigError for a negative count.
+// flushes subnormal floats to zero on those threads. Throws ConfigError for a negative count or
+// one above available_cpus().
 ThreadSettings configure_threads(int64_t requested);
 
 // The shared library that provides sgemm_ in this process (the BLAS LibTorch calls), e.g.
