@@ -239,8 +239,10 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"model.segment_vocab=0"}, "model.segment_vocab: out of range"},
       {{"model.init_std=-1"}, "model.init_std: out of range"},
       {{"model.width=30"},
-       "model.width: width must be divisible by heads (got width 30 with 4 heads; expected a "
-       "multiple of 4)"},
+       "model.width: width must be divisible by heads (got width 30 with 4 heads, model.heads "
+       "from "},
+      {{"model.heads=3"}, "with 3 heads, model.heads from command line (--set model.heads=3); "
+                          "expected a multiple of 3)"},
       {{"model.embedding_width=256"},
        "model.embedding_width: embedding width above model width (got 256; expected 0 or <= "
        "width 128)"},
@@ -281,6 +283,7 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"train.adam_beta1=1"}, "train.adam_beta1: out of range"},
       {{"train.adam_beta2=1"}, "train.adam_beta2: out of range"},
       {{"train.adam_eps=-1"}, "train.adam_eps: out of range"},
+      {{"train.adam_eps=0"}, "train.adam_eps: out of range (got 0; expected > 0)"},
       {{"train.log_every=0"}, "train.log_every: out of range"},
       {{"train.eval_every=0"}, "train.eval_every: out of range"},
       {{"train.eval_batches=0"}, "train.eval_batches: out of range"},

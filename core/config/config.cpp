@@ -40,6 +40,10 @@ struct Checker {
     if (value < min)
       config_fail(src, path, "out of range", fmt::format("{}", value), fmt::format(">= {}", min));
   }
+  void above(const std::string& path, double value, double min) const {
+    if (!(value > min))
+      config_fail(src, path, "out of range", fmt::format("{}", value), fmt::format("> {}", min));
+  }
   void in_range(const std::string& path, double value, double lo, double hi) const {
     if (value < lo || value > hi)
       config_fail(src, path, "out of range", fmt::format("{}", value),
@@ -63,7 +67,8 @@ void validate(const Config& c, const SourceMap* src) {
   k.at_least("model.init_std", m.init_std, 0);
   if (m.width % m.heads != 0)
     config_fail(src, "model.width", "width must be divisible by heads",
-                fmt::format("width {} with {} heads", m.width, m.heads),
+                fmt::format("width {} with {} heads, model.heads from {}", m.width, m.heads,
+                            src ? src->describe("model.heads") : std::string("<config>")),
                 fmt::format("a multiple of {}", m.heads));
   if (m.embedding_width > m.width)
     config_fail(src, "model.embedding_width", "embedding width above model width",
@@ -174,7 +179,7 @@ void validate(const Config& c, const SourceMap* src) {
   k.at_least("train.grad_clip", tr.grad_clip, 0);
   k.in_range("train.adam_beta1", tr.adam_beta1, 0, 0.9999);
   k.in_range("train.adam_beta2", tr.adam_beta2, 0, 0.999999);
-  k.at_least("train.adam_eps", tr.adam_eps, 0);
+  k.above("train.adam_eps", tr.adam_eps, 0);  // 0 divides by zero where a gradient is 0
   k.at_least("train.log_every", tr.log_every, 1);
   k.at_least("train.eval_every", tr.eval_every, 1);
   k.at_least("train.eval_batches", tr.eval_batches, 1);
