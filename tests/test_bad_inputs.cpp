@@ -83,6 +83,9 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
   const std::string out_of_range = write(f + "range.yaml", "train:\n  lr: -1\n");
   const std::string unknown_variant = write(f + "variant.yaml", "position:\n  type: rotary\n");
   const std::string duplicate = write(f + "duplicate.yaml", "seed: 1\nseed: 2\n");
+  const std::string emptied_run = f + "emptied_run";
+  std::filesystem::create_directories(emptied_run);
+  write(emptied_run + "/config.yaml", "# nothing left\n");
   const std::string not_hdf5 = write(f + "not_hdf5.h5", std::string(2000, 'x'));
   const std::string truncated_h5 = f + "truncated.h5";
   {
@@ -128,6 +131,10 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
         "known: ", "alibi", "rope"}},
       {"duplicate key", "ConfigError", [&] { load_config({duplicate}); },
        {duplicate + ":2:1: seed: duplicate key (first at line 1)"}},
+      {"a run folder whose config.yaml was emptied", "ConfigError",
+       [&] { load_run_config(emptied_run); },
+       {emptied_run + "/config.yaml: not a run's resolved config: no model, position, data, "
+                      "task, train sections (relpos train writes every key)"}},
       {"--set without '='", "ConfigError", [&] { config_with({"model.layers"}); },
        {"command line (--set model.layers): expected dotted.key=value"}},
       {"a non-finite number", "ConfigError", [&] { config_with({"train.lr=nan"}); },

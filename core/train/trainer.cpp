@@ -1,6 +1,8 @@
 #include "core/train/trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 #include <torch/cuda.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
@@ -53,7 +55,20 @@ LoadedConfig load_run_config(const std::string& dir, const std::vector<std::stri
   if (!fs::exists(path))
     throw ConfigError(fmt::format("{}: no config.yaml: not a relpos run folder", dir),
                       "give the folder that `relpos train --out` wrote");
-  return load_config({path}, overrides);
+  LoadedConfig loaded = load_config({path}, overrides);
+  // A run's config.yaml is the resolved config: every section is written. One that lacks them
+  // (emptied, truncated, hand-edited) would silently give defaults for the model, and the
+  // checkpoint would then be blamed for not matching it.
+  const YAML::Node root = YAML::LoadFile(path);
+  std::vector<std::string> missing;
+  for (const char* section : {"model", "position", "data", "task", "train"})
+    if (!root.IsMap() || !root[section]) missing.emplace_back(section);
+  if (!missing.empty())
+    throw ConfigError(fmt::format("{}: not a run's resolved config: no {} section{} (relpos train "
+                                  "writes every key)",
+                                  path, fmt::join(missing, ", "), missing.size() > 1 ? "s" : ""),
+                      "the file was emptied or cut short; restore it, or train the run again");
+  return loaded;
 }
 
 namespace {
