@@ -412,3 +412,16 @@ TEST_CASE("model: positional parameter counts match docs/variants.md's closed fo
           (2 * s.K + 1) * d * Lp);
   }
 }
+
+TEST_CASE("model: a model too big for memory is a config error naming its sizes") {
+  // width 2^24: each width x width projection is 2^48 floats (1 PiB), beyond any machine's
+  // address space, so the allocation fails at once whatever the overcommit policy; the
+  // embedding before it (4 tokens x 2^24) is small.
+  const Config cfg = test::small_config("none", false,
+                                        {"model.width=16777216", "model.heads=1",
+                                         "model.layers=1", "model.ff_width=4"});
+  CHECK_THROWS_WITH_AS(build_model(cfg, 4, torch::kCPU),
+                       doctest::Contains("the model does not fit in memory (model.layers 1, "
+                                         "model.width 16777216, model.ff_width 4"),
+                       ConfigError);
+}

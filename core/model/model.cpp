@@ -1,5 +1,11 @@
 #include "core/model/model.h"
 
+#include <fmt/format.h>
+
+#include <new>
+
+#include "core/util/errors.h"
+
 namespace relpos {
 
 HeadKind head_kind(const std::string& task) {
@@ -46,6 +52,26 @@ torch::Tensor ModelImpl::class_logits(const torch::Tensor& hidden, const torch::
 torch::Tensor ModelImpl::span_logits(const torch::Tensor& hidden) {
   TORCH_CHECK(span_head, "this model has no span head");
   return span_head->forward(hidden);  // (B,T,2)
+}
+
+Model build_model(const Config& cfg, int64_t vocab, torch::Device device) {
+  auto fail = [&](const std::string& why) {
+    const ModelConfig& m = cfg.model;
+    return ConfigError(
+        fmt::format("the model does not fit in memory (model.layers {}, model.width {}, "
+                    "model.ff_width {}, model.embedding_width {}, vocabulary {}, on {}): {}",
+                    m.layers, m.width, m.ff_width, m.embedding_width, vocab, device.str(), why),
+        "a smaller model.width, model.ff_width or model.layers, or a smaller vocabulary");
+  };
+  try {
+    Model model(cfg, vocab);
+    model->to(device);
+    return model;
+  } catch (const c10::Error& e) {
+    throw fail(e.what_without_backtrace());
+  } catch (const std::bad_alloc&) {
+    throw fail("out of memory (std::bad_alloc)");
+  }
 }
 
 }  // namespace relpos

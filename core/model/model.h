@@ -37,4 +37,8 @@ class ModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Model);
 
+// Model(cfg, vocab) moved to `device`. A model too big for memory (an allocation that fails)
+// is a ConfigError naming the sizes of the config, not the allocator's message alone.
+Model build_model(const Config& cfg, int64_t vocab, torch::Device device);
+
 }  // namespace relpos

@@ -183,8 +183,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   if (dp.is_main()) keep_run_tokenizer(data->tokenizer(), dir);
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  Model model(cfg, data->vocab_size());
-  model->to(device);
+  Model model = build_model(cfg, data->vocab_size(), device);
   auto optimizer = make_optimizer(*model, cfg.train);
   const auto snaps = snapshot_steps(cfg.snapshots, cfg.train.steps);
   if (dp.is_main()) {
