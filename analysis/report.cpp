@@ -1,6 +1,7 @@
 #include "analysis/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -265,11 +266,22 @@ std::string write_report(const ReportInputs& in) {
   for (auto it = commits.begin(); it != commits.end(); ++it)
     md << (it == commits.begin() ? "" : ", ") << "`" << *it << "`";
   md << ". Report written by `relpos report` at " << utc_timestamp() << " on " << machine() << ".\n\n";
+  std::vector<std::string> unfinished;
+  for (const auto& r : in.runs)
+    if (!r.finished) unfinished.push_back("`" + r.name + "`");
+  if (!unfinished.empty())
+    md << fmt::format(
+        "**Warning: {} of {} runs did not finish** (no `result.json`: stopped, interrupted or "
+        "still running): {}. Their numbers are those of their last logged step and snapshot, "
+        "and they count in the means below like the others; `relpos train --resume --out DIR` "
+        "finishes them.\n\n",
+        unfinished.size(), in.runs.size(), fmt::join(unfinished, ", "));
   if (!in.runs.empty()) {
     md << "| run | variant | seed | git commit | created | LibTorch "
           "|\n|:---|:---|---:|:---|:---|:---|\n";
     for (const auto& r : in.runs)
-      md << fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.name, r.group, r.seed,
+      md << fmt::format("| {}{} | {} | {} | {} | {} | {} |\n", r.name,
+                        r.finished ? "" : " (unfinished)", r.group, r.seed,
                         r.git_commit.empty() ? "—" : r.git_commit.substr(0, 12), r.created,
                         r.torch_version);
     md << "\n";

@@ -35,6 +35,7 @@ struct RunInfo {
   int64_t train_length = 0;             // task.seq_len; 0 unknown
   int64_t positional_parameters = -1;   // -1 unknown
   double train_seconds = std::nan("");  // wall time of training (result.json); NaN unknown
+  bool finished = true;                 // result.json exists: `relpos train` finished the run
   std::map<std::string, Series> metrics;
   std::vector<int64_t> snapshot_steps;  // sorted
   EvalTable extrapolation;

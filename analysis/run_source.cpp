@@ -136,6 +136,7 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   }
   i.snapshot_steps = r.snapshot_steps();
   i.train_seconds = result_seconds(run_dir);
+  i.finished = fs::exists(fs::path(run_dir) / "result.json");
   const std::string eval = schema::eval_group(schema::kEvalExtrapolation);
   if (r.exists(eval)) {
     std::vector<double> applicable;

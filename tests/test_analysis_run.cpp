@@ -213,6 +213,16 @@ TEST_CASE("the report puts commands, provenance, tables and figures together") {
         std::string::npos);
   CHECK(md.find("**Results (mean ± sample std over runs)**") != std::string::npos);
   CHECK(md.find("### run1 — learned+alibi, seed 2") != std::string::npos);
+  CHECK(md.find("did not finish") == std::string::npos);
+  // A run without result.json is named in a warning and marked in the table.
+  RunInfo stopped = srcs[1].run;
+  stopped.finished = false;
+  const std::string md2 = write_report({dir.string(), {srcs[0].run, stopped}, true});
+  CHECK(md2.find("**Warning: 1 of 2 runs did not finish** (no `result.json`: stopped, "
+                 "interrupted or still running): `run1`.") != std::string::npos);
+  CHECK(md2.find("| run1 (unfinished) | learned+alibi | 2 |") != std::string::npos);
+  CHECK(md2.find("| run0 | learned+alibi | 1 |") != std::string::npos);
+  write_report({dir.string(), {srcs[0].run, srcs[1].run}, true});
   std::ifstream h(dir / "report.html");
   std::stringstream html;
   html << h.rdbuf();
