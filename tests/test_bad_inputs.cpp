@@ -5,6 +5,7 @@
 // `error: ...` / `hint: ...` lines.
 #include <H5Cpp.h>
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <functional>
 
@@ -109,6 +110,48 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
   for (size_t i = flipped.size() / 2; i < flipped.size() / 2 + 16; ++i) flipped[i] ^= 0x5A;
   const std::string corrupt_ckpt = write(f + "corrupt.pt", flipped);
   const std::string truncated_ckpt = write(f + "truncated.pt", ckpt_bytes.substr(0, 1000));
+  // Data files made here: byte-level oddities (NUL, white space around a token), a FIFO, folders.
+  const std::string fifo_dir = f + "fifo_dir";
+  fs::create_directories(fifo_dir);
+  write(fifo_dir + "/a.txt", "Some text.\n");
+  REQUIRE(::mkfifo((fifo_dir + "/b.txt").c_str(), 0600) == 0);
+  const std::string nested_dir = f + "nested_dir";
+  fs::create_directories(nested_dir + "/sub");
+  write(nested_dir + "/sub/a.txt", "Some text.\n");
+  write(nested_dir + "/notes.md", "not a .txt file\n");
+  const std::string empty_files_dir = f + "empty_files_dir";
+  fs::create_directories(empty_files_dir);
+  write(empty_files_dir + "/a.txt", "\n  \n");
+  const std::string vocab_folder = f + "vocab_folder";
+  fs::create_directories(vocab_folder);
+  const std::string specials = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+  const std::string empty_vocab = write(f + "empty_vocab.txt", "");
+  const std::string only_specials = write(f + "only_specials.txt", specials);
+  const std::string spaced_mask =
+      write(f + "spaced_mask.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n [MASK]\nthe\n");
+  const std::string the_vocab = write(f + "the_vocab.txt", specials + "the\n");
+  std::string unknown_words;
+  for (int i = 0; i < 400; ++i) unknown_words += i % 20 == 19 ? "zzz\n\n" : "zzz ";
+  const std::string unknown_text = write(f + "unknown_words.txt", unknown_words);
+  std::string rare_words;  // "the" once in 100 words: most mlm rows of 7 tokens have no target
+  for (int i = 0; i < 3000; ++i) rare_words += i % 100 == 0 ? "the " : "zzz ";
+  const std::string rare_text = write(f + "rare_words.txt", rare_words);
+  const std::string nul_label =
+      write(f + "nul_label.tsv", std::string("sentence\tlabel\nfine\t1") + '\0' + "x\n");
+  const std::string sentence1_only = write(f + "sentence1.tsv", "sentence1\tlabel\na b\t0\n");
+  const std::string empty_context = write(
+      f + "empty_context.json",
+      R"({"data": [{"title": "T", "paragraphs": [{"context": "", "qas": [)"
+      R"({"id": "q1", "question": "When?", "answers": [{"answer_start": 0, "text": "1905"}]})"
+      R"(]}]}]})");
+  auto lm_sets = [&](const std::string& corpus, const std::string& vocab) {
+    auto s = tiny_run(tmp.str("cache"), 4);
+    s.insert(s.end(), {"data.corpus=" + corpus, "data.tokenizer=wordpiece",
+                       "data.vocab_file=" + vocab, "task.seq_len=8", "train.batch_size=1",
+                       "position.type=none"});
+    return s;
+  };
+
   const Config run_cfg = load_run_config(run).config;
   auto load_ckpt = [&](const std::string& path) {
     Model m(run_cfg, 261);
@@ -204,6 +247,60 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
       {"WordPiece vocabulary without [MASK]", "DataError",
        [&] { make_wordpiece_tokenizer(data("vocab_missing.txt"), true); },
        {data("vocab_missing.txt") + ": no [MASK] token"}},
+      {"a special token with white space around it", "DataError",
+       [&] { make_wordpiece_tokenizer(spaced_mask, true); },
+       {spaced_mask + ": no [MASK] token", "line 5 has ' [MASK]', with white space"}},
+      {"a folder as the WordPiece vocabulary", "DataError",
+       [&] { make_wordpiece_tokenizer(vocab_folder, true); },
+       {vocab_folder + ": not a regular file (a folder; expected a WordPiece vocabulary file)"}},
+      {"an empty WordPiece vocabulary", "DataError",
+       [&] { make_wordpiece_tokenizer(empty_vocab, true); },
+       {empty_vocab + ": empty vocabulary (expected one token per line"}},
+      {"a WordPiece vocabulary of only the special tokens", "DataError",
+       [&] { make_wordpiece_tokenizer(only_specials, true); },
+       {only_specials + ": no word pieces, only the special tokens", "every word would be [UNK]"}},
+      {"a character device as the corpus", "DataError",
+       [&] { load_corpus(config_with({"data.corpus=/dev/null"})); },
+       {"/dev/null: not a regular file (a character device; expected a text corpus file)"}},
+      {"a FIFO among a folder's .txt files", "DataError", [&] { load_text_folder(fifo_dir); },
+       {fifo_dir + "/b.txt: not a regular file (a FIFO; expected a text corpus file)"}},
+      {"a folder whose .txt files are in a subfolder", "DataError",
+       [&] { load_text_folder(nested_dir); },
+       {nested_dir + ": empty corpus (no .txt file directly in the folder",
+        "subfolders are not searched, and it has 1: sub)"}},
+      {"a folder of empty .txt files", "DataError", [&] { load_text_folder(empty_files_dir); },
+       {empty_files_dir + ": empty corpus (all 1 .txt files are empty"}},
+      {"a NUL byte in a TSV label", "DataError", [&] { load_tsv(nul_label, {}); },
+       {nul_label + ":2: label '1<0x00>x' is not an integer (expected 0..1)"}},
+      {"a TSV with sentence1 but no sentence2", "DataError", [&] { load_tsv(sentence1_only, {}); },
+       {sentence1_only + ":1: no text column in the header (columns: sentence1, label;",
+        "'sentence', or the pair 'sentence1' and 'sentence2', and 'sentence2' is missing)"}},
+      {"SQuAD paragraph with an empty context", "DataError", [&] { load_squad(empty_context); },
+       {empty_context + ":1: data[0].paragraphs[0].qas[0] (id 'q1'), answers[0]: the paragraph's "
+        "context is empty (expected the text the answer '1905' occurs in)"}},
+      {"an mlm split without a token to mask", "DataError",
+       [&] {
+         make_task_data(
+             load_config({config_path("base.yaml")}, lm_sets(unknown_text, the_vocab)).config);
+       },
+       {"corpus '" + unknown_text + "': the training split has no token mlm can mask: all ",
+        " of its tokens are special ([UNK], [SEP], ...) with tokenizer wordpiece:" + the_vocab}},
+      {"an mlm batch without a target", "DataError",
+       [&] { train_here(lm_sets(rare_text, the_vocab), f + "no_target_run"); },
+       {"step ", ": the batch has no target token, so its loss is not finite (nan): every token "
+        "of its rows is [UNK] or another special token; stopped; the last good checkpoint"}},
+      {"an empty validation split (no probe for snapshots)", "DataError",
+       [&] {
+         auto s = tiny_run(tmp.str("cache"), 4);
+         s.push_back("data.valid_fraction=0");
+         train_here(s, f + "no_valid_run");
+       },
+       {"the validation split is empty, so there is no probe set for snapshots (corpus '",
+        "' splits into ", " training, 0 validation and ", " test documents with "
+        "data.valid_fraction 0)"}},
+      {"an mlm probe of length 1", "ConfigError", [&] { config_with({"snapshots.probe_len=1"}); },
+       {"snapshots.probe_len: too short for an mlm probe ([CLS] and at least one text token) "
+        "(got 1; expected >= 2, or 0 for task.seq_len)"}},
       // ---- run file -------------------------------------------------------------------------
       {"not an HDF5 file", "SchemaError", [&] { RunFileReader::open(not_hdf5); },
        {"'" + not_hdf5 + "' cannot be opened as an HDF5 file"}},
@@ -264,6 +361,9 @@ TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and h
     ck.write("\xde\xad\xbe\xef", 4);
   }
   const std::string not_hdf5 = write(f + "not_hdf5.h5", std::string(2000, 'x'));
+  // open() of a FIFO waits for a writer that never comes: relpos hung here, deaf to SIGTERM.
+  const std::string fifo = f + "fifo.txt";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
 
   struct CliCase {
     std::string input;
@@ -288,6 +388,8 @@ TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and h
       {"non-UTF-8 text", train({"data.corpus=" + bad_text}),
        {"error: " + bad_text + ":3:5: invalid UTF-8"},
        "hint: convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8"},
+      {"a FIFO as the corpus", train({"data.corpus=" + fifo}),
+       {"error: " + fifo + ": not a regular file (a FIFO; expected a text corpus file)"}, ""},
       {"not an HDF5 file", {"inspect", not_hdf5},
        {"error: '" + not_hdf5 + "' cannot be opened as an HDF5 file"},
        "hint: the file is truncated or corrupt"},

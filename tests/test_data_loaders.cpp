@@ -1,13 +1,33 @@
 // Corpus loaders on the committed fixtures, including every malformed case and its message.
 #include <doctest/doctest.h>
 
+#include <fstream>
+
 #include "core/data/corpus.h"
 #include "core/data/text_util.h"
+#include "core/data/tokenizer.h"
 #include "data_helpers.h"
 
 using namespace relpos;
 using relpos::test::data_error;
 using relpos::test::data_fixture;
+using relpos::test::TempDir;
+
+namespace {
+
+std::string write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+const std::string kBom = "\xEF\xBB\xBF";
+
+}  // namespace
 
 TEST_CASE("utf8 validation finds the first bad byte") {
   CHECK(utf8_error_offset("plain ascii") == std::string::npos);
@@ -19,6 +39,10 @@ TEST_CASE("utf8 validation finds the first bad byte") {
   CHECK(utf8_error_offset("\xF4\x90\x80\x80") == 0);  // above U+10FFFF
   CHECK(printable_utf8("a\xFF"
                        "b\xC3\xA9") == "a<0xFF>b\xC3\xA9");
+  // Control characters (a NUL cut messages short) and byte order marks are written visibly.
+  CHECK(printable_utf8(std::string("1\0x\t\n\x7F", 6)) == "1<0x00>x<0x09><0x0A><0x7F>");
+  CHECK(printable_utf8("\xEF\xBB\xBFsentence") == "<U+FEFF>sentence");
+  CHECK(printable_utf8("\xFF\x01") == "<0xFF><0x01>");
   auto [line, col] = line_col("ab\ncd\nef", 7);
   CHECK(line == 3);
   CHECK(col == 2);
@@ -54,8 +78,7 @@ TEST_CASE("text folder: sorted .txt files, empty ones skipped") {
   CHECK(c.documents[0].text == "Document A.\n\nStill A (files are not split on blank lines).\n");
   CHECK(c.documents[1].name == "b");
   std::string e = data_error([] { load_text_folder(data_fixture("wordnet_bad")); });
-  CHECK(e.find("empty corpus") != std::string::npos);
-  CHECK(e.find("0 .txt files") != std::string::npos);
+  CHECK(e.find("empty corpus (no .txt file in the folder") != std::string::npos);
 }
 
 TEST_CASE("GLUE-style TSV: single sentences, pairs, text labels") {
@@ -232,4 +255,42 @@ TEST_CASE("load_corpus: built-in names need the cache, paths by kind, caps") {
   Corpus capped = load_corpus(cfg);
   REQUIRE(capped.documents.size() == 2);
   CHECK(capped.documents[0].text.size() + capped.documents[1].text.size() == 60);
+}
+
+TEST_CASE("a UTF-8 byte order mark at the start of a text, TSV, vocabulary or JSON file is "
+          "dropped") {
+  TempDir tmp;
+  const std::string dir = tmp.path + "/";
+  // Text file and folder: the documents hold no BOM bytes.
+  Corpus t = load_text_file(write_file(dir + "bom.txt", kBom + "First.\n\nSecond.\n"));
+  REQUIRE(t.documents.size() == 2);
+  CHECK(t.documents[0].text == "First.");
+  std::filesystem::create_directories(dir + "folder");
+  write_file(dir + "folder/a.txt", kBom + "Only text.\n");
+  Corpus f = load_text_folder(dir + "folder");
+  REQUIRE(f.documents.size() == 1);
+  CHECK(f.documents[0].text == "Only text.\n");
+  // Only one leading BOM is a BOM: a second one is text (U+FEFF), and so is one further on.
+  Corpus t2 = load_text_file(write_file(dir + "bom2.txt", kBom + kBom + "x" + kBom + "\n"));
+  CHECK(t2.documents[0].text == kBom + "x" + kBom);
+  // TSV: the first column is 'sentence', not U+FEFF 'sentence'.
+  const std::string single = slurp(data_fixture("tsv/single.tsv"));
+  Corpus s = load_tsv(write_file(dir + "bom.tsv", kBom + single), {});
+  Corpus plain = load_tsv(data_fixture("tsv/single.tsv"), {});
+  REQUIRE(s.documents.size() == plain.documents.size());
+  CHECK(s.documents[0].text == plain.documents[0].text);
+  // WordPiece: the first token is [PAD], and the ids are those of the file without the BOM.
+  const std::string vocab = slurp(data_fixture("vocab.txt"));
+  auto with_bom = make_wordpiece_tokenizer(write_file(dir + "vocab.txt", kBom + vocab), true);
+  auto without = make_wordpiece_tokenizer(data_fixture("vocab.txt"), true);
+  CHECK(with_bom->vocab_size() == without->vocab_size());
+  CHECK(with_bom->encode("the unaffable runner") == without->encode("the unaffable runner"));
+  // SQuAD JSON (the JSON parser skips a BOM itself).
+  const std::string squad = slurp(data_fixture("squad/good.json"));
+  Corpus q = load_squad(write_file(dir + "bom.json", kBom + squad));
+  CHECK(q.questions.size() == load_squad(data_fixture("squad/good.json")).questions.size());
+  // Invalid UTF-8 is still located in the file as it is, BOM included.
+  const std::string e =
+      data_error([&] { load_text_file(write_file(dir + "bad.txt", kBom + "ab\xFF\n")); });
+  CHECK(e.find("bad.txt:1:6: invalid UTF-8 (byte 0xFF at byte offset 5") != std::string::npos);
 }

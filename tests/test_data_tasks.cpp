@@ -77,6 +77,31 @@ TEST_CASE("mlm: [CLS] + a window of the training stream, masks undo to the strea
   CHECK(!b.tokens.equal(make_task_data(c2)->train_batch(3, 8).tokens));
 }
 
+TEST_CASE("a text without white space is still cut into pieces, so every split gets text") {
+  relpos::test::TempDir tmp;
+  // One line of 6003 bytes without white space (one 3-byte character repeated, so a cut that
+  // ignored character boundaries would break the UTF-8): it was one piece, and the validation
+  // split, a share of one document, was empty.
+  std::string text;
+  for (int i = 0; i < 2001; ++i) text += "\xE6\x97\xA5";  // U+65E5; pieces of 301+ bytes
+  const std::string path = tmp.path + "/one_line.txt";
+  std::ofstream(path, std::ios::binary) << text << "\n";
+  Config c = lm_config("mlm");
+  c.data.corpus = path;
+  auto data = make_task_data(c);
+  CHECK(data->describe().find("1 document(s) cut into pieces; 19 documents") != std::string::npos);
+  CHECK(!data->split_documents(Split::Valid).empty());
+  CHECK(!data->split_documents(Split::Test).empty());
+  CHECK(!data->eval_batches(Split::Valid, 2, 1).empty());
+  // Every piece is whole characters: the streams decode back to valid UTF-8.
+  for (Split s : {Split::Train, Split::Valid, Split::Test}) {
+    std::vector<int64_t> ids;
+    for (int64_t id : data->stream(s))
+      if (id >= 5) ids.push_back(id);
+    CHECK(utf8_error_offset(data->tokenizer().decode(ids)) == std::string::npos);
+  }
+}
+
 TEST_CASE("mlm evaluation: consecutive windows, deterministic, any length") {
   auto data = make_task_data(lm_config("mlm"));
   const auto& valid = data->stream(Split::Valid);

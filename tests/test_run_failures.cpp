@@ -154,6 +154,24 @@ TEST_CASE("an unwritable output folder is refused before anything starts") {
                 out);
 }
 
+TEST_CASE("a data problem found while preparing the probe leaves the run folder empty, so the "
+          "same command runs once it is fixed") {
+  TempFolder tmp("probe_first");
+  const std::string dir = tmp.str("run");
+  auto sets = tiny_run(tmp.str("cache"), 2);
+  auto no_valid = sets;
+  no_valid.push_back("data.valid_fraction=0");
+  CHECK_THROWS_AS(train_here(no_valid, dir), DataError);
+  // Nothing of a run was written: config.yaml, run.h5 and metrics.jsonl made the folder "hold an
+  // unfinished run", which a rerun refused and --resume could not continue (no checkpoint).
+  CHECK_FALSE(fs::exists(run_config_path(dir)));
+  CHECK_FALSE(fs::exists(run_h5_path(dir)));
+  CHECK_FALSE(fs::exists(run_metrics_path(dir)));
+  CHECK_FALSE(fs::exists(run_checkpoint_path(dir)));
+  const TrainResult r = train_here(sets, dir);  // no --overwrite
+  CHECK(r.steps == 2);
+}
+
 TEST_CASE("a full disk: known before the start, a clear error / found mid-run, the previous "
           "checkpoint is intact and --resume finishes the run") {
   TempFolder tmp("diskfull");

@@ -190,6 +190,11 @@ void validate(const Config& c, const SourceMap* src) {
   k.in_range("snapshots.every_percent", s.every_percent, 0, 100);
   k.at_least("snapshots.probe_size", s.probe_size, 1);
   k.at_least("snapshots.probe_len", s.probe_len, 0);
+  // An mlm row is [CLS] plus T-1 tokens of text: at T = 1 the probe would hold no text at all.
+  if (c.task.type == "mlm" && s.probe_len == 1)
+    config_fail(src, "snapshots.probe_len",
+                "too short for an mlm probe ([CLS] and at least one text token)", "1",
+                ">= 2, or 0 for task.seq_len");
   k.at_least("snapshots.profile_radius", s.profile_radius, 1);
   for (auto step : s.steps)
     if (step < 0 || step > tr.steps)

@@ -36,8 +36,7 @@ bool parse_int(const std::string& s, int64_t& out) {
 }  // namespace
 
 Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
-  const std::string text = read_file(path, "TSV file");
-  check_utf8(text, path);
+  const std::string text = read_utf8_file(path, "TSV");
   std::vector<std::string> lines = split_on(text, '\n');
   for (auto& l : lines)
     if (!l.empty() && l.back() == '\r') l.pop_back();
@@ -48,10 +47,13 @@ Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
                     "a header such as 'sentence<TAB>label')",
                     path));
   const std::vector<std::string> header = split_on(lines[0], '\t');
-  const std::string columns = join_names(header);
+  std::vector<std::string> shown;  // the header's names, control characters escaped
+  for (const auto& h : header) shown.push_back(printable_utf8(h));
+  const std::string columns = join_names(shown);
 
+  const bool by_default = opt.text_columns.empty();
   std::vector<std::string> wanted = opt.text_columns;
-  if (wanted.empty())
+  if (by_default)
     wanted = column_index(header, "sentence") >= 0
                  ? std::vector<std::string>{"sentence"}
                  : std::vector<std::string>{"sentence1", "sentence2"};
@@ -61,10 +63,19 @@ Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
   std::vector<int64_t> text_idx;
   for (const auto& w : wanted) {
     const int64_t i = column_index(header, w);
+    if (i < 0 && by_default)
+      throw DataError(
+          fmt::format("{}:1: no text column in the header (columns: {}; without "
+                      "data.tsv_text_columns relpos reads the column 'sentence', or the pair "
+                      "'sentence1' and 'sentence2'{})",
+                      path, columns,
+                      column_index(header, "sentence1") >= 0 ? ", and 'sentence2' is missing" : ""),
+          "set data.tsv_text_columns to the file's text column(s), e.g. "
+          "--set data.tsv_text_columns=[sentence1]");
     if (i < 0)
-      throw DataError(fmt::format("{}:1: no column '{}' in the header (columns: {}; expected "
-                                  "'sentence', or 'sentence1' and 'sentence2', and '{}')",
-                                  path, w, columns, opt.label_column),
+      throw DataError(fmt::format("{}:1: no column '{}' in the header (columns: {}; expected the "
+                                  "columns of data.tsv_text_columns ({}) and '{}')",
+                                  path, w, columns, join_names(wanted), opt.label_column),
                       "set data.tsv_text_columns and data.tsv_label_column to the file's names");
     text_idx.push_back(i);
   }
@@ -96,11 +107,11 @@ Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
       const int64_t k = column_index(opt.label_names, lab);
       if (k < 0)
         throw DataError(fmt::format("{}:{}: label '{}' is not one of data.label_names ({})", path,
-                                    line_no, lab, join_names(opt.label_names)));
+                                    line_no, printable_utf8(lab), join_names(opt.label_names)));
       d.label = k;
     } else if (!parse_int(lab, d.label)) {
       throw DataError(fmt::format("{}:{}: label '{}' is not an integer (expected 0..{})", path,
-                                  line_no, lab, opt.num_classes - 1),
+                                  line_no, printable_utf8(lab), opt.num_classes - 1),
                       "for text labels list them in data.label_names, e.g. "
                       "--set data.label_names=entailment,not_entailment");
     }

@@ -91,6 +91,10 @@ Corpus load_squad(const std::string& path) {
                                       &nlohmann::json::is_number_integer, "an integer", wk)
                                     .get<int64_t>();
           if (text.empty()) throw DataError(wk + ": empty answer text");
+          if (n_chars == 0)
+            throw DataError(fmt::format("{}: the paragraph's context is empty (expected the text "
+                                        "the answer '{}' occurs in)",
+                                        wk, printable_utf8(text)));
           if (start < 0 || start >= n_chars)
             throw DataError(
                 fmt::format("{}: answer_start {} outside the context of {} characters "
@@ -102,7 +106,8 @@ Corpus load_squad(const std::string& path) {
                 fmt::format("{}: answer '{}' does not occur at answer_start {} (the "
                             "context has '{}' there; expected the answer text at that "
                             "character offset)",
-                            wk, text, start, printable_utf8(context.substr(b, text.size()))));
+                            wk, printable_utf8(text), start,
+                            printable_utf8(context.substr(b, text.size()))));
           if (k == 0) {
             ex.answer_begin = b;
             ex.answer_end = b + static_cast<int64_t>(text.size());

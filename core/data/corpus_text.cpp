@@ -36,8 +36,7 @@ const char* corpus_kind_name(CorpusKind k) {
 }
 
 Corpus load_text_file(const std::string& path) {
-  const std::string text = read_file(path, "text corpus");
-  check_utf8(text, path);
+  const std::string text = read_utf8_file(path, "text corpus");
   Corpus c;
   c.name = path;
   c.source = "text file " + path;
@@ -74,25 +73,51 @@ Corpus load_text_file(const std::string& path) {
 
 Corpus load_text_folder(const std::string& dir) {
   std::vector<std::string> files;
+  std::vector<std::string> subfolders;  // for the message when no .txt file is found
   std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_regular_file() && it->path().extension() == ".txt")
-      files.push_back(it->path().string());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path p = it->path();
+    if (p.extension() == ".txt") {
+      // A FIFO, device or dangling link among the files is an error, not a file to skip:
+      // opening a FIFO would block, and skipping it silently would train on less data.
+      std::error_code st_ec;
+      if (fs::status(p, st_ec).type() != fs::file_type::regular)
+        throw DataError(fmt::format("{}: not a regular file ({}; expected a text corpus file)",
+                                    p.string(), file_kind(p.string())));
+      files.push_back(p.string());
+    } else if (std::error_code d_ec; fs::is_directory(p, d_ec)) {
+      subfolders.push_back(p.filename().string());
+    }
+  }
   if (ec) throw DataError(fmt::format("cannot list folder '{}': {}", dir, ec.message()));
   std::sort(files.begin(), files.end());
+  std::sort(subfolders.begin(), subfolders.end());
   Corpus c;
   c.name = dir;
   c.source = "folder " + dir;
   c.kind = CorpusKind::Text;
   for (const auto& f : files) {
-    std::string text = read_file(f, "text corpus file");
-    check_utf8(text, f);
+    std::string text = read_utf8_file(f, "text corpus");
     if (trim(text).empty()) continue;
     c.documents.push_back({fs::path(f).stem().string(), std::move(text), "", -1});
   }
+  if (files.empty()) {
+    if (subfolders.empty())
+      throw DataError(fmt::format("{}: empty corpus (no .txt file in the folder; expected *.txt "
+                                  "files, one document each)",
+                                  dir));
+    const size_t n_sub = subfolders.size();
+    if (n_sub > 5) subfolders.resize(5), subfolders.push_back("...");
+    throw DataError(fmt::format("{}: empty corpus (no .txt file directly in the folder; expected "
+                                "*.txt files, one document each; subfolders are not searched, "
+                                "and it has {}: {})",
+                                dir, n_sub, join_names(subfolders)),
+                    "give the subfolder itself as data.corpus, or move its .txt files up");
+  }
   if (c.documents.empty())
-    empty_corpus(dir, fmt::format("*.txt files with UTF-8 text ({} .txt files found, all empty)",
-                                  files.size()));
+    throw DataError(fmt::format("{}: empty corpus (all {} .txt files are empty; expected UTF-8 "
+                                "text in them)",
+                                dir, files.size()));
   return c;
 }
 

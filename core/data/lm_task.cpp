@@ -21,20 +21,33 @@ namespace {
 constexpr size_t kMinDocuments = 20;
 
 // A corpus of fewer than kMinDocuments documents (one long text file, say) is cut into
-// kMinDocuments pieces of similar size at white space, so that every split gets text.
+// kMinDocuments pieces of similar size at white space, so that every split gets text. Where no
+// white space follows within another piece's length (at least kMaxWordBytes), as in Chinese or
+// Japanese text or one huge "word", the cut is at a character boundary instead: otherwise the
+// rest stayed one piece, and a file without white space left the valid and test splits empty.
+constexpr size_t kMaxWordBytes = 256;
 std::vector<Document> pieces_of(const std::vector<Document>& docs) {
   size_t total = 0;
   for (const auto& d : docs) total += d.text.size();
   const size_t target = std::max<size_t>(1, (total + kMinDocuments - 1) / kMinDocuments);
+  const size_t reach = std::max(target, kMaxWordBytes);
   std::vector<Document> out;
   for (const auto& d : docs) {
+    const std::string& t = d.text;
     size_t pos = 0;
     int part = 0;
-    while (pos < d.text.size()) {
-      size_t end = std::min(d.text.size(), pos + target);
-      while (end < d.text.size() && !std::isspace(static_cast<unsigned char>(d.text[end]))) ++end;
-      out.push_back({fmt::format("{} part {}", d.name, part++), d.text.substr(pos, end - pos), "",
-                     -1, d.fixed_split});
+    while (pos < t.size()) {
+      const size_t cut = std::min(t.size(), pos + target);
+      size_t end = cut;
+      while (end < t.size() && end - cut < reach &&
+             !std::isspace(static_cast<unsigned char>(t[end])))
+        ++end;
+      if (end < t.size() && !std::isspace(static_cast<unsigned char>(t[end]))) {
+        end = cut;  // no white space within reach
+        while (end < t.size() && (static_cast<unsigned char>(t[end]) & 0xC0) == 0x80) ++end;
+      }
+      out.push_back({fmt::format("{} part {}", d.name, part++), t.substr(pos, end - pos), "", -1,
+                     d.fixed_split});
       pos = end;
     }
   }
@@ -66,6 +79,23 @@ class LmTaskData : public TaskData {
         const std::vector<int64_t> t = tok_->encode(docs[id].text);
         streams_[s].insert(streams_[s].end(), t.begin(), t.end());
         streams_[s].push_back(tok_->special().sep);
+      }
+    // mlm masks only tokens outside the specials: a split of nothing but [UNK] and [SEP] (a
+    // vocabulary that covers none of the corpus's words) has no target, and its loss is the mean
+    // over nothing, NaN.
+    if (mlm_)
+      for (int s = 0; s < 2; ++s) {
+        const auto& st = streams_[s];
+        if (st.empty() || std::any_of(st.begin(), st.end(),
+                                      [](int64_t id) { return id >= kNumSpecial; }))
+          continue;
+        throw DataError(fmt::format("corpus '{}': the {} split has no token mlm can mask: all {} "
+                                    "of its tokens are special ([UNK], [SEP], ...) with "
+                                    "tokenizer {}",
+                                    corpus.name, s == 0 ? "training" : "validation", st.size(),
+                                    tok_->name()),
+                        "the vocabulary covers none of this split's words: check "
+                        "data.vocab_file (and data.lower_case for an uncased vocabulary)");
       }
     const int64_t need = window(cfg.task.seq_len);
     if (static_cast<int64_t>(streams_[0].size()) < need)

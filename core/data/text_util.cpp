@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -11,7 +12,47 @@
 
 namespace relpos {
 
+namespace fs = std::filesystem;
+
+std::string file_kind(const std::string& path) {
+  std::error_code ec;
+  switch (fs::status(path, ec).type()) {
+    case fs::file_type::regular:
+      return "a regular file";
+    case fs::file_type::directory:
+      return "a folder";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::socket:
+      return "a socket";
+    case fs::file_type::not_found:
+      return fs::is_symlink(fs::symlink_status(path, ec)) ? "a broken symbolic link" : "missing";
+    default:
+      return "not a file relpos can read";
+  }
+}
+
+void check_regular_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::regular || st.type() == fs::file_type::not_found) return;
+  throw DataError(
+      fmt::format("{}: not a regular file ({}; expected a {} file)", path, file_kind(path), what));
+}
+
+std::string read_utf8_file(const std::string& path, const std::string& what) {
+  std::string text = read_file(path, what);
+  check_utf8(text, path);
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+  return text;
+}
+
 std::string read_file(const std::string& path, const std::string& what) {
+  check_regular_file(path, what);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw DataError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
@@ -55,13 +96,27 @@ size_t utf8_error_offset(const std::string& text) {
 
 std::string printable_utf8(const std::string& text) {
   std::string out;
-  std::string rest = text;
-  while (true) {
-    const size_t bad = utf8_error_offset(rest);
-    if (bad == std::string::npos) return out + rest;
-    out += rest.substr(0, bad) + fmt::format("<0x{:02X}>", static_cast<unsigned char>(rest[bad]));
-    rest = rest.substr(bad + 1);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t bad = utf8_error_offset(text.substr(pos));
+    const size_t stop = bad == std::string::npos ? text.size() : pos + bad;
+    // Valid UTF-8 up to `stop`: copy it, escaping control characters and byte order marks.
+    while (pos < stop) {
+      const size_t at = pos;
+      const uint32_t cp = next_codepoint(text, pos);
+      if (cp < 0x20 || cp == 0x7F)
+        out += fmt::format("<0x{:02X}>", cp);
+      else if (cp == 0xFEFF)
+        out += "<U+FEFF>";
+      else
+        out.append(text, at, pos - at);
+    }
+    if (pos < text.size()) {
+      out += fmt::format("<0x{:02X}>", static_cast<unsigned char>(text[pos]));
+      ++pos;
+    }
   }
+  return out;
 }
 
 std::pair<int64_t, int64_t> line_col(const std::string& text, size_t offset) {

@@ -9,8 +9,23 @@
 
 namespace relpos {
 
-// The whole file as bytes. Throws DataError naming `what` and the path when it cannot be read.
+// The whole file as bytes. Throws DataError naming `what` and the path when it cannot be read,
+// and (check_regular_file) when it is not a regular file.
 std::string read_file(const std::string& path, const std::string& what);
+
+// read_file, then check_utf8 (offsets count from the file's first byte), then one leading UTF-8
+// byte order mark (EF BB BF, which Windows editors write) dropped: text data files.
+std::string read_utf8_file(const std::string& path, const std::string& what);
+
+// Throws DataError "PATH: not a regular file (a FIFO; expected a <what> file)" when `path`
+// exists (after symbolic links) but is a folder, FIFO, device or socket. Checked with stat(),
+// before opening: open() of a FIFO blocks until a writer comes, and /dev/zero never ends.
+// A missing path passes (the open that follows names it).
+void check_regular_file(const std::string& path, const std::string& what);
+
+// "a folder", "a FIFO", "a character device", ... for the object at `path`
+// (after symbolic links; "a broken symbolic link" when the link's target is missing).
+std::string file_kind(const std::string& path);
 
 // Byte offset of the first byte that breaks UTF-8 (overlong forms, surrogates and code points
 // above U+10FFFF count as broken), or std::string::npos when `text` is valid.
@@ -20,7 +35,9 @@ size_t utf8_error_offset(const std::string& text);
 // `where` names the file (and record) the text came from.
 void check_utf8(const std::string& text, const std::string& where);
 
-// `text` with every byte that breaks UTF-8 written as <0xNN> (for error messages).
+// `text` with every byte that breaks UTF-8, and every control character (NUL, tab, newline,
+// DEL, ...), written as <0xNN>, and a byte order mark as <U+FEFF>: for error messages, which a
+// NUL would cut short and an invisible character would make unreadable.
 std::string printable_utf8(const std::string& text);
 
 // 1-based line and column (in bytes) of byte `offset` of `text`.

@@ -24,8 +24,11 @@ using Word = std::vector<Char>;
 class WordPieceTokenizer : public Tokenizer {
  public:
   WordPieceTokenizer(const std::string& path, bool lower_case) : path_(path), lower_(lower_case) {
-    const std::string text = read_file(path, "WordPiece vocabulary");
-    check_utf8(text, path);
+    const std::string text = read_utf8_file(path, "WordPiece vocabulary");
+    if (trim(text).empty())
+      throw DataError(fmt::format("{}: empty vocabulary (expected one token per line: BERT's "
+                                  "special tokens [PAD] [UNK] [CLS] [SEP] [MASK] and word pieces)",
+                                  path));
     const std::vector<std::string> lines = split_on(text, '\n');
     std::vector<std::string> ordinary;
     int64_t specials_found = 0;
@@ -39,7 +42,7 @@ class WordPieceTokenizer : public Tokenizer {
       }
       if (seen_.count(tok))
         throw DataError(fmt::format("{}:{}: duplicate token '{}' (first on line {})", path, i + 1,
-                                    tok, seen_[tok]));
+                                    printable_utf8(tok), seen_[tok]));
       seen_[tok] = static_cast<int64_t>(i) + 1;
       int64_t special = -1;
       for (int64_t s = 0; s < kNumSpecial; ++s)
@@ -53,11 +56,27 @@ class WordPieceTokenizer : public Tokenizer {
       std::vector<std::string> missing;
       for (int64_t s = 0; s < kNumSpecial; ++s)
         if (!seen_.count(special_token_name(s))) missing.push_back(special_token_name(s));
+      // " [MASK]" is not "[MASK]": say so when a missing special is there with white space.
+      std::string near;
+      int64_t near_line = 0;
+      for (const auto& [tok, line] : seen_)
+        for (const auto& m : missing)
+          if (trim(tok) == m && (near_line == 0 || line < near_line)) {
+            near_line = line;
+            near = fmt::format("; line {} has '{}', with white space", line, tok);
+          }
       throw DataError(
           fmt::format("{}: no {} token (expected BERT's special tokens [PAD] [UNK] "
-                      "[CLS] [SEP] [MASK] in the vocabulary)",
-                      path, join_names(missing)));
+                      "[CLS] [SEP] [MASK] in the vocabulary{})",
+                      path, join_names(missing), near));
     }
+    // Without a single word piece every word is [UNK]: mlm has nothing to predict (its loss is
+    // the mean over no targets, NaN) and every other task sees only [UNK].
+    if (ordinary.empty())
+      throw DataError(fmt::format("{}: no word pieces, only the special tokens [PAD] [UNK] [CLS] "
+                                  "[SEP] [MASK] (expected word pieces after them, one per line; "
+                                  "every word would be [UNK])",
+                                  path));
     pieces_.resize(kNumSpecial);
     for (int64_t s = 0; s < kNumSpecial; ++s) pieces_[s] = special_token_name(s);
     for (auto& tok : ordinary) {

@@ -145,6 +145,25 @@ int64_t estimated_run_bytes(const Config& cfg, torch::nn::Module& model, int64_t
   return checkpoint + run_file;
 }
 
+// Why the validation split gives no probe example, for the error that stops the run.
+DataError no_probe_error(const Config& cfg, const TaskData& data, int64_t probe_len) {
+  const size_t train = data.split_documents(Split::Train).size();
+  const size_t valid = data.split_documents(Split::Valid).size();
+  const size_t test = data.split_documents(Split::Test).size();
+  if (valid == 0)
+    return DataError(
+        fmt::format("the validation split is empty, so there is no probe set for snapshots "
+                    "(corpus '{}' splits into {} training, 0 validation and {} test documents "
+                    "with data.valid_fraction {})",
+                    cfg.data.corpus, train, test, cfg.data.valid_fraction),
+        "a split unit is a document (a text piece, a TSV row, a SQuAD article): give more of them, "
+        "a larger data.valid_fraction, or a validation file in data.valid_corpus");
+  return DataError(fmt::format("the validation split ({} documents) gives no example of length {} "
+                               "for the snapshot probe",
+                               valid, probe_len),
+                   "set snapshots.probe_len to a length the task can fill");
+}
+
 }  // namespace
 
 TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
@@ -180,6 +199,15 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
                                   "nothing was written to {}",
                                   interrupt_signal_name(), dir),
                       "run the same command again");
+  // The probe and the validation batches, before anything is written to DIR: a data problem
+  // found here must not leave a half-made run folder that a rerun refuses and --resume cannot use.
+  const int64_t probe_len =
+      cfg.snapshots.probe_len > 0 ? cfg.snapshots.probe_len : cfg.task.seq_len;
+  auto probe_batches = data->eval_batches(Split::Valid, cfg.snapshots.probe_size, 1, probe_len);
+  if (probe_batches.empty()) throw no_probe_error(cfg, *data, probe_len);
+  const Batch probe = probe_batches.front();
+  const auto valid_batches =
+      data->eval_batches(Split::Valid, cfg.train.batch_size, cfg.train.eval_batches);
   if (dp.is_main()) keep_run_tokenizer(data->tokenizer(), dir);
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
@@ -190,7 +218,6 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     check_free_space(dir, estimated_run_bytes(cfg, *model, static_cast<int64_t>(snaps.size())),
                      "this run (checkpoints and run.h5)");
     // Paper-size models make big snapshots: say so before the first one is written.
-    const int64_t probe_len = cfg.snapshots.probe_len > 0 ? cfg.snapshots.probe_len : cfg.task.seq_len;
     const double map_bytes = 4.0 * static_cast<double>(cfg.model.layers * cfg.model.heads) *
                              static_cast<double>(probe_len * probe_len);
     if (static_cast<double>(snaps.size()) * map_bytes > 1e9)
@@ -241,14 +268,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   std::optional<MetricsLog> metrics_log;
   if (dp.is_main()) metrics_log.emplace(run_metrics_path(dir), opts.resume ? state.step : -1);
 
-  const int64_t probe_len = cfg.snapshots.probe_len > 0 ? cfg.snapshots.probe_len : cfg.task.seq_len;
-  auto probe_batches = data->eval_batches(Split::Valid, cfg.snapshots.probe_size, 1, probe_len);
-  if (probe_batches.empty())
-    throw DataError("the validation split is empty: no probe set for snapshots",
-                    "use a larger corpus or a larger data.valid_fraction");
-  const Batch probe = probe_batches.front();
   if (!opts.resume) run_file->write_probe(probe.tokens, probe.key_mask);
-  const auto valid_batches = data->eval_batches(Split::Valid, cfg.train.batch_size, cfg.train.eval_batches);
   auto want_snapshot = [&](int64_t step) { return std::binary_search(snaps.begin(), snaps.end(), step); };
   auto take_snapshot = [&](int64_t step) {
     if (!dp.is_main()) return;
@@ -408,8 +428,13 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       loss = loss * std::numeric_limits<double>::quiet_NaN();
     // The global batch's mean loss (NaN on every rank when it is NaN on one); gradients averaged
     // over the ranks, so the checks below decide the same on every rank.
-    const double loss_value = dp.backward(loss, loss_items(model, batch), step);
+    const int64_t items = loss_items(model, batch);
+    const double loss_value = dp.backward(loss, items, step);
     bool finite = std::isfinite(loss_value);
+    // One process: a batch without a single target (mlm rows of only [UNK] and other specials)
+    // has the mean loss over nothing, NaN; that is the data's fault, not the learning rate's.
+    // (Under data parallelism another rank's rows may have targets: items is this rank's.)
+    const bool no_targets = !finite && items == 0 && dp.world_size() == 1;
     double grad_norm = 0;
     if (finite) {
       grad_norm = cfg.train.grad_clip > 0
@@ -419,9 +444,13 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     }
     if (!finite) {
       const std::string what =
-          fmt::format("step {}: the {} is not finite ({})", step + 1,
-                      std::isfinite(loss_value) ? "gradient norm" : "loss",
-                      std::isfinite(loss_value) ? grad_norm : loss_value);
+          no_targets
+              ? fmt::format("step {}: the batch has no target token, so its loss is not finite "
+                            "({}): every token of its rows is [UNK] or another special token",
+                            step + 1, loss_value)
+              : fmt::format("step {}: the {} is not finite ({})", step + 1,
+                            std::isfinite(loss_value) ? "gradient norm" : "loss",
+                            std::isfinite(loss_value) ? grad_norm : loss_value);
       if (cfg.train.skip_nonfinite && consecutive_skips + 1 < kMaxConsecutiveSkips) {
         progress.message(what + "; batch skipped (train.skip_nonfinite)");
         optimizer->zero_grad();
@@ -443,6 +472,11 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
                                    "diverged; stopped; {}",
                                    what, kMaxConsecutiveSkips, kept),
                        "lower train.lr or raise train.warmup, and start again with --overwrite");
+      if (no_targets)
+        throw DataError(fmt::format("{}; stopped; {}", what, kept),
+                        "the tokenizer covers too little of the corpus: check data.vocab_file "
+                        "(and data.lower_case), or set train.skip_nonfinite=true to skip such "
+                        "batches");
       throw RunError(fmt::format("{}; stopped; {}", what, kept),
                      fmt::format("continue from it with a lower learning rate: relpos train "
                                  "--resume --out {} --set train.lr=..., or set "
