@@ -2,6 +2,7 @@
 // found, what was expected), merge order and includes, --set overrides, the resolved-config
 // round trip, and the `relpos` binary's exit status on a bad config.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,6 +169,13 @@ TEST_CASE("config: files that cannot be read") {
   // Regression: a folder opened as an empty config, so `-c configs/position` did nothing.
   CHECK_CONFIG_ERROR(load_config({dir.path.string()}),
                      dir.path.string() + ": is a folder, not a config file");
+  // A FIFO would block the open until a writer came; a device would never end.
+  const std::string fifo = (dir.path / "fifo.yaml").string();
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_CONFIG_ERROR(load_config({fifo}),
+                     fifo + ": not a regular file (a FIFO; expected a YAML config file)");
+  CHECK_CONFIG_ERROR(load_config({"/dev/zero"}),
+                     "/dev/zero: not a regular file (a character device; expected a YAML");
 
   const std::string bad = dir.write("bad.yaml", "seed: 1\nmodel:\n  layers: 2\n   width: 3\n");
   CHECK_CONFIG_ERROR(load_config({bad}), bad + ":4:", "malformed YAML");

@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/data/text_util.h"
+
 namespace relpos {
 namespace fs = std::filesystem;
 
@@ -60,6 +62,13 @@ YAML::Node parse_file(const std::string& file) {
   // for an empty config.
   if (fs::is_directory(file))
     throw ConfigError(fmt::format("{}: is a folder, not a config file", file),
+                      "give a .yaml file, for example configs/base.yaml");
+  // Opening a FIFO blocks until a writer comes, and a device never ends (/dev/zero).
+  std::error_code ec;
+  const fs::file_type type = fs::status(file, ec).type();
+  if (type != fs::file_type::regular && type != fs::file_type::not_found)
+    throw ConfigError(fmt::format("{}: not a regular file ({}; expected a YAML config file)", file,
+                                  file_kind(file)),
                       "give a .yaml file, for example configs/base.yaml");
   std::ifstream in(file);
   if (!in)
