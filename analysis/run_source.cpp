@@ -53,6 +53,20 @@ double result_seconds(const std::string& dir) {
 
 }  // namespace
 
+bool yaml_has(const std::string& yaml, const std::string& dotted_key) {
+  try {
+    YAML::Node node = YAML::Load(yaml);
+    std::stringstream keys(dotted_key);
+    for (std::string k; std::getline(keys, k, '.');) {
+      if (k.empty() || !node.IsMap() || !node[k]) return false;
+      node = node[k];
+    }
+    return true;
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
 std::string yaml_value(const std::string& yaml, const std::string& dotted_key) {
   try {
     YAML::Node node = YAML::Load(yaml);
@@ -188,14 +202,52 @@ SnapshotData RunFileSource::snapshot(int64_t step) const {
   return s;
 }
 
+namespace {
+
+// --group-by keys: each once, and each in the config of at least one run (a key no run has
+// would label every run alike and put them all in one row).
+void check_group_by(const std::vector<std::string>& group_by) {
+  for (size_t i = 0; i < group_by.size(); ++i)
+    if (std::find(group_by.begin(), group_by.begin() + i, group_by[i]) != group_by.begin() + i)
+      throw ConfigError(
+          fmt::format("--group-by: the key '{}' is listed twice (expected each key once)", group_by[i]),
+          "for example --group-by position.type,model.layers");
+}
+
+void check_group_by_keys(const std::vector<std::string>& group_by,
+                         const std::vector<const RunInfo*>& runs) {
+  for (const auto& k : group_by) {
+    bool found = false;
+    for (const RunInfo* r : runs) found = found || yaml_has(r->config_yaml, k);
+    if (!found)
+      throw ConfigError(
+          fmt::format("--group-by: no run's config has the key '{}' (expected a dotted config "
+                      "key such as model.layers or position.type)",
+                      k),
+          "`relpos config` prints every key of a config");
+  }
+}
+
+}  // namespace
+
 ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
                                 const std::vector<std::string>& group_by, bool* experiment) {
   // The folder is checked before gnuplot is looked for: a wrong folder is the error to report
   // first; a missing gnuplot is then found before any work is done.
+  std::error_code ec;
+  if (!fs::exists(dir, ec))
+    throw ConfigError(fmt::format("{} does not exist", dir),
+                      "give a run folder written by `relpos train --out DIR` or an experiment "
+                      "folder of them");
+  if (!fs::is_directory(dir, ec))
+    throw ConfigError(fmt::format("{} is not a folder", dir),
+                      "give the run folder that holds run.h5, not the file");
+  check_group_by(group_by);
   if (is_run_dir(dir)) {
+    RunFileSource src(dir, group_by);
+    check_group_by_keys(group_by, {&src.info()});
     if (o.figures) require_gnuplot();
     if (experiment) *experiment = false;
-    RunFileSource src(dir, group_by);
     ExperimentResult ex;
     ex.runs.push_back(analyze_run(src, dir, o));
     ex.metric = ex.runs.back().metric;
@@ -206,14 +258,17 @@ ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
     throw ConfigError(
         fmt::format("{} holds no run.h5 and no run folders (folders with a run.h5)", dir),
         "give a run folder written by `relpos train --out DIR` or an experiment folder of them");
-  if (o.figures) require_gnuplot();
-  if (experiment) *experiment = true;
   std::vector<std::unique_ptr<RunFileSource>> sources;
   std::vector<const RunSource*> ptrs;
+  std::vector<const RunInfo*> infos;
   for (const auto& d : dirs) {
     sources.push_back(std::make_unique<RunFileSource>(d, group_by));
     ptrs.push_back(sources.back().get());
+    infos.push_back(&sources.back()->info());
   }
+  check_group_by_keys(group_by, infos);
+  if (o.figures) require_gnuplot();
+  if (experiment) *experiment = true;
   return analyze_experiment(ptrs, dir, o);
 }
 

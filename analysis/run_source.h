@@ -30,12 +30,16 @@ bool is_run_dir(const std::string& dir);  // holds run.h5
 // in DIR/commands.txt (as `relpos sweep` writes it), the others after them by name.
 std::vector<std::string> find_run_dirs(const std::string& dir);
 
+// Whether a YAML text has the dotted key ("model.layers").
+bool yaml_has(const std::string& yaml, const std::string& dotted_key);
+
 // The value at a dotted key ("model.layers") of a YAML text, as text; empty when absent.
 std::string yaml_value(const std::string& yaml, const std::string& dotted_key);
 
 // `relpos analyze DIR`: a run folder (holds run.h5) is analysed in place; an experiment folder
 // (holds run folders) gets every run analysed, then the cross-run tables and figures.
-// `experiment` tells which it was. Throws ConfigError when DIR is neither.
+// `experiment` tells which it was. Throws ConfigError when DIR does not exist, is neither, or
+// `group_by` lists a key twice or a key no run's config has.
 ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
                                 const std::vector<std::string>& group_by, bool* experiment);
 

@@ -5,6 +5,12 @@
 #include <fmt/ranges.h>
 #include <torch/version.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -14,6 +20,7 @@
 #include "core/bench/child_process.h"
 #include "core/bench/measure.h"
 #include "core/bench/report.h"
+#include "core/config/labelled_override.h"
 #include "core/position/registry.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
@@ -21,6 +28,29 @@
 
 namespace relpos::app {
 namespace {
+
+namespace fs = std::filesystem;
+
+// --max-memory below this is refused: the limit is on address space, and a LibTorch process
+// maps several hundred MB of it (libraries, thread stacks, allocator arenas) before its first
+// tensor. Measured on the CPU build: below 768 MB a child cannot load its libraries, at 768 MB
+// it spins, at 1024 MB a tiny step runs many times slower. Each would read as a measurement.
+constexpr double kMinMaxMemoryMb = 2048;
+
+// --json's file must be writable before the bench starts, not after it has run for hours.
+void check_writable_file(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw ConfigError(fmt::format("bench: --json {}: is a folder (expected a file to write)", path),
+                      "give a file name, e.g. --json " + (fs::path(path) / "bench.json").string());
+  const bool existed = fs::exists(path, ec);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw ConfigError(fmt::format("bench: --json {}: cannot write: {}", path, std::strerror(errno)),
+                      "choose a file in a writable folder");
+  ::close(fd);
+  if (!existed) ::unlink(path.c_str());
+}
 
 struct BenchArgs {
   ConfigArgs config;
@@ -62,12 +92,13 @@ struct BenchArgs {
     if (!json.empty()) s += " --json " + json;
     return s;
   }
-  LoadedConfig load(const std::vector<std::string>& extra_sets = {}) const {
+  LoadedConfig load(const std::vector<std::string>& extra_sets = {},
+                    const std::vector<LabelledOverride>& labelled = {}) const {
     std::vector<std::string> files = config.configs;
     if (files.empty()) files = {config_dir() + "/base.yaml", config_dir() + "/bench.yaml"};
     std::vector<std::string> sets = config_sets();
     sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
-    return load_config(files, sets);
+    return load_config(files, sets, labelled);
   }
 };
 
@@ -128,12 +159,21 @@ std::string blas_line(const nlohmann::ordered_json& b) {
 }
 
 int run_parent(const BenchArgs& a, const std::string& command_line) {
+  // Every option is checked here, before any child runs (CLI11 checked the numbers' ranges).
+  if (!a.json.empty()) check_writable_file(a.json);
+  if (a.max_memory_mb > 0 && a.max_memory_mb < kMinMaxMemoryMb)
+    throw ConfigError(
+        fmt::format("bench: --max-memory {}: too small (expected 0 = no limit, or at least {:.0f} "
+                    "MB: a LibTorch process maps that much address space before its first tensor)",
+                    a.max_memory_mb, kMinMaxMemoryMb),
+        "leave it out for 3/4 of the machine's memory");
   const LoadedConfig loaded = a.load();  // validates the config before any child runs
   const Config& c = loaded.config;
   (void)parse_device(c.device);  // device: cuda without CUDA fails here, not once per child
   BenchPlan plan;
   plan.variants = a.variants.empty() ? Registry::get().names() : a.variants;
-  for (const auto& v : plan.variants) (void)a.load({"position.type=" + v});  // names, params
+  for (const auto& v : plan.variants)  // names, params; an error names --variants
+    (void)a.load({}, {{"position.type=" + v, "command line (--variants " + v + ")"}});
   plan.lengths = a.lengths;
   if (plan.lengths.empty()) throw ConfigError("bench: --lengths is empty", "for example --lengths 128,512");
   for (const int64_t L : plan.lengths)  // checked once here, not failed once per child
@@ -144,7 +184,19 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
     plan.direct = default_direct_variants(plan.variants);
   } else if (a.direct != "none") {
     std::stringstream in(a.direct);
-    for (std::string v; std::getline(in, v, ',');) plan.direct.push_back(v);
+    std::vector<std::string> allowed;
+    for (const auto& v : plan.variants)
+      if (has_direct_path(v)) allowed.push_back(v);
+    for (std::string v; std::getline(in, v, ',');) {
+      if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+        throw ConfigError(
+            fmt::format("bench: --direct: '{}' is not a measured variant with a direct path "
+                        "(expected auto, none, or a list of: {})",
+                        v, allowed.empty() ? std::string("(none among --variants)") : fmt::format("{}", fmt::join(allowed, ", "))),
+            "the relative variants shaw, transformer_xl, huang, huang_m3 and huang_m4 have one; "
+            "list them in --variants too");
+      plan.direct.push_back(v);
+    }
   }
   plan.repeats = a.repeats;
   plan.timeout_s = a.timeout_s;
@@ -201,8 +253,9 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
   std::cout << "\n" << bench_table(cases, fits);
   if (!a.json.empty()) {
     std::ofstream out(a.json);
-    if (!out) throw RunError("bench: cannot write " + a.json);
-    out << bench_json(header, cases, fits).dump(2) << "\n";
+    if (out) out << bench_json(header, cases, fits).dump(2) << "\n";
+    if (out) out.close();
+    if (!out) throw RunError(fmt::format("bench: cannot write {}: {}", a.json, std::strerror(errno)));
     std::cout << "wrote " << a.json << "\n";
   }
   return 0;
@@ -222,18 +275,32 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--direct", a->direct,
                   "variants also measured on the direct [T,T,d] path: auto, none or a list")
       ->capture_default_str();
-  cmd->add_option("--batch", a->batch, "batch size (default: train.batch_size, 8 in bench.yaml)");
-  cmd->add_option("--steps", a->step.steps, "measured steps per configuration")->capture_default_str();
-  cmd->add_option("--warmup", a->step.warmup, "unmeasured steps first")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "intra-op threads (default: config `threads`, 0 = auto)");
+  cmd->add_option("--batch", a->batch, "batch size (default: train.batch_size, 8 in bench.yaml)")
+      ->check(integer_in(1));
+  cmd->add_option("--steps", a->step.steps, "measured steps per configuration")
+      ->capture_default_str()
+      ->check(integer_in(1));
+  cmd->add_option("--warmup", a->step.warmup, "unmeasured steps first")
+      ->capture_default_str()
+      ->check(integer_in(0));
+  cmd->add_option("--threads", a->threads, "intra-op threads (default: config `threads`, 0 = auto)")
+      ->check(integer_in(0));
   cmd->add_option("--device", a->device, "cpu | cuda | cuda:N (default: config `device`)");
   cmd->add_option("--repeat", a->repeats, "run every configuration this many times, interleaved")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, 1000));
   cmd->add_option("--timeout", a->timeout_s, "seconds per configuration before it is stopped")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1));
   cmd->add_option("--max-memory", a->max_memory_mb,
-                  "address-space limit per configuration in MB (default 3/4 of RAM; 0 = none)");
-  cmd->add_option("--vocab", a->step.vocab, "vocabulary of the random tokens")->capture_default_str();
+                  fmt::format("address-space limit per configuration in MB: 0 = none, else at "
+                              "least {:.0f}, as LibTorch needs that much to start well (default "
+                              "3/4 of RAM)",
+                              kMinMaxMemoryMb))
+      ->check(number_at_least(0));
+  cmd->add_option("--vocab", a->step.vocab, "vocabulary of the random tokens")
+      ->capture_default_str()
+      ->check(integer_in(2));
   cmd->add_flag("--optimizer", a->step.optimizer, "include an AdamW step (a full training step)");
   cmd->add_option("--json", a->json, "write the results as JSON to this file");
   cmd->add_flag("--blas", a->blas, "only report the BLAS in use and its 1024x1024 matmul GFLOP/s");

@@ -14,6 +14,28 @@
 #include "core/util/threads.h"
 
 namespace relpos::app {
+namespace {
+
+// The keys `eval --set` may change: how the run is evaluated, never what was trained or which
+// documents are its test split (everything else comes from the run's own config.yaml).
+// position.learned.beyond=clamp asks a learned table to reuse its last row past its length.
+const std::vector<std::string> kEvalKeys = {"eval", "device", "threads", "cpu_allocator",
+                                            "position.learned.beyond"};
+
+void check_eval_override(const std::string& set) {
+  const std::string key = set.substr(0, set.find('='));
+  if (set.find('=') == std::string::npos) return;  // the config loader reports the form
+  for (const auto& k : kEvalKeys)
+    if (key == k || key.rfind(k + ".", 0) == 0) return;
+  throw ConfigError(
+      fmt::format("eval: --set {}: '{}' is not an evaluation setting: eval uses the run's own "
+                  "config (its model, position encoding, data split and task as trained)",
+                  set, key),
+      "eval --set accepts eval.*, device, threads, cpu_allocator and position.learned.beyond; "
+      "to evaluate another configuration, train it (relpos train --set ...)");
+}
+
+}  // namespace
 
 Command add_eval(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "evaluate a trained run at several sequence lengths");
@@ -27,14 +49,22 @@ Command add_eval(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("--run,-r", a->run, "run folder (written by relpos train)")->required();
   cmd->add_option("--lengths,-l", a->lengths, "evaluation lengths, e.g. 64,128,256")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(integer_in(2));
   cmd->add_option("--stride", a->stride,
-                  "clm: also a sliding-window perplexity with this stride (default: eval.stride)");
-  cmd->add_option("--max-tokens", a->max_tokens, "scored tokens per length (default: eval.max_tokens)");
-  cmd->add_option("--batch", a->batch, "sequences per batch at the training length (default: eval.batch_size)");
-  cmd->add_option("--set,-s", a->sets, "override a key of the run's config (e.g. device=cuda)");
+                  "clm: also a sliding-window perplexity with this stride, 0 = off "
+                  "(default: eval.stride)")
+      ->check(integer_in(0));
+  cmd->add_option("--max-tokens", a->max_tokens, "scored tokens per length (default: eval.max_tokens)")
+      ->check(integer_in(1));
+  cmd->add_option("--batch", a->batch, "sequences per batch at the training length (default: eval.batch_size)")
+      ->check(integer_in(1));
+  cmd->add_option("--set,-s", a->sets,
+                  "override an evaluation setting of the run's config: eval.*, device, threads, "
+                  "cpu_allocator, position.learned.beyond=clamp (the model and data are the run's)");
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (same as --set device=...)");
   return {cmd, [a]() {
+            for (const auto& s : a->sets) check_eval_override(s);
             auto sets = a->sets;
             if (!a->device.empty()) sets.push_back("device=" + a->device);
             auto run = load_run(a->run, sets);
@@ -51,9 +81,10 @@ Command add_eval(CLI::App& app) {
             }
             auto opts = extrapolation_options(run.config.config);
             if (!a->lengths.empty()) opts.lengths = a->lengths;
-            if (a->stride >= 0) opts.stride = a->stride;
-            if (a->max_tokens > 0) opts.max_tokens = a->max_tokens;
-            if (a->batch > 0) opts.batch_size = a->batch;
+            // -1: not given (the validators refuse every other value below the minimum).
+            if (a->stride != -1) opts.stride = a->stride;
+            if (a->max_tokens != -1) opts.max_tokens = a->max_tokens;
+            if (a->batch != -1) opts.batch_size = a->batch;
             auto rows = evaluate_lengths(run, opts);
             save_extrapolation(a->run, run, rows, opts);
             std::cout << fmt::format("length extrapolation of {} (trained at T={}):\n", a->run,

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/util/errors.h"
 #include "experiments/experiment.h"
 
 namespace relpos::app {
@@ -16,7 +17,8 @@ Command add_reproduce(CLI::App& app) {
   for (const auto& e : experiment_list()) names += (names.empty() ? "" : ", ") + e.name;
   cmd->add_option("name", o->name, "experiment: " + names);
   cmd->add_option("--scale", o->scale, "mini (2-core CPU, built-in data) or paper (GPU, your corpora)");
-  cmd->add_option("--out,-o", o->out_dir, "experiment folder (default results/<name> at --scale mini, results/<name>-<scale> otherwise)");
+  cmd->add_option("--out,-o", o->out_dir, "experiment folder (default results/<name> at --scale mini, results/<name>-<scale> otherwise)")
+      ->check(non_empty("a folder"));
   cmd->add_option("--jobs,-j", o->jobs, "runs at once (default: the experiment config's sweep.jobs)")
       ->check(at_least_one());
   cmd->add_option("--set,-s", o->sets,
@@ -25,10 +27,17 @@ Command add_reproduce(CLI::App& app) {
   cmd->add_flag("--list", *list, "list the experiments and exit");
   cmd->add_flag("--quiet,-q", o->quiet, "less output");
   return {cmd, [o, list]() {
-            if (*list || o->name.empty()) {
+            if (*list) {
               for (const auto& e : experiment_list())
                 std::cout << fmt::format("  {:<14} {}\n", e.name, e.summary);
-              return o->name.empty() && !*list ? 1 : 0;
+              return 0;
+            }
+            if (o->name.empty()) {
+              std::vector<std::string> known;
+              for (const auto& e : experiment_list()) known.push_back(e.name);
+              throw ConfigError(
+                  fmt::format("reproduce: no experiment named (expected one of: {})", join_names(known)),
+                  "relpos reproduce --list describes each; e.g. relpos reproduce " + known.front());
             }
             o->relpos_binary = self_executable();
             o->command_line = fmt::format("relpos reproduce {} --scale {}", o->name, o->scale);

@@ -35,17 +35,23 @@ Command add_sweep(CLI::App& app) {
   cmd->add_option("--grid,-g", a->grid, "an axis: key=v1,v2,... (repeatable; default: sweep.grid)");
   cmd->add_option("--jobs,-j", a->jobs, "runs at once (default: sweep.jobs)")
       ->check(at_least_one());
-  cmd->add_option("--threads", a->threads, "threads per run (default: cores / jobs)");
-  cmd->add_option("--out,-o", a->out, "experiment folder; one run folder per point")->required();
-  cmd->add_option("--emit-slurm", a->slurm, "write a SLURM array job to this file instead of running");
+  cmd->add_option("--threads", a->threads, "threads per run (default, or 0: cores / jobs)")
+      ->check(integer_in(0));
+  cmd->add_option("--out,-o", a->out, "experiment folder; one run folder per point")
+      ->required()
+      ->check(non_empty("a folder"));
+  cmd->add_option("--emit-slurm", a->slurm, "write a SLURM array job to this file instead of running")
+      ->check(non_empty("a file name"));
   return {cmd, [a]() {
             SweepOptions o;
             o.configs = a->config.configs;
             if (o.configs.empty()) o.configs.push_back(config_dir() + "/base.yaml");
             o.sets = a->config.sets;
             const Config base = a->config.load().config;
-            for (const auto& g : a->grid.empty() ? base.sweep.grid : a->grid)
+            for (const auto& g : a->grid.empty() ? base.sweep.grid : a->grid) {
               o.grid.push_back(parse_grid_axis(g));
+              if (a->grid.empty()) o.grid.back().option = "sweep.grid";
+            }
             o.jobs = a->jobs > 0 ? a->jobs : base.sweep.jobs;
             o.threads = a->threads;
             o.out_dir = a->out;

@@ -95,10 +95,30 @@ Command add_train(CLI::App& app) {
       ->check(at_least_one());
   cmd->add_option("--nnodes", l->nnodes, "with --nproc: nodes, each running the same command")
       ->check(at_least_one());
-  cmd->add_option("--node-rank", l->node_rank, "with --nnodes: this node's index (0 = the master)");
-  cmd->add_option("--master-addr", l->master_addr, "with --nnodes: node 0's address");
-  cmd->add_option("--master-port", l->master_port, "with --nnodes: a free port on node 0");
-  return {cmd, [args, opts, device, l]() {
+  auto* node_rank =
+      cmd->add_option("--node-rank", l->node_rank, "with --nnodes: this node's index (0 = the master)")
+          ->check(integer_in(0));
+  auto* master_addr = cmd->add_option("--master-addr", l->master_addr,
+                                      "with --nnodes: node 0's address")
+                          ->check(non_empty("an address"));
+  auto* master_port =
+      cmd->add_option("--master-port", l->master_port,
+                      "with --nproc or --nnodes: a free port on node 0, 1..65535 (default with "
+                      "one node: a free port of this machine)")
+          ->check(integer_in(1, 65535));
+  return {cmd, [args, opts, device, l, node_rank, master_addr, master_port]() {
+            // The launch options mean something only to a data-parallel launch: never ignored.
+            if (node_rank->count() > 0 && l->node_rank >= l->nnodes)
+              throw ConfigError(fmt::format("train: --node-rank {}: expected 0..{} (--nnodes is {})",
+                                            l->node_rank, l->nnodes - 1, l->nnodes),
+                                "--node-rank numbers the nodes of --nnodes N, each running "
+                                "--nproc ranks (docs/scaling.md)");
+            for (const auto* opt : {master_addr, master_port})
+              if (opt->count() > 0 && l->nproc == 1 && l->nnodes == 1)
+                throw ConfigError(fmt::format("train: {} applies to a data-parallel launch only "
+                                              "(--nproc N or --nnodes N above 1)",
+                                              opt->get_name()),
+                                  "drop it for a single-process run");
             if (opts->resume && opts->overwrite)
               throw ConfigError("train: --resume and --overwrite exclude each other");
             if (opts->resume && !args->configs.empty())

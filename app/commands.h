@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,18 @@ namespace relpos::app {
 
 // A count option that must be at least 1 (--jobs, --nproc, --nnodes, --radius).
 inline CLI::Validator at_least_one() { return CLI::Range(int64_t{1}, int64_t{100000}); }
+
+// An integer option in [min, max], checked on its text (each element of a list option): CLI11
+// turns a number beyond int64's range into INT64_MAX without a word, and a value below the
+// minimum must be an error, not "use the default". Message: "--batch: got 0; expected an
+// integer >= 1".
+CLI::Validator integer_in(int64_t min, int64_t max = std::numeric_limits<int64_t>::max());
+
+// A finite number >= min (--max-memory): "nan", "inf" and smaller values are errors.
+CLI::Validator number_at_least(double min);
+
+// A value that must not be empty (a file name: --emit-slurm "" must not mean "not given").
+CLI::Validator non_empty(const std::string& what);
 
 using Runner = std::function<int()>;
 struct Command {

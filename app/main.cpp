@@ -1,6 +1,10 @@
 // relpos — one executable, one subcommand per task (`relpos --help`).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "app/commands.h"
@@ -15,6 +19,46 @@ void ConfigArgs::add_to(CLI::App* cmd, const std::string& default_files) {
   cmd->add_option("--config,-c", configs,
                   "YAML config(s), merged in order (default: " + default_files + ")");
   cmd->add_option("--set,-s", sets, "override a key: --set model.layers=4 (repeatable)");
+}
+
+CLI::Validator integer_in(int64_t min, int64_t max) {
+  const std::string expected = max == std::numeric_limits<int64_t>::max()
+                                   ? fmt::format("an integer >= {}", min)
+                                   : fmt::format("an integer from {} to {}", min, max);
+  return CLI::Validator(
+      [min, max, expected](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        // Not an integer at all: CLI11's conversion reports it ("Could not convert: ...").
+        if (text.empty() || end != text.c_str() + text.size()) return {};
+        if (errno == ERANGE || v < min || v > max)
+          return fmt::format("got {}; expected {}", text, expected);
+        return {};
+      },
+      max == std::numeric_limits<int64_t>::max() ? fmt::format(">= {}", min)
+                                                 : fmt::format("{}..{}", min, max),
+      "integer_in");
+}
+
+CLI::Validator number_at_least(double min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < min)
+          return fmt::format("got '{}'; expected a number >= {}", text, min);
+        return {};
+      },
+      fmt::format(">= {}", min), "number_at_least");
+}
+
+CLI::Validator non_empty(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& text) -> std::string {
+        return text.empty() ? "got an empty value; expected " + what : std::string();
+      },
+      "", "non_empty");
 }
 
 LoadedConfig ConfigArgs::load() const {
@@ -41,6 +85,17 @@ int main(int argc, char** argv) {
       app::add_report(app),
       app::add_bench(app),
   };
+  // `relpos bogus`: CLI11 would say only "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const auto& c : commands) names.push_back(c.cmd->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::cerr << "error: unknown command '" << argv[1] << "' (known: " << join_names(names)
+                << ")\n"
+                << "hint: relpos --help describes each command\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

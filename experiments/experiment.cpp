@@ -69,8 +69,18 @@ ExperimentContext::ExperimentContext(const ReproduceOptions& opts,
       continue;
     }
     std::vector<std::string> named;
-    std::stringstream list(set.substr(0, colon));
-    for (std::string st; std::getline(list, st, ',');) {
+    const std::string stage_list = set.substr(0, colon);
+    std::stringstream list(stage_list);
+    std::vector<std::string> items;
+    for (std::string st; std::getline(list, st, ',');) items.push_back(st);
+    if (stage_list.empty() || stage_list.back() == ',') items.push_back("");
+    for (const std::string& st : items) {
+      if (st.empty())
+        throw ConfigError(
+            fmt::format("--set {}: empty stage name before ':' (expected STAGE:key=value)", set),
+            stages.empty() ? "this experiment has one stage: write --set key=value"
+                           : "its stages: " + join_names(stages) +
+                                 "; write --set key=value for every stage");
       if (std::find(stages.begin(), stages.end(), st) == stages.end())
         throw ConfigError(
             fmt::format("--set {}: reproduce {} has no stage '{}'", set, opts.name, st),
@@ -92,7 +102,7 @@ ExperimentContext::ExperimentContext(const ReproduceOptions& opts,
                 (opts.scale == "mini" ? opts.name : opts.name + "-" + opts.scale))
                    .string()
              : opts.out_dir;
-  fs::create_directories(dir_);
+  create_output_folder(dir_, "experiment folder");
   std::ofstream cmds(fs::path(dir_) / "commands.txt", std::ios::app);
   cmds << "# " << utc_timestamp() << "  commit " << git_commit() << "  on " << machine_summary()
        << "\n"

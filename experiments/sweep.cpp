@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/wait.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -23,6 +24,7 @@
 #include <thread>
 
 #include "core/config/config.h"
+#include "core/config/labelled_override.h"
 #include "core/position/position_encoding.h"
 #include "core/position/registry.h"
 #include "core/train/trainer.h"
@@ -39,6 +41,7 @@ GridAxis parse_grid_axis(const std::string& spec) {
     throw ConfigError(fmt::format("--grid '{}': expected key=value1,value2,...", spec),
                       "for example --grid position.type=none,shaw,rope");
   GridAxis axis;
+  axis.spec = spec;
   axis.key = spec.substr(0, eq);
   std::stringstream ss(spec.substr(eq + 1));
   for (std::string v; std::getline(ss, v, ',');) {
@@ -206,6 +209,16 @@ void check_existing_runs(const SweepOptions& o, const std::vector<SweepPoint>& p
 
 }  // namespace
 
+void create_output_folder(const std::string& dir, const std::string& what) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw RunError(fmt::format("{}: exists and is not a folder", dir), "choose another --out");
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw RunError(fmt::format("{}: cannot create the {}: {}", dir, what, ec.message()),
+                   "choose a writable --out");
+}
+
 std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   if (o.out_dir.empty()) throw ConfigError("sweep: --out DIR is required");
   if (o.jobs < 1) throw ConfigError(fmt::format("sweep: --jobs {} (expected >= 1)", o.jobs));
@@ -213,20 +226,23 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   auto points = expand_grid(o.grid);
   std::vector<ResolvedPoint> resolved;  // each point's config, as its run stores it
   for (const auto& p : points) {
-    std::vector<std::string> sets = o.sets;
-    sets.insert(sets.end(), p.overrides.begin(), p.overrides.end());
+    // A point's overrides come one per axis, in the axes' order; errors name the axis.
+    std::vector<LabelledOverride> axes;
+    for (size_t i = 0; i < p.overrides.size() && i < o.grid.size(); ++i) {
+      const GridAxis& g = o.grid[i];
+      const std::string spec =
+          g.spec.empty() ? fmt::format("{}={}", g.key, fmt::join(g.values, ",")) : g.spec;
+      axes.push_back({p.overrides[i], g.option == "--grid" ? "command line (--grid " + spec + ")"
+                                                           : g.option + " (" + spec + ")"});
+    }
     std::vector<std::string> files = o.configs;
     if (files.empty()) throw ConfigError("sweep: --config FILE is required");
-    const Config cfg = load_config(files, sets).config;
+    const Config cfg = load_config(files, o.sets, axes).config;
     resolved.push_back({to_yaml(cfg), cfg.position.types});
   }
   check_existing_runs(o, points, resolved);
   install_interrupt_handlers();
-  std::error_code ec;
-  fs::create_directories(o.out_dir, ec);
-  if (ec)
-    throw RunError(fmt::format("{}: cannot create the sweep folder: {}", o.out_dir, ec.message()),
-                   "choose a writable --out");
+  create_output_folder(o.out_dir, "sweep folder");
   // One sweep per folder at a time (each run also locks its own folder).
   FolderLock lock(o.out_dir, "sweep");
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());

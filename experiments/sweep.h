@@ -14,6 +14,8 @@ namespace relpos {
 struct GridAxis {
   std::string key;
   std::vector<std::string> values;
+  std::string spec;                    // the text it was parsed from
+  std::string option = "--grid";       // where it was given, for messages (or "sweep.grid")
 };
 GridAxis parse_grid_axis(const std::string& spec);
 
@@ -45,6 +47,11 @@ struct SweepRunStatus {
   int exit_code = 0;
   double seconds = 0;
 };
+
+// Creates the output folder `dir` (and its parents) of a sweep or experiment; `what` names it in
+// messages ("sweep folder"). Throws RunError: "DIR: exists and is not a folder", or
+// "DIR: cannot create the sweep folder: <OS reason>".
+void create_output_folder(const std::string& dir, const std::string& what);
 
 // Runs every point; returns their status. Throws RunError when a run failed or the sweep
 // was interrupted (after the children have saved their checkpoints).

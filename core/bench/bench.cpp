@@ -70,7 +70,7 @@ RunRecord run_one(const BenchPlan& plan, const BenchCase& c) {
   RunRecord rec;
   const size_t at = r.out.rfind(kResultTag);
   if (!r.ok() || at == std::string::npos) {
-    std::string why = r.describe(plan.timeout_s);
+    std::string why = r.describe(plan.timeout_s, plan.max_memory_mb);
     const std::string tail = last_lines(r.err, 2);
     rec.error = tail.empty() ? why : why + ": " + tail;
     return rec;
@@ -100,6 +100,14 @@ std::string key_of(const BenchCase& c) {
 }
 
 }  // namespace
+
+bool has_direct_path(const std::string& variant) {
+  std::stringstream parts(variant);  // a combination such as learned+shaw
+  for (std::string v; std::getline(parts, v, '+');)
+    if (std::find(kTwoPathVariants.begin(), kTwoPathVariants.end(), v) != kTwoPathVariants.end())
+      return true;
+  return false;
+}
 
 std::vector<std::string> default_direct_variants(const std::vector<std::string>& variants) {
   std::vector<std::string> out;

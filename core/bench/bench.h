@@ -67,6 +67,9 @@ std::vector<BenchCase> plan_cases(const BenchPlan& plan);
 // is measured for those of them that are in `variants`.
 std::vector<std::string> default_direct_variants(const std::vector<std::string>& variants);
 
+// True when `variant` (or a part of a combination such as learned+shaw) has a direct path.
+bool has_direct_path(const std::string& variant);
+
 // Runs every case `repeats` times (cases interleaved within a repeat), each in a child process.
 // `progress` is called after every child. A child that fails is recorded, never thrown.
 std::vector<CaseSummary> run_bench(

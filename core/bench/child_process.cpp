@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -18,11 +19,15 @@ extern char** environ;
 
 namespace relpos {
 
-std::string ChildResult::describe(int timeout_s) const {
+std::string ChildResult::describe(int timeout_s, double max_memory_mb) const {
   if (timed_out) return "timed out after " + std::to_string(timeout_s) + " s";
   if (signal != 0) {
     std::string s = "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
-    if (signal == SIGKILL) s += ": out of memory?";
+    if (max_memory_mb > 0)
+      s += " under the address-space limit of " + std::to_string(std::lround(max_memory_mb)) +
+           " MB (--max-memory): out of memory?";
+    else if (signal == SIGKILL)
+      s += ": out of memory?";
     return s;
   }
   return "exit code " + std::to_string(exit_code);

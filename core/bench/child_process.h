@@ -18,7 +18,9 @@ struct ChildResult {
 
   bool ok() const { return exit_code == 0; }
   // "exit code 2", "killed by signal 9 (SIGKILL: out of memory?)", "timed out after 600 s", ...
-  std::string describe(int timeout_s) const;
+  // With an address-space limit (max_memory_mb > 0), a child ended by a signal is said to have
+  // run under it: an allocation refused by the limit often ends as SIGSEGV or SIGABRT.
+  std::string describe(int timeout_s, double max_memory_mb = 0) const;
 };
 
 struct ChildLimits {

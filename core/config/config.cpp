@@ -1,4 +1,5 @@
 #include "core/config/config.h"
+#include "core/config/labelled_override.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +11,15 @@ namespace relpos {
 
 LoadedConfig load_config(const std::vector<std::string>& files,
                          const std::vector<std::string>& overrides) {
+  return load_config(files, overrides, {});
+}
+
+LoadedConfig load_config(const std::vector<std::string>& files,
+                         const std::vector<std::string>& overrides,
+                         const std::vector<LabelledOverride>& labelled) {
   LayeredYaml layers = load_layers(files);
   for (const auto& o : overrides) apply_override(layers, o);
+  for (const auto& o : labelled) apply_override(layers, o.assignment, o.origin);
   LoadedConfig out;
   out.config = parse_config(layers.root, &layers.sources);
   out.sources = layers.sources;

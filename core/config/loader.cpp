@@ -1,4 +1,5 @@
 #include "core/config/loader.h"
+#include "core/config/labelled_override.h"
 
 #include <fmt/format.h>
 
@@ -170,8 +171,14 @@ LayeredYaml load_layers(const std::vector<std::string>& files) {
 }
 
 void apply_override(LayeredYaml& layers, const std::string& assignment) {
+  apply_override(layers, assignment, std::string());
+}
+
+void apply_override(LayeredYaml& layers, const std::string& assignment,
+                    const std::string& given_origin) {
   const auto eq = assignment.find('=');
-  const std::string origin = "command line (--set " + assignment + ")";
+  const std::string origin =
+      given_origin.empty() ? "command line (--set " + assignment + ")" : given_origin;
   if (eq == std::string::npos || eq == 0)
     throw ConfigError(fmt::format("{}: expected dotted.key=value", origin),
                       "for example --set model.layers=4");

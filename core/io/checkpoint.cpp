@@ -139,6 +139,23 @@ void compare(const std::string& kind, const std::map<std::string, torch::Tensor>
                                      shape_string(t.sizes())));
 }
 
+// Throws SchemaError listing every mismatch between the checkpoint and the model.
+void check_matches(const std::string& path, const std::map<std::string, torch::Tensor>& params,
+                   const std::map<std::string, torch::Tensor>& buffers,
+                   const torch::OrderedDict<std::string, torch::Tensor>& current_params,
+                   const torch::OrderedDict<std::string, torch::Tensor>& current_buffers) {
+  std::vector<std::string> problems;
+  compare("parameter", params, current_params, problems);
+  compare("buffer", buffers, current_buffers, problems);
+  if (problems.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < problems.size() && i < 8; ++i) list += "\n  " + problems[i];
+  if (problems.size() > 8) list += fmt::format("\n  ... and {} more", problems.size() - 8);
+  throw SchemaError(fmt::format("checkpoint '{}' does not match the model:{}", path, list),
+                    "was it written by a run with another config? --init-from loads the "
+                    "matching parameters only");
+}
+
 void copy_into(const std::map<std::string, torch::Tensor>& saved,
                torch::OrderedDict<std::string, torch::Tensor>& current) {
   torch::NoGradGuard guard;
@@ -212,17 +229,7 @@ TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
     const auto buffers = read_tensors(archive, kKeyBuffers);
     auto current_params = model.named_parameters();
     auto current_buffers = model.named_buffers();
-    std::vector<std::string> problems;
-    compare("parameter", params, current_params, problems);
-    compare("buffer", buffers, current_buffers, problems);
-    if (!problems.empty()) {
-      std::string list;
-      for (size_t i = 0; i < problems.size() && i < 8; ++i) list += "\n  " + problems[i];
-      if (problems.size() > 8) list += fmt::format("\n  ... and {} more", problems.size() - 8);
-      throw SchemaError(fmt::format("checkpoint '{}' does not match the model:{}", path, list),
-                        "was it written by a run with another config? --init-from loads the "
-                        "matching parameters only");
-    }
+    check_matches(path, params, buffers, current_params, current_buffers);
 
     // The optimizer first: if its state does not fit, the model is left untouched.
     InputArchive opt;
@@ -268,6 +275,19 @@ TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
       if (torch::cuda::is_available()) set_generator_state(cuda_generator(), state.cuda_rng_state);
     }
     return state;
+  });
+}
+
+void load_model_parameters(const std::string& path, torch::nn::Module& model) {
+  InputArchive archive = open_archive(path, model_device(model));
+  reading(path, [&] {
+    const auto params = read_tensors(archive, kKeyParameters);
+    const auto buffers = read_tensors(archive, kKeyBuffers);
+    auto current_params = model.named_parameters();
+    auto current_buffers = model.named_buffers();
+    check_matches(path, params, buffers, current_params, current_buffers);
+    copy_into(params, current_params);
+    copy_into(buffers, current_buffers);
   });
 }
 

@@ -46,6 +46,11 @@ torch::Tensor current_cuda_rng_state();
 TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
                            torch::optim::Optimizer& optimizer);
 
+// Loads the parameters and buffers of `path` into `model` (evaluating a trained run), strictly:
+// a model parameter or buffer missing from the checkpoint, one of the checkpoint's the model
+// lacks, or a shape that differs is a SchemaError naming each (the model is left unchanged then).
+void load_model_parameters(const std::string& path, torch::nn::Module& model);
+
 // Loads only the parameters of `path` whose names and shapes match `model` (fine-tuning from a
 // pre-trained run, switching position variants). Returns the names that were NOT loaded
 // (initialised fresh) and fills `skipped` with the checkpoint's names the model has no use for.

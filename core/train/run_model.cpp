@@ -17,12 +17,9 @@ LoadedRun load_run(const std::string& dir, const std::vector<std::string>& overr
   use_run_tokenizer(dir, data_cfg);
   run.data = make_task_data(data_cfg);
   run.model = Model(cfg, run.data->vocab_size());
-  std::vector<std::string> unused;
-  auto missing = load_matching_parameters(run_checkpoint_path(dir), *run.model, &unused);
-  if (!missing.empty())
-    throw SchemaError(fmt::format("{}: the checkpoint lacks parameters of the model: {}",
-                                  run_checkpoint_path(dir), join_names(missing)),
-                      "was the run folder written by another version of relpos?");
+  // Strict: a parameter of the checkpoint the model has no use for (or one the model lacks)
+  // means the model built from the config is not the model that was trained.
+  load_model_parameters(run_checkpoint_path(dir), *run.model);
   run.model->to(run.device);
   run.model->eval();
   return run;

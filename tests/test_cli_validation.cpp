@@ -1,0 +1,220 @@
+// Command-line options checked before any work starts, through the relpos executable: a value
+// out of range, an option that would be ignored, or an override `eval` must not apply is an
+// `error:` line naming the option, exit status 2, and nothing run or written.
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "core/bench/child_process.h"
+#include "core/config/config.h"
+#include "core/io/run_file.h"
+#include "core/train/run_model.h"
+#include "tests/process_util.h"
+#include "tests/tiny_run.h"
+
+using namespace relpos;
+using namespace relpos::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliCase {
+  std::vector<std::string> args;
+  std::string error;  // on the error: line
+};
+
+// Each case exits 2 with `error: <error>`; `forbidden` must not appear in its output.
+void check_refused(const std::vector<CliCase>& cases, const std::string& log,
+                   const std::string& forbidden = "") {
+  for (const auto& c : cases) {
+    std::string line;
+    for (const auto& a : c.args) line += a + " ";
+    CAPTURE(line);
+    auto [code, out] = run_relpos(c.args, log);
+    CHECK_MESSAGE(code == 2, out);
+    CHECK_MESSAGE(contains(out, "error: " + c.error), out);
+    if (!forbidden.empty()) CHECK_MESSAGE(!contains(out, forbidden), out);
+  }
+}
+
+// The tiny run of tests/tiny_run.h (learned+tisa, learned max_len 32, T = 32), 4 steps.
+std::string tiny_trained_run(const TempFolder& tmp) {
+  const std::string dir = tmp.str("run");
+  train_here(tiny_run(tmp.str("cache"), 4), dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("relpos eval: --set may change evaluation settings only, never the model or the data split") {
+  TempFolder tmp("cli_eval_sets");
+  const std::string run = tiny_trained_run(tmp);
+  std::vector<CliCase> cases;
+  for (const std::string set : {"position.type=none", "position.type=alibi",
+                                "data.split_seed=7", "data.test_fraction=0.5", "task.seq_len=16",
+                                "model.layers=3", "position.learned.max_len=64", "seed=3"}) {
+    const std::string key = set.substr(0, set.find('='));
+    cases.push_back({{"eval", "--run", run, "--lengths", "16", "--set", set},
+                     "eval: --set " + set + ": '" + key + "' is not an evaluation setting"});
+  }
+  check_refused(cases, tmp.str("log"));
+  // Nothing was evaluated, so nothing passes for the run's own numbers.
+  CHECK_FALSE(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
+  CHECK_FALSE(RunFileReader::open(run_h5_path(run))->exists("/eval/extrapolation"));
+
+  // The evaluation settings are accepted; clamping lets the learned table reach T = 64.
+  auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16,64", "--set",
+                                 "eval.max_tokens=128", "--set", "threads=1", "--set",
+                                 "cpu_allocator=system", "--set", "position.learned.beyond=clamp"},
+                                tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(contains(out, "(trained at T=32)"), out);
+  CHECK_MESSAGE(contains(out, "T=64       accuracy"), out);  // not n/a: clamped
+  CHECK(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
+}
+
+TEST_CASE("relpos eval: numeric options below their minimum or beyond int64 are errors") {
+  TempFolder tmp("cli_eval_numbers");
+  const std::string run = tiny_trained_run(tmp);
+  check_refused(
+      {
+          {{"eval", "--run", run, "--max-tokens", "0"}, "--max-tokens: got 0; expected an integer >= 1"},
+          {{"eval", "--run", run, "--max-tokens", "-5"}, "--max-tokens: got -5; expected an integer >= 1"},
+          {{"eval", "--run", run, "--batch", "0"}, "--batch: got 0; expected an integer >= 1"},
+          {{"eval", "--run", run, "--batch", "-1"}, "--batch: got -1; expected an integer >= 1"},
+          {{"eval", "--run", run, "--stride", "-1"}, "--stride: got -1; expected an integer >= 0"},
+          {{"eval", "--run", run, "--lengths", "16,99999999999999999999"},
+           "--lengths: got 99999999999999999999; expected an integer >= 2"},
+          {{"eval", "--run", run, "--lengths", "1"}, "--lengths: got 1; expected an integer >= 2"},
+      },
+      tmp.str("log"));
+  CHECK_FALSE(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
+}
+
+TEST_CASE("load_run: a checkpoint with a parameter the model lacks is an error, not ignored") {
+  TempFolder tmp("cli_strict_checkpoint");
+  const std::string run = tiny_trained_run(tmp);
+  CHECK_NOTHROW(load_run(run));
+  // The stored config now builds a model without TISA: its parameters in the checkpoint would
+  // have been dropped without a word.
+  Config c = load_run_config(run).config;
+  c.position.types = {"learned"};
+  std::ofstream(run_config_path(run)) << to_yaml(c);
+  try {
+    load_run(run);
+    FAIL("load_run accepted a checkpoint with parameters the model lacks");
+  } catch (const SchemaError& e) {
+    CHECK_MESSAGE(contains(e.what(), "does not match the model"), e.what());
+    CHECK_MESSAGE(contains(e.what(), "of the checkpoint is not in the model"), e.what());
+  }
+}
+
+TEST_CASE("relpos bench: every option is checked before any configuration runs") {
+  TempFolder tmp("cli_bench");
+  const std::vector<std::string> tiny = {"--lengths", "16", "--steps", "1", "--warmup", "0",
+                                         "--set", "model.layers=1", "--set", "model.width=16",
+                                         "--set", "model.heads=2", "--set", "model.ff_width=32"};
+  auto bench = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"bench", "--variants", "none"};
+    a.insert(a.end(), tiny.begin(), tiny.end());
+    a.insert(a.end(), extra.begin(), extra.end());  // later values win
+    return a;
+  };
+  fs::create_directories(tmp.str("folder"));
+  // "[1/" is the first child's progress line: none may start.
+  check_refused(
+      {
+          {bench({"--steps", "0"}), "--steps: got 0; expected an integer >= 1"},
+          {bench({"--steps", "-1"}), "--steps: got -1; expected an integer >= 1"},
+          {bench({"--warmup", "-1"}), "--warmup: got -1; expected an integer >= 0"},
+          {bench({"--vocab", "1"}), "--vocab: got 1; expected an integer >= 2"},
+          {bench({"--vocab", "-1"}), "--vocab: got -1; expected an integer >= 2"},
+          {bench({"--repeat", "0"}), "--repeat: got 0; expected an integer from 1 to 1000"},
+          {bench({"--repeat", "-2"}), "--repeat: got -2; expected an integer from 1 to 1000"},
+          {bench({"--batch", "0"}), "--batch: got 0; expected an integer >= 1"},
+          {bench({"--threads", "-1"}), "--threads: got -1; expected an integer >= 0"},
+          {bench({"--timeout", "0"}), "--timeout: got 0; expected an integer >= 1"},
+          {bench({"--timeout", "-1"}), "--timeout: got -1; expected an integer >= 1"},
+          {bench({"--max-memory", "-1"}), "--max-memory: got '-1'; expected a number >= 0"},
+          {bench({"--max-memory", "nan"}), "--max-memory: got 'nan'; expected a number >= 0"},
+          {bench({"--max-memory", "1"}), "bench: --max-memory 1: too small (expected 0 = no "
+                                         "limit, or at least 2048 MB"},
+          {bench({"--direct", "bogus"}), "bench: --direct: 'bogus' is not a measured variant "
+                                         "with a direct path"},
+          {bench({"--json", tmp.str("folder")}), "bench: --json " + tmp.str("folder") + ": is a folder"},
+          {bench({"--json", tmp.str("absent/x.json")}),
+           "bench: --json " + tmp.str("absent/x.json") + ": cannot write: No such file or directory"},
+          {{"bench", "--variants", "none,bogus", "--lengths", "16"},
+           "command line (--variants bogus): position.type: unknown position variant"},
+      },
+      tmp.str("log"), "[1/");
+}
+
+TEST_CASE("bench: a child ended by a signal under --max-memory is said to have hit the limit") {
+  ChildResult r;
+  r.signal = SIGSEGV;
+  CHECK(r.describe(0, 2048).find("under the address-space limit of 2048 MB (--max-memory)") !=
+        std::string::npos);
+  CHECK(r.describe(0).find("--max-memory") == std::string::npos);
+}
+
+TEST_CASE("relpos reproduce: a file as --out, no experiment name, an empty stage name") {
+  TempFolder tmp("cli_reproduce");
+  const std::string file = tmp.str("a_file");
+  std::ofstream(file) << "x";
+  check_refused(
+      {
+          {{"reproduce", "quickstart", "--out", file}, file + ": exists and is not a folder"},
+          {{"reproduce"}, "reproduce: no experiment named (expected one of: "},
+          {{"reproduce", "quickstart", "--out", tmp.str("q"), "--set", ":seed=1"},
+           "--set :seed=1: empty stage name before ':'"},
+          {{"reproduce", "quickstart", "--out", tmp.str("q"), "--set", "nostage:seed=1"},
+           "--set nostage:seed=1: reproduce quickstart has no stage 'nostage'"},
+      },
+      tmp.str("log"));
+  CHECK_FALSE(fs::exists(tmp.str("q")));
+}
+
+TEST_CASE("relpos sweep and train: launch and grid options are checked and named") {
+  TempFolder tmp("cli_sweep_train");
+  const std::string out = tmp.str("out");
+  check_refused(
+      {
+          {{"sweep", "--grid", "seed=1,2", "--threads", "-1", "--out", out},
+           "--threads: got -1; expected an integer >= 0"},
+          {{"sweep", "--grid", "seed=1,2", "--emit-slurm", "", "--out", out},
+           "--emit-slurm: got an empty value; expected a file name"},
+          {{"sweep", "--grid", "position.type=none,bogus", "--out", out},
+           "command line (--grid position.type=none,bogus): position.type: unknown position "
+           "variant (got 'bogus'"},
+          {{"train", "--node-rank", "5", "--out", out}, "train: --node-rank 5: expected 0..0"},
+          {{"train", "--nproc", "2", "--master-port", "-1", "--out", out},
+           "--master-port: got -1; expected an integer from 1 to 65535"},
+          {{"train", "--nproc", "2", "--master-port", "99999", "--out", out},
+           "--master-port: got 99999; expected an integer from 1 to 65535"},
+          {{"train", "--master-port", "29500", "--out", out},
+           "train: --master-port applies to a data-parallel launch only"},
+          {{"bogus"}, "unknown command 'bogus' (known: list, config, train, eval, sweep"},
+      },
+      tmp.str("log"), "error: error:");
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("relpos analyze: a missing folder and bad --group-by keys are named") {
+  TempFolder tmp("cli_analyze");
+  const std::string run = tiny_trained_run(tmp);
+  check_refused(
+      {
+          {{"analyze", tmp.str("absent"), "--no-figures"}, tmp.str("absent") + " does not exist"},
+          {{"analyze", run, "--no-figures", "--group-by", "bogus.key"},
+           "--group-by: no run's config has the key 'bogus.key'"},
+          {{"analyze", run, "--no-figures", "--group-by", "model.layers,model.layers"},
+           "--group-by: the key 'model.layers' is listed twice"},
+      },
+      tmp.str("log"));
+  auto [code, out] = run_relpos({"analyze", run, "--no-figures", "--group-by", "model.layers"},
+                                tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+}
