@@ -171,4 +171,13 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
   run(tmp.str("b"), {"train.steps=4", "snapshots.every_percent=0"}, cache, /*stop_after=*/2);
   CHECK_THROWS_WITH_AS(run(tmp.str("b"), {"train.steps=4"}, cache),
                        doctest::Contains("holds an unfinished run"), RunError);
+  // --resume cannot cut a run back below the step its checkpoint reached.
+  TrainOptions o;
+  o.out_dir = tmp.str("b");
+  o.quiet = true;
+  o.resume = true;
+  CHECK_THROWS_WITH_AS(train(load_run_config(o.out_dir, {"train.steps=1"}), o),
+                       doctest::Contains("train.steps: 1 is below step 2, which the checkpoint in"),
+                       ConfigError);
+  CHECK(train(load_run_config(o.out_dir, {}), o).finished);  // still resumable as it was
 }

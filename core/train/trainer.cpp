@@ -233,6 +233,14 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   std::string init_note;
   if (opts.resume) {
     state = load_checkpoint(run_checkpoint_path(dir), *model, *optimizer);
+    // A run cannot be cut back: it would "finish" at the checkpoint's step without saying so.
+    if (state.step > cfg.train.steps)
+      throw ConfigError(fmt::format("train.steps: {} is below step {}, which the checkpoint in {} "
+                                    "already reached",
+                                    cfg.train.steps, state.step, dir),
+                        fmt::format("give train.steps >= {}, or leave it out to resume as "
+                                    "configured",
+                                    state.step));
     progress.message(fmt::format("resuming {} at step {}", dir, state.step));
   } else {
     if (dp.is_main()) write_text_atomic(run_config_path(dir), to_yaml(cfg));
