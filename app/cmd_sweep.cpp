@@ -57,15 +57,17 @@ Command add_sweep(CLI::App& app) {
             o.out_dir = a->out;
             o.relpos_binary = self_executable();
             if (!a->slurm.empty()) {
+              const auto points = expand_grid(o.grid);
+              const std::string script = slurm_script(o, points);  // checks every point first
               // SLURM writes the jobs' logs into the experiment folder but does not create it.
               std::error_code ec;
               std::filesystem::create_directories(o.out_dir, ec);
               if (ec) throw RunError(fmt::format("{}: cannot create: {}", o.out_dir, ec.message()));
               std::ofstream f(a->slurm);
               if (!f) throw RunError(fmt::format("{}: cannot write", a->slurm));
-              f << slurm_script(o, expand_grid(o.grid));
+              f << script;
               std::cout << fmt::format("wrote {} ({} array elements); submit with: sbatch {}\n",
-                                       a->slurm, expand_grid(o.grid).size(), a->slurm);
+                                       a->slurm, points.size(), a->slurm);
               return 0;
             }
             auto runs = run_sweep(o);

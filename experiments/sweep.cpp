@@ -162,6 +162,29 @@ struct ResolvedPoint {
   std::vector<std::string> types;   // its position variants
 };
 
+// Every point's config, loaded and validated (the errors name the point's --grid axis), as its
+// run stores it.
+std::vector<ResolvedPoint> resolve_points(const SweepOptions& o,
+                                          const std::vector<SweepPoint>& points) {
+  std::vector<ResolvedPoint> resolved;
+  for (const auto& p : points) {
+    // A point's overrides come one per axis, in the axes' order; errors name the axis.
+    std::vector<LabelledOverride> axes;
+    for (size_t i = 0; i < p.overrides.size() && i < o.grid.size(); ++i) {
+      const GridAxis& g = o.grid[i];
+      const std::string spec =
+          g.spec.empty() ? fmt::format("{}={}", g.key, fmt::join(g.values, ",")) : g.spec;
+      axes.push_back({p.overrides[i], g.option == "--grid" ? "command line (--grid " + spec + ")"
+                                                           : g.option + " (" + spec + ")"});
+    }
+    std::vector<std::string> files = o.configs;
+    if (files.empty()) throw ConfigError("sweep: --config FILE is required");
+    const Config cfg = load_config(files, o.sets, axes).config;
+    resolved.push_back({to_yaml(cfg), cfg.position.types});
+  }
+  return resolved;
+}
+
 // A run folder that is finished (skipped) or has a checkpoint (resumed from its stored config)
 // must have been made with the config the sweep would give it now: otherwise the sweep would
 // report results of another config (or continue a run under one) without saying so. Compared
@@ -224,22 +247,7 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   if (o.jobs < 1) throw ConfigError(fmt::format("sweep: --jobs {} (expected >= 1)", o.jobs));
   // Check the shared config (and every point's overrides) before anything starts.
   auto points = expand_grid(o.grid);
-  std::vector<ResolvedPoint> resolved;  // each point's config, as its run stores it
-  for (const auto& p : points) {
-    // A point's overrides come one per axis, in the axes' order; errors name the axis.
-    std::vector<LabelledOverride> axes;
-    for (size_t i = 0; i < p.overrides.size() && i < o.grid.size(); ++i) {
-      const GridAxis& g = o.grid[i];
-      const std::string spec =
-          g.spec.empty() ? fmt::format("{}={}", g.key, fmt::join(g.values, ",")) : g.spec;
-      axes.push_back({p.overrides[i], g.option == "--grid" ? "command line (--grid " + spec + ")"
-                                                           : g.option + " (" + spec + ")"});
-    }
-    std::vector<std::string> files = o.configs;
-    if (files.empty()) throw ConfigError("sweep: --config FILE is required");
-    const Config cfg = load_config(files, o.sets, axes).config;
-    resolved.push_back({to_yaml(cfg), cfg.position.types});
-  }
+  const std::vector<ResolvedPoint> resolved = resolve_points(o, points);
   check_existing_runs(o, points, resolved);
   install_interrupt_handlers();
   create_output_folder(o.out_dir, "sweep folder");
@@ -426,6 +434,7 @@ std::string shell_word(const std::string& w) {
 }  // namespace
 
 std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& points) {
+  resolve_points(o, points);  // a point whose config does not load is an error now, not on the cluster
   // Absolute paths: the job runs wherever SLURM starts it.
   const std::string out = fs::absolute(o.out_dir).lexically_normal().string();
   const int64_t cpus = o.threads > 0 ? o.threads : 4;

@@ -189,6 +189,11 @@ TEST_CASE("relpos sweep and train: launch and grid options are checked and named
           {{"sweep", "--grid", "position.type=none,bogus", "--out", out},
            "command line (--grid position.type=none,bogus): position.type: unknown position "
            "variant (got 'bogus'"},
+          // --emit-slurm checks every point's config too, before writing the script.
+          {{"sweep", "--grid", "position.type=none,bogus", "--emit-slurm", tmp.str("job.sh"),
+            "--out", out},
+           "command line (--grid position.type=none,bogus): position.type: unknown position "
+           "variant (got 'bogus'"},
           {{"train", "--node-rank", "5", "--out", out}, "train: --node-rank 5: expected 0..0"},
           {{"train", "--nproc", "2", "--master-port", "-1", "--out", out},
            "--master-port: got -1; expected an integer from 1 to 65535"},
@@ -200,6 +205,7 @@ TEST_CASE("relpos sweep and train: launch and grid options are checked and named
       },
       tmp.str("log"), "error: error:");
   CHECK_FALSE(fs::exists(out));
+  CHECK_FALSE(fs::exists(tmp.str("job.sh")));
 }
 
 TEST_CASE("relpos analyze: a missing folder and bad --group-by keys are named") {
