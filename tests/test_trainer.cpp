@@ -180,4 +180,18 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
                        doctest::Contains("train.steps: 1 is below step 2, which the checkpoint in"),
                        ConfigError);
   CHECK(train(load_run_config(o.out_dir, {}), o).finished);  // still resumable as it was
+
+  // --init-from the output folder itself, with --overwrite, is refused before anything is
+  // removed (it used to delete the run it was to start from); --init-from with --resume too.
+  TrainOptions f;
+  f.out_dir = tmp.str("a");
+  f.quiet = true;
+  f.overwrite = true;
+  f.init_from = tmp.str("a") + "/.";
+  CHECK_THROWS_WITH_AS(train(load_run_config(f.out_dir, {}), f),
+                       doctest::Contains("is the output folder itself"), ConfigError);
+  CHECK(run_finished(tmp.str("a")));
+  o.init_from = tmp.str("a");
+  CHECK_THROWS_WITH_AS(train(load_run_config(o.out_dir, {}), o),
+                       doctest::Contains("--init-from starts a new run"), ConfigError);
 }

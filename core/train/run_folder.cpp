@@ -97,6 +97,17 @@ std::unique_ptr<FolderLock> prepare_out_dir(const TrainOptions& o) {
   }
   // From here on no other relpos process may write the folder.
   auto lock = std::make_unique<FolderLock>(o.out_dir, o.resume ? "training (resumed)" : "training");
+  if (!o.init_from.empty()) {
+    if (o.resume)
+      throw ConfigError("train: --init-from starts a new run; --resume continues one from its own "
+                        "checkpoint, so the two exclude each other");
+    // Before anything is removed: --overwrite of the folder --init-from reads would delete the
+    // very run the new one was to start from.
+    std::error_code eq;
+    if (fs::equivalent(o.init_from, o.out_dir, eq))
+      throw ConfigError(fmt::format("train: --init-from {} is the output folder itself", o.init_from),
+                        "write the fine-tuned run to another --out");
+  }
   if (!o.resume) {
     const bool has_run = fs::exists(run_config_path(o.out_dir)) ||
                          fs::exists(run_checkpoint_path(o.out_dir)) ||
