@@ -23,6 +23,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
 // tests/tiny_run.h's run at 20 steps, with a checkpoint every 10 and snapshots at 50 %.
 std::vector<std::string> tiny_overrides(const std::string& cache) {
   auto o = test::tiny_run(cache, 20);
@@ -162,6 +171,35 @@ TEST_CASE("same config and seed give the same loss curve / resuming gives the sa
   CHECK(train_losses(tmp.str("d")) == a);
 }
 
+TEST_CASE("--resume may change training settings only, and config.yaml records them") {
+  TempDir tmp("resume_config");
+  const std::string cache = tmp.str("cache");
+  const std::string dir = tmp.str("r");
+  run(dir, {"train.steps=6", "snapshots.every_percent=0"}, cache, /*stop_after=*/2);
+  TrainOptions o;
+  o.out_dir = dir;
+  o.quiet = true;
+  o.resume = true;
+  // --set of a model, data or seed key: refused, naming each change.
+  CHECK_THROWS_WITH_AS(train(load_run_config(dir, {"seed=7", "model.dropout=0.3"}), o),
+                       doctest::Contains("than it started with (run.h5's config): model.dropout: "
+                                         "0.1 -> 0.3; seed: 1 -> 7"),
+                       ConfigError);
+  // An edited config.yaml: refused the same way (run.h5 keeps the config the run started with).
+  const std::string yaml = read_text(run_config_path(dir));
+  std::string edited = yaml;
+  const size_t at = edited.find("\nseed: 1\n");
+  REQUIRE(at != std::string::npos);
+  edited.replace(at, 9, "\nseed: 5\n");
+  write_text(run_config_path(dir), edited);
+  CHECK_THROWS_WITH_AS(train(load_run_config(dir, {}), o), doctest::Contains("seed: 1 -> 5"),
+                       ConfigError);
+  write_text(run_config_path(dir), yaml);
+  // A training setting may change, and config.yaml then says so.
+  CHECK(train(load_run_config(dir, {"train.lr=0.002"}), o).finished);
+  CHECK(load_run_config(dir).config.train.lr == 0.002);
+}
+
 TEST_CASE("an output folder holding a run is not overwritten silently") {
   TempDir tmp("guard");
   const std::string cache = tmp.str("cache");
@@ -180,6 +218,12 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
                        doctest::Contains("train.steps: 1 is below step 2, which the checkpoint in"),
                        ConfigError);
   CHECK(train(load_run_config(o.out_dir, {}), o).finished);  // still resumable as it was
+  // Resuming a finished run is refused, and its result.json stays as it was.
+  const std::string result_before = read_text(run_result_path(o.out_dir));
+  CHECK_THROWS_WITH_AS(train(load_run_config(o.out_dir, {}), o),
+                       doctest::Contains("the run already finished its 4 steps; nothing to resume"),
+                       RunError);
+  CHECK(read_text(run_result_path(o.out_dir)) == result_before);
 
   // --init-from the output folder itself, with --overwrite, is refused before anything is
   // removed (it used to delete the run it was to start from); --init-from with --resume too.

@@ -164,6 +164,47 @@ DataError no_probe_error(const Config& cfg, const TaskData& data, int64_t probe_
                    "set snapshots.probe_len to a length the task can fill");
 }
 
+// --resume continues the run that the folder's files describe. Only settings that leave the
+// model, the data and the task alone may differ from the config the run started with (run.h5's
+// `config` attribute; config.yaml when there is no run.h5): train.* (steps, a lower lr after a
+// non-finite loss, ...), eval.*, device, threads, cpu_allocator, sweep.*, name. An edited
+// config.yaml or a --set of any other key used to be applied silently. config.yaml is rewritten
+// to what the resumed run uses, so that it stays the record of the run.
+// Returns the changes against config.yaml, which the caller writes once every other check of
+// the resume has passed.
+std::vector<std::string> check_resume_config(const std::string& dir, const Config& cfg) {
+  const std::string now = to_yaml(cfg);
+  std::string started;
+  try {
+    if (fs::exists(run_h5_path(dir))) started = RunFileReader::open(run_h5_path(dir))->root_attribute("config");
+  } catch (const Error&) {
+    started.clear();  // an unreadable run.h5 is reported where the run opens it
+  }
+  std::string stored;
+  {
+    std::ifstream in(run_config_path(dir));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    stored = ss.str();
+  }
+  if (started.empty()) started = stored;
+  const std::vector<std::string> allowed = {"train", "eval", "device", "threads", "cpu_allocator",
+                                            "sweep", "name"};
+  std::vector<std::string> changed;
+  for (const auto& d : config_differences(started, now, allowed))
+    if (d.find(": (absent) -> ") == std::string::npos)  // a key newer than the run: its default
+      changed.push_back(d);
+  if (!changed.empty())
+    throw ConfigError(
+        fmt::format("{}: --resume would continue the run with a different model, data or task "
+                    "than it started with ({}): {}",
+                    dir, fs::exists(run_h5_path(dir)) ? "run.h5's config" : "config.yaml",
+                    fmt::join(changed, "; ")),
+        "only train.*, eval.*, device, threads and cpu_allocator may change on --resume; start a "
+        "new run (another --out, or --overwrite) for the rest, and restore an edited config.yaml");
+  return now == stored ? std::vector<std::string>{} : config_differences(stored, now);
+}
+
 }  // namespace
 
 TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
@@ -187,6 +228,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
                                  dp.world_size(), dp.backend(), cfg.train.batch_size / dp.world_size(),
                                  cfg.train.batch_size));
   const std::vector<int64_t> inject_nan = debug_nonfinite_steps();
+  const std::vector<std::string> resume_changes =
+      opts.resume ? check_resume_config(dir, cfg) : std::vector<std::string>{};
 
   // Data first: a missing corpus should fail before anything is written.
   auto data = make_task_data(data_config_for_run(cfg, opts));
@@ -241,6 +284,15 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
                         fmt::format("give train.steps >= {}, or leave it out to resume as "
                                     "configured",
                                     state.step));
+    // Nothing left to train: going on would rewrite result.json without its validation metrics.
+    if (state.step == cfg.train.steps && run_finished(dir))
+      throw RunError(fmt::format("{}: the run already finished its {} steps; nothing to resume",
+                                 dir, state.step),
+                     fmt::format("--set train.steps=N with N > {} trains it further", state.step));
+    if (dp.is_main() && !resume_changes.empty()) {
+      write_text_atomic(run_config_path(dir), to_yaml(cfg));
+      progress.message(fmt::format("resume: config.yaml updated: {}", fmt::join(resume_changes, "; ")));
+    }
     progress.message(fmt::format("resuming {} at step {}", dir, state.step));
   } else {
     if (dp.is_main()) write_text_atomic(run_config_path(dir), to_yaml(cfg));
