@@ -200,6 +200,27 @@ TEST_CASE("--resume may change training settings only, and config.yaml records t
   CHECK(load_run_config(dir).config.train.lr == 0.002);
 }
 
+TEST_CASE("--init-from a run of another model size is an error, and writes nothing") {
+  TempDir tmp("init_size");
+  const std::string cache = tmp.str("cache");
+  run(tmp.str("pre"), {"train.steps=2", "snapshots.every_percent=0"}, cache);
+  auto sets = tiny_overrides(cache);
+  for (const char* s : {"train.steps=2", "model.width=64", "model.ff_width=128"}) sets.push_back(s);
+  TrainOptions o;
+  o.out_dir = tmp.str("ft");
+  o.quiet = true;
+  o.init_from = tmp.str("pre");
+  CHECK_THROWS_WITH_AS(train(load_config({test::config_path("base.yaml")}, sets), o),
+                       doctest::Contains("parameters of this model are in its checkpoint with the "
+                                         "same shape"),
+                       ConfigError);
+  CHECK_FALSE(fs::exists(run_config_path(o.out_dir)));  // a rerun is not blocked
+  // The same sizes with another position variant (the paper's drop-in) loads.
+  auto same = tiny_overrides(cache);
+  for (const char* s : {"train.steps=2", "position.type=learned+huang_m4"}) same.push_back(s);
+  CHECK(train(load_config({test::config_path("base.yaml")}, same), o).finished);
+}
+
 TEST_CASE("an output folder holding a run is not overwritten silently") {
   TempDir tmp("guard");
   const std::string cache = tmp.str("cache");

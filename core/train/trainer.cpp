@@ -295,16 +295,26 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     }
     progress.message(fmt::format("resuming {} at step {}", dir, state.step));
   } else {
-    if (dp.is_main()) write_text_atomic(run_config_path(dir), to_yaml(cfg));
     if (!opts.init_from.empty()) {
       std::vector<std::string> skipped;
       auto fresh = load_matching_parameters(run_checkpoint_path(opts.init_from), *model, &skipped);
+      const size_t total = model->named_parameters().size();
+      // A fine-tune adds a head or a position encoding; when most of the model is new, the two
+      // models differ (width, layers, shared layers) and the "fine-tune" would start from scratch.
+      if (2 * fresh.size() > total)
+        throw ConfigError(
+            fmt::format("--init-from {}: only {} of the {} parameters of this model are in its "
+                        "checkpoint with the same shape (new: {})",
+                        opts.init_from, total - fresh.size(), total, join_names(fresh)),
+            "--init-from needs the same model.* sizes as the run it starts from; a change of "
+            "position variant or task head is fine");
       init_note = opts.init_from;
       progress.message(fmt::format("initialised from {}: {} parameters loaded, {} new{}{}",
                                    opts.init_from, model->named_parameters().size() - fresh.size(),
                                    fresh.size(), fresh.empty() ? "" : " (" + join_names(fresh) + ")",
                                    skipped.empty() ? "" : "; not used: " + join_names(skipped)));
     }
+    if (dp.is_main()) write_text_atomic(run_config_path(dir), to_yaml(cfg));
   }
 
   // Run file.
