@@ -51,6 +51,15 @@ double result_seconds(const std::string& dir) {
   return std::nan("");
 }
 
+// DIR/result.json holds the step count `relpos train` writes when a run finishes (an empty or
+// damaged file does not make a run finished).
+bool result_has_steps(const std::string& dir) {
+  std::ifstream f(fs::path(dir) / "result.json");
+  if (!f) return false;
+  const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("steps") && j["steps"].is_number_integer();
+}
+
 }  // namespace
 
 bool yaml_has(const std::string& yaml, const std::string& dotted_key) {
@@ -150,7 +159,7 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   }
   i.snapshot_steps = r.snapshot_steps();
   i.train_seconds = result_seconds(run_dir);
-  i.finished = fs::exists(fs::path(run_dir) / "result.json");
+  i.finished = result_has_steps(run_dir);
   const std::string eval = schema::eval_group(schema::kEvalExtrapolation);
   if (r.exists(eval)) {
     std::vector<double> applicable;

@@ -227,6 +227,15 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
   run(tmp.str("a"), {"train.steps=2", "snapshots.every_percent=0"}, cache);
   CHECK_THROWS_WITH_AS(run(tmp.str("a"), {"train.steps=2"}, cache),
                        doctest::Contains("holds a finished run"), RunError);
+  // An emptied result.json does not make a run finished.
+  const std::string result = read_text(run_result_path(tmp.str("a")));
+  CHECK(result.find("\"steps\": 2") != std::string::npos);
+  write_text(run_result_path(tmp.str("a")), "");
+  CHECK_FALSE(run_finished(tmp.str("a")));
+  write_text(run_result_path(tmp.str("a")), "{\"steps\": \"two\"}");
+  CHECK_FALSE(run_finished(tmp.str("a")));
+  write_text(run_result_path(tmp.str("a")), result);
+  CHECK(run_finished(tmp.str("a")));
   run(tmp.str("b"), {"train.steps=4", "snapshots.every_percent=0"}, cache, /*stop_after=*/2);
   CHECK_THROWS_WITH_AS(run(tmp.str("b"), {"train.steps=4"}, cache),
                        doctest::Contains("holds an unfinished run"), RunError);

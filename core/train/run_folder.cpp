@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -24,7 +25,12 @@ std::string run_metrics_path(const std::string& dir) { return (fs::path(dir) / "
 // run.h5, and a sweep over such a folder must train again rather than skip to an analysis that
 // has nothing to read.
 bool run_finished(const std::string& dir) {
-  return fs::exists(run_result_path(dir)) && fs::exists(run_h5_path(dir));
+  if (!fs::exists(run_result_path(dir)) || !fs::exists(run_h5_path(dir))) return false;
+  // result.json is written last, atomically; one that does not hold the run's step count was
+  // emptied or damaged since, and does not make an unfinished run finished.
+  std::ifstream in(run_result_path(dir));
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("steps") && j["steps"].is_number_integer();
 }
 
 void write_text_atomic(const std::string& path, const std::string& text) {
