@@ -1,11 +1,15 @@
 // relpos inspect FILE: the tree of a run file with element types, shapes, axis names and
 // attributes (docs/hdf5-schema.md; refuses files with a newer schema version), or what a
 // checkpoint holds (train state, optimizer groups, every tensor's type and shape).
+#include <fmt/format.h>
+
+#include <filesystem>
 #include <iostream>
 
 #include "app/commands.h"
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
+#include "core/util/errors.h"
 
 namespace relpos::app {
 
@@ -16,8 +20,15 @@ Command add_inspect(CLI::App& app) {
   cmd->add_option("file", *file, "an HDF5 run file (DIR/run.h5) or a checkpoint (DIR/checkpoint.pt)")
       ->required();
   return {cmd, [file]() {
-            std::cout << (looks_like_checkpoint(*file) ? describe_checkpoint(*file)
-                                                       : describe_run_file(*file));
+            if (std::filesystem::is_directory(*file))
+              throw ConfigError(fmt::format("inspect: {} is a folder", *file),
+                                "give a file in it: DIR/run.h5 or DIR/checkpoint.pt");
+            // By content first (a renamed file is still recognised); a .pt that is not a zip
+            // archive is a damaged checkpoint, and is reported as one rather than as HDF5.
+            const bool checkpoint =
+                looks_like_checkpoint(*file) ||
+                std::filesystem::path(*file).extension() == ".pt";
+            std::cout << (checkpoint ? describe_checkpoint(*file) : describe_run_file(*file));
             return 0;
           }};
 }

@@ -224,3 +224,18 @@ TEST_CASE("relpos analyze: a missing folder and bad --group-by keys are named") 
                                 tmp.str("log"));
   CHECK_MESSAGE(code == 0, out);
 }
+
+TEST_CASE("relpos inspect: a folder, and a damaged .pt reported as a checkpoint, not as HDF5") {
+  TempFolder tmp("cli_inspect");
+  const std::string empty_pt = tmp.str("checkpoint.pt");
+  std::ofstream(empty_pt).close();
+  const std::string zeros_pt = tmp.str("zeros.pt");
+  std::ofstream(zeros_pt) << std::string(4096, '\0');
+  check_refused(
+      {
+          {{"inspect", tmp.str("")}, "inspect: " + tmp.str("") + " is a folder"},
+          {{"inspect", empty_pt}, "'" + empty_pt + "' is not a relpos checkpoint, or it is truncated"},
+          {{"inspect", zeros_pt}, "'" + zeros_pt + "' is not a relpos checkpoint, or it is truncated"},
+      },
+      tmp.str("log"), "HDF5");
+}
