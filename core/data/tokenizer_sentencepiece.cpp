@@ -274,8 +274,10 @@ std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::vector<std::s
                      &err) != 0)
       throw DataError(fmt::format("{} (data.vocab_size {}, {} training sentences)", take_error(err),
                                   opt.vocab_size, sentences.size()),
-                      "a small corpus needs a smaller data.vocab_size (at least 256 + 5 + the "
-                      "number of distinct characters with byte fallback)");
+                      "data.vocab_size must lie between the minimum SentencePiece names (with "
+                      "byte fallback: 256 + 5 + the number of distinct characters) and what the "
+                      "corpus can fill: raise it when it is below that minimum, lower it when the "
+                      "corpus is too small for it");
     std::error_code ec;
     fs::create_directories(dir, ec);
     // Written under a temporary name and renamed: parallel runs never see half a model.
