@@ -117,6 +117,13 @@ TEST_CASE("resuming a sentencepiece run tokenizes with its kept model, even with
   r.quiet = true;
   CHECK(train(load_run_config(dir), r).finished);
   CHECK(cached_models(cache).empty());
+  // Evaluation loads the kept tokenizer too; without it, it refuses (it used to train a new
+  // tokenizer into the cache without a word).
+  CHECK_NOTHROW(load_run(dir));
+  fs::remove(run_tokenizer_path(dir));
+  CHECK_THROWS_WITH_AS(load_run(dir), doctest::Contains("missing: the run's sentencepiece tokenizer"),
+                       ConfigError);
+  CHECK(cached_models(cache).empty());
 }
 
 TEST_CASE("--init-from refuses a tokenizer that does not match the pre-trained run") {

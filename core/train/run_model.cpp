@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
+#include "core/data/tasks.h"
 #include "core/io/checkpoint.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
@@ -14,6 +17,14 @@ LoadedRun load_run(const std::string& dir, const std::vector<std::string>& overr
   const Config& cfg = run.config.config;
   run.device = parse_device(cfg.device);
   Config data_cfg = cfg;
+  // Every sentencepiece run keeps its tokenizer: without it the ids of the checkpoint's
+  // embeddings would be those of whatever tokenizer a new training produced.
+  if (cfg.data.tokenizer == "sentencepiece" && !is_synthetic_task(cfg.task.type) &&
+      cfg.data.tokenizer_file.empty() && !std::filesystem::exists(run_tokenizer_path(dir)))
+    throw ConfigError(fmt::format("{}: missing: the run's sentencepiece tokenizer",
+                                  run_tokenizer_path(dir)),
+                      "restore it from a copy of the run folder; the embeddings were trained on "
+                      "its token ids");
   use_run_tokenizer(dir, data_cfg);
   run.data = make_task_data(data_cfg);
   run.model = Model(cfg, run.data->vocab_size());
