@@ -14,6 +14,7 @@
 #include "core/config/config.h"
 #include "core/io/schema.h"
 #include "core/position/position_encoding.h"
+#include "core/train/trainer.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {
@@ -49,15 +50,6 @@ double result_seconds(const std::string& dir) {
   if (j.is_object() && j.contains("train_seconds") && j["train_seconds"].is_number())
     return j["train_seconds"].get<double>();
   return std::nan("");
-}
-
-// DIR/result.json holds the step count `relpos train` writes when a run finishes (an empty or
-// damaged file does not make a run finished).
-bool result_has_steps(const std::string& dir) {
-  std::ifstream f(fs::path(dir) / "result.json");
-  if (!f) return false;
-  const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.contains("steps") && j["steps"].is_number_integer();
 }
 
 }  // namespace
@@ -159,7 +151,7 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   }
   i.snapshot_steps = r.snapshot_steps();
   i.train_seconds = result_seconds(run_dir);
-  i.finished = result_has_steps(run_dir);
+  i.finished = run_finished(run_dir);  // result.json with its step count, beside run.h5
   const std::string eval = schema::eval_group(schema::kEvalExtrapolation);
   if (r.exists(eval)) {
     std::vector<double> applicable;

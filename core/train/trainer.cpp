@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/data/task.h"
+#include "core/data/text_util.h"
 #include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
@@ -180,13 +181,7 @@ std::vector<std::string> check_resume_config(const std::string& dir, const Confi
   } catch (const Error&) {
     started.clear();  // an unreadable run.h5 is reported where the run opens it
   }
-  std::string stored;
-  {
-    std::ifstream in(run_config_path(dir));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    stored = ss.str();
-  }
+  const std::string stored = read_file(run_config_path(dir), "run config");
   if (started.empty()) started = stored;
   const std::vector<std::string> allowed = {"train", "eval", "device", "threads", "cpu_allocator",
                                             "sweep", "name"};
