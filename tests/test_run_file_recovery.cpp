@@ -367,3 +367,29 @@ TEST_CASE("run file: a damaged global heap is an error, not a crash of the reade
   write_sample_file(path + ".shadow");
   CHECK(describe_run_file(path).find("note: '" + path + "' is damaged") != std::string::npos);
 }
+
+TEST_CASE("run file: a damaged tensor value is a read error naming the dataset, not a wrong number") {
+  // Every dataset is stored with a Fletcher-32 checksum per chunk: changing one byte of the
+  // stored values of /weights/<query weight> must make reading it fail.
+  ScratchDir dir("runfile_values");
+  const std::string path = dir.file("run.h5");
+  write_sample_file(path);
+  std::vector<char> bytes = read_bytes(path);
+  const torch::Tensor weight = sample_query_weight().contiguous();
+  const char* raw = static_cast<const char*>(weight.data_ptr());
+  const std::string pattern(raw, raw + weight.numel() * sizeof(float));
+  const auto at = std::search(bytes.begin(), bytes.end(), pattern.begin(), pattern.end());
+  REQUIRE(at != bytes.end());
+  REQUIRE(std::search(at + 1, bytes.end(), pattern.begin(), pattern.end()) == bytes.end());
+  at[4 * 5 + 2] ^= 0x10;  // element 5 (0.625) becomes a different finite float
+  write_bytes(path, bytes);
+
+  auto r = RunFileReader::open(path);
+  const std::string query = std::string("/weights/") + kQueryWeight;
+  CHECK_THROWS_WITH_AS(r->dataset(query), doctest::Contains(("cannot read dataset '" + query).c_str()),
+                       SchemaError);
+  CHECK_THROWS_WITH_AS(r->dataset(query), doctest::Contains("Fletcher32"), SchemaError);
+  // Everything else still reads.
+  CHECK(torch::equal(r->dataset("/weights/lm_head.bias").value, sample_bias()));
+  CHECK(torch::equal(r->dataset("/snapshots/step_10/attention").value, sample_attention(10)));
+}

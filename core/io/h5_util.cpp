@@ -144,6 +144,25 @@ H5::DataSpace space_of(const std::vector<hsize_t>& shape) {
   return H5::DataSpace(static_cast<int>(shape.size()), shape.data());
 }
 
+// Chunk shape for a checksummed dataset: the whole dataset, with leading axes halved until a
+// chunk holds at most 16 MiB (HDF5 chunks must stay under 4 GiB; whole reads are the norm).
+std::vector<hsize_t> chunk_shape(const std::vector<hsize_t>& shape, size_t element_size) {
+  constexpr hsize_t kMaxChunkBytes = hsize_t{16} << 20;
+  std::vector<hsize_t> chunk = shape;
+  auto bytes = [&] {
+    hsize_t n = element_size;
+    for (hsize_t d : chunk) n *= d;
+    return n;
+  };
+  for (size_t axis = 0; axis < chunk.size() && bytes() > kMaxChunkBytes;) {
+    if (chunk[axis] > 1)
+      chunk[axis] = (chunk[axis] + 1) / 2;
+    else
+      ++axis;
+  }
+  return chunk;
+}
+
 }  // namespace
 
 void write_tensor(H5::Group& group, const std::string& name, const torch::Tensor& value,
@@ -160,7 +179,15 @@ void write_tensor(H5::Group& group, const std::string& name, const torch::Tensor
     for (int64_t i = 0; i < value.dim(); ++i)
       axis_names.push_back(schema::kDimsGenericPrefix + std::to_string(i));
   remove_link(group, name);
-  H5::DataSet ds = group.createDataSet(name, s.file_type, space_of(shape));
+  H5::DSetCreatPropList plist;
+  if (s.tensor.numel() > 0 && !shape.empty()) {
+    // Chunked with a Fletcher-32 checksum per chunk: a damaged value is a read error, not a
+    // silently wrong number (HDF5 checks it on every read, h5py included).
+    const std::vector<hsize_t> chunk = chunk_shape(shape, s.file_type.getSize());
+    plist.setChunk(static_cast<int>(chunk.size()), chunk.data());
+    plist.setFletcher32();
+  }
+  H5::DataSet ds = group.createDataSet(name, s.file_type, space_of(shape), plist);
   if (s.tensor.numel() > 0) ds.write(s.tensor.data_ptr(), s.mem_type);
   write_string_attr(ds, schema::kAttrDims, join_dims(axis_names));
 }

@@ -38,7 +38,8 @@ enum class Store {
   UInt8,           // probe key mask (bool -> 0/1)
 };
 
-// Writes `value` as dataset `name` of `group` (contiguous layout) with a `dims` attribute.
+// Writes `value` as dataset `name` of `group` with a `dims` attribute: chunked, each chunk with a
+// Fletcher-32 checksum that HDF5 verifies on read (empty and scalar datasets: contiguous).
 // `dims` names each axis; empty means generic names dim0, dim1, ... . Replaces an existing
 // dataset of that name.
 void write_tensor(H5::Group& group, const std::string& name, const torch::Tensor& value,

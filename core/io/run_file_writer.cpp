@@ -224,6 +224,7 @@ class H5RunFileWriter : public RunFileWriter {
     H5::DataSpace space(1, dims, maxdims);
     H5::DSetCreatPropList plist;
     plist.setChunk(1, chunk);
+    plist.setFletcher32();  // a damaged value is a read error (see h5::write_tensor)
     H5::DataSet ds = g.createDataSet(name, type, space, plist);
     h5::write_string_attr(ds, sc::kAttrDims, sc::kDimsMetric);
     return ds;
