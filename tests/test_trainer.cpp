@@ -13,6 +13,7 @@
 #include "core/io/run_file.h"
 #include "core/io/schema.h"
 #include "core/model/model.h"
+#include "core/train/progress.h"
 #include "core/train/snapshot.h"
 #include "core/train/trainer.h"
 #include "tests/helpers.h"
@@ -198,6 +199,9 @@ TEST_CASE("--resume may change training settings only, and config.yaml records t
   // A training setting may change, and config.yaml then says so.
   CHECK(train(load_run_config(dir, {"train.lr=0.002"}), o).finished);
   CHECK(load_run_config(dir).config.train.lr == 0.002);
+  // ... and so does run.h5, which analysis reads (its config used to stay the starting one).
+  CHECK(RunFileReader::open(run_h5_path(dir))->root_attribute("config") ==
+        read_text(run_config_path(dir)));
 }
 
 TEST_CASE("--init-from a run of another model size is an error, and writes nothing") {
@@ -268,4 +272,25 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
   o.init_from = tmp.str("a");
   CHECK_THROWS_WITH_AS(train(load_run_config(o.out_dir, {}), o),
                        doctest::Contains("--init-from starts a new run"), ConfigError);
+}
+
+TEST_CASE("metrics log: resuming keeps records up to the step and names damaged lines") {
+  TempDir tmp("metrics_log");
+  const std::string path = tmp.str("metrics.jsonl");
+  write_text(path,
+             "{\"step\":0,\"train_loss\":5}\n"
+             "garbage from an editor\n"
+             "{\"step\":10,\"train_loss\":4}\n"
+             "{\"train_loss\":3}\n"
+             "{\"step\":20,\"train_loss\":3}\n"
+             "{\"step\":30,\"tra");  // torn by a kill: dropped without a word
+  MetricsLog log(path, 10);
+  // Lines 2 and 4 are not records; the torn last line (6) is expected after a crash.
+  REQUIRE(log.damaged_lines().size() == 2);
+  CHECK(log.damaged_lines()[0] == "line 2: 'garbage from an editor'");
+  CHECK(log.damaged_lines()[1] == "line 4: '{\"train_loss\":3}'");
+  log.write(20, {{"train_loss", 2.5}});
+  CHECK(read_text(path) ==
+        "{\"step\":0,\"train_loss\":5}\n{\"step\":10,\"train_loss\":4}\n"
+        "{\"step\":20,\"train_loss\":2.5}\n");
 }

@@ -62,6 +62,10 @@ class RunFileWriter {
   virtual void write_eval(const std::string& group, const std::vector<NamedTensor>& columns,
                           const std::map<std::string, std::string>& attrs) = 0;
 
+  // Replaces the root `config` attribute (a resumed run with changed train.*/eval.* settings,
+  // so that run.h5 and config.yaml stay the same record). Flushes.
+  virtual void set_config(const std::string& config_yaml) = 0;
+
   virtual void flush() = 0;
   virtual void close() = 0;
 };

@@ -57,6 +57,9 @@ class MirroredRunFileWriter : public RunFileWriter {
                   const std::map<std::string, std::string>& attrs) override {
     both([&](RunFileWriter& w) { w.write_eval(group, columns, attrs); });
   }
+  void set_config(const std::string& config_yaml) override {
+    both([&](RunFileWriter& w) { w.set_config(config_yaml); });
+  }
   void flush() override {
     both([&](RunFileWriter& w) { w.flush(); });
   }

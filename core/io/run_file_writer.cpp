@@ -157,6 +157,14 @@ class H5RunFileWriter : public RunFileWriter {
     });
   }
 
+  void set_config(const std::string& config_yaml) override {
+    guarded("write the config attribute", [&] {
+      H5::Group root = file_->openGroup("/");
+      h5::write_string_attr(root, sc::kAttrConfig, config_yaml);
+      file_->flush(H5F_SCOPE_GLOBAL);
+    });
+  }
+
   void flush() override {
     guarded("flush", [&] { file_->flush(H5F_SCOPE_GLOBAL); });
   }

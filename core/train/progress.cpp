@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -59,6 +61,19 @@ void ProgressLine::finish() {
   open_line_ = false;
 }
 
+namespace {
+
+// The step of a line that is a metrics record ({"step":N,...}), else nullopt.
+std::optional<int64_t> metrics_record_step(const std::string& line) {
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  const auto step = j.find("step");
+  if (step == j.end() || !step->is_number_integer()) return std::nullopt;
+  return step->get<int64_t>();
+}
+
+}  // namespace
+
 MetricsLog::MetricsLog(const std::string& path, int64_t keep_up_to_step) : path_(path) {
   if (keep_up_to_step >= 0) {
     // Resuming: keep the lines up to the checkpoint's step. The kept lines go to a temporary
@@ -66,11 +81,20 @@ MetricsLog::MetricsLog(const std::string& path, int64_t keep_up_to_step) : path_
     std::string kept;
     {
       std::ifstream in(path);
-      for (std::string line; std::getline(in, line);) {
-        auto p = line.find("\"step\":");
-        if (p == std::string::npos || line.back() != '}') continue;  // torn by a crash
-        const int64_t step = std::atoll(line.c_str() + p + 7);
-        if (step <= keep_up_to_step) kept += line + "\n";
+      std::string line;
+      int64_t number = 0;
+      bool more = static_cast<bool>(std::getline(in, line));
+      while (more) {
+        ++number;
+        std::string next;
+        more = static_cast<bool>(std::getline(in, next));
+        const std::optional<int64_t> step = metrics_record_step(line);
+        if (step && *step <= keep_up_to_step) kept += line + "\n";
+        // Only the last line can be torn by a crash; anything else is damage worth a word.
+        if (!step && more)
+          damaged_.push_back(fmt::format("line {}: '{}'", number,
+                                         line.size() > 60 ? line.substr(0, 57) + "..." : line));
+        line = std::move(next);
       }
     }
     const std::string tmp = path + ".tmp";

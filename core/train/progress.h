@@ -34,10 +34,14 @@ class MetricsLog {
  public:
   MetricsLog(const std::string& path, int64_t keep_up_to_step);
   void write(int64_t step, const std::map<std::string, double>& values);
+  // Lines dropped on reopening that were not metrics records and not a torn last line (the
+  // file was damaged or edited), as "line N: what": the caller warns about them.
+  const std::vector<std::string>& damaged_lines() const { return damaged_; }
 
  private:
   std::string path_;
   std::ofstream out_;
+  std::vector<std::string> damaged_;
 };
 
 }  // namespace relpos

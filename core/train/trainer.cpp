@@ -320,6 +320,9 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   } else if (opts.resume && fs::exists(run_h5_path(dir))) {
     run_file = RunFileWriter::open_append(run_h5_path(dir));
     run_file->truncate_metrics_after(state.step);
+    // The config the run goes on with (check_resume_config allowed only train.*, eval.* & co.
+    // to change): run.h5 says what config.yaml says, e.g. the new train.steps for analysis.
+    run_file->set_config(to_yaml(cfg));
   } else {
     RunAttributes attrs;
     attrs.config_yaml = to_yaml(cfg);
@@ -332,6 +335,12 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   }
   std::optional<MetricsLog> metrics_log;
   if (dp.is_main()) metrics_log.emplace(run_metrics_path(dir), opts.resume ? state.step : -1);
+  if (metrics_log && !metrics_log->damaged_lines().empty())
+    progress.message(fmt::format(
+        "warning: {}: dropped {} line(s) that are not metrics records ({}); run.h5 keeps the "
+        "run's metrics",
+        run_metrics_path(dir), metrics_log->damaged_lines().size(),
+        fmt::join(metrics_log->damaged_lines(), "; ")));
 
   if (!opts.resume) run_file->write_probe(probe.tokens, probe.key_mask);
   auto want_snapshot = [&](int64_t step) { return std::binary_search(snaps.begin(), snaps.end(), step); };
