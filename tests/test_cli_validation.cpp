@@ -3,9 +3,11 @@
 // `error:` line naming the option, exit status 2, and nothing run or written.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "core/bench/child_process.h"
 #include "core/config/config.h"
@@ -238,4 +240,26 @@ TEST_CASE("relpos inspect: a folder, and a damaged .pt reported as a checkpoint,
           {{"inspect", zeros_pt}, "'" + zeros_pt + "' is not a relpos checkpoint, or it is truncated"},
       },
       tmp.str("log"), "HDF5");
+}
+
+TEST_CASE("relpos train: --init-from a run that has not finished says so, and still starts") {
+  TempFolder tmp("cli_init_unfinished");
+  const std::string pre = tmp.str("pre");
+  train_here(tiny_run(tmp.str("cache"), 4), pre, /*stop_after=*/2);
+  REQUIRE_FALSE(run_finished(pre));
+  std::vector<std::string> args = train_args(tiny_run(tmp.str("cache"), 2), tmp.str("ft"));
+  args.erase(std::find(args.begin(), args.end(), "--quiet"));
+  args.insert(args.end(), {"--init-from", pre});
+  auto [code, out] = run_relpos(args, tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(contains(out, "warning: --init-from " + pre +
+                                  ": that run has not finished its training (no result.json)"),
+                out);
+  // A finished run gives no such warning.
+  train_here(tiny_run(tmp.str("cache"), 2), tmp.str("pre2"));
+  args.back() = tmp.str("pre2");
+  args.insert(args.end(), {"--overwrite"});
+  std::tie(code, out) = run_relpos(args, tmp.str("log2"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(!contains(out, "has not finished"), out);
 }

@@ -88,8 +88,11 @@ TEST_CASE("a sentencepiece run keeps its tokenizer and fine-tuning reads the pre
   const std::string ft = tmp.str("ft");
   auto ft_sets = sp_run(cache, 2);
   ft_sets.push_back("data.corpus=" + other);
+  ft_sets.push_back("data.vocab_size=450");  // not used: the pre-trained model has 400 pieces
   train_run(ft_sets, run_options(ft, pre));
   CHECK(cached_models(cache).size() == 1);
+  // The run records the settings of the tokenizer it used (it used to record 450).
+  CHECK(load_run_config(ft).config.data.vocab_size == 400);
   CHECK(read_file(run_tokenizer_path(ft), "model") == read_file(run_tokenizer_path(pre), "model"));
   const std::string probe = "The lamp was lit at the usual hour.";
   const auto pre_ids = load_sentencepiece_tokenizer(run_tokenizer_path(pre))->encode(probe);

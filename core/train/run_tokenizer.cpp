@@ -69,10 +69,12 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
   }
   if (b.tokenizer == "sentencepiece" && b.tokenizer_file.empty()) {
     const std::string kept = run_tokenizer_path(opts.init_from);
-    if (fs::exists(kept)) {
-      c.data.tokenizer_file = kept;
-    } else if (!a.tokenizer_file.empty()) {
-      c.data.tokenizer_file = a.tokenizer_file;
+    if (fs::exists(kept) || !a.tokenizer_file.empty()) {
+      c.data.tokenizer_file = fs::exists(kept) ? kept : a.tokenizer_file;
+      // The settings that describe that model: the pre-trained run's.
+      c.data.vocab_size = a.vocab_size;
+      c.data.sentencepiece_model = a.sentencepiece_model;
+      c.data.sentencepiece_byte_fallback = a.sentencepiece_byte_fallback;
     } else {
       throw ConfigError(
           fmt::format("--init-from {}: the pre-trained run has no tokenizer.model, and this "
@@ -84,6 +86,14 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
           "<data.cache_dir>/tokenizers/sentencepiece-<hash>.model");
     }
   }
+  return c;
+}
+
+Config with_tokenizer_settings(const Config& cfg, const Config& data_cfg) {
+  Config c = cfg;
+  c.data.vocab_size = data_cfg.data.vocab_size;
+  c.data.sentencepiece_model = data_cfg.data.sentencepiece_model;
+  c.data.sentencepiece_byte_fallback = data_cfg.data.sentencepiece_byte_fallback;
   return c;
 }
 

@@ -227,8 +227,22 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       opts.resume ? check_resume_config(dir, cfg) : std::vector<std::string>{};
 
   // Data first: a missing corpus should fail before anything is written.
-  auto data = make_task_data(data_config_for_run(cfg, opts));
+  const Config data_cfg = data_config_for_run(cfg, opts);
+  auto data = make_task_data(data_cfg);
   progress.message(fmt::format("data: {}", data->describe()));
+  // What config.yaml and run.h5 record: the settings of the tokenizer actually used (a
+  // fine-tune takes the pre-trained run's SentencePiece model, and its vocab_size & co.).
+  const std::string recorded_yaml = to_yaml(with_tokenizer_settings(cfg, data_cfg));
+  if (data_cfg.data.vocab_size != cfg.data.vocab_size ||
+      data_cfg.data.sentencepiece_model != cfg.data.sentencepiece_model ||
+      data_cfg.data.sentencepiece_byte_fallback != cfg.data.sentencepiece_byte_fallback)
+    progress.message(fmt::format(
+        "note: the tokenizer is the pre-trained run's SentencePiece model (vocab_size {}, {}, "
+        "byte fallback {}), not one with this config's settings (vocab_size {}, {}, byte "
+        "fallback {}); the run records the model's",
+        data_cfg.data.vocab_size, data_cfg.data.sentencepiece_model,
+        data_cfg.data.sentencepiece_byte_fallback, cfg.data.vocab_size,
+        cfg.data.sentencepiece_model, cfg.data.sentencepiece_byte_fallback));
   // One process only: ranks must agree on when they stop, which they do from the first step on
   // (dp.stop_requested()); a rank leaving here alone would strand the others.
   if (dp.world_size() == 1 && interrupt_requested())
@@ -285,7 +299,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
                                  dir, state.step),
                      fmt::format("--set train.steps=N with N > {} trains it further", state.step));
     if (dp.is_main() && !resume_changes.empty()) {
-      write_text_atomic(run_config_path(dir), to_yaml(cfg));
+      write_text_atomic(run_config_path(dir), recorded_yaml);
       progress.message(fmt::format("resume: config.yaml updated: {}", fmt::join(resume_changes, "; ")));
     }
     progress.message(fmt::format("resuming {} at step {}", dir, state.step));
@@ -304,12 +318,16 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
             "--init-from needs the same model.* sizes as the run it starts from; a change of "
             "position variant or task head is fine");
       init_note = opts.init_from;
+      if (!run_finished(opts.init_from))
+        progress.message(fmt::format("warning: --init-from {}: that run has not finished its "
+                                     "training (no result.json); its last checkpoint is used",
+                                     opts.init_from));
       progress.message(fmt::format("initialised from {}: {} parameters loaded, {} new{}{}",
                                    opts.init_from, model->named_parameters().size() - fresh.size(),
                                    fresh.size(), fresh.empty() ? "" : " (" + join_names(fresh) + ")",
                                    skipped.empty() ? "" : "; not used: " + join_names(skipped)));
     }
-    if (dp.is_main()) write_text_atomic(run_config_path(dir), to_yaml(cfg));
+    if (dp.is_main()) write_text_atomic(run_config_path(dir), recorded_yaml);
   }
 
   // Run file.
@@ -322,10 +340,10 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     run_file->truncate_metrics_after(state.step);
     // The config the run goes on with (check_resume_config allowed only train.*, eval.* & co.
     // to change): run.h5 says what config.yaml says, e.g. the new train.steps for analysis.
-    run_file->set_config(to_yaml(cfg));
+    run_file->set_config(recorded_yaml);
   } else {
     RunAttributes attrs;
-    attrs.config_yaml = to_yaml(cfg);
+    attrs.config_yaml = recorded_yaml;
     attrs.position_types = join_names(cfg.position.types, "+");
     attrs.seed = cfg.seed;
     attrs.torch_version = torch_version();

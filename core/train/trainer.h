@@ -55,6 +55,10 @@ void use_run_tokenizer(const std::string& dir, Config& cfg);
 // fine-tuning corpus is tokenized with the pre-training vocabulary). Throws ConfigError when the
 // pre-trained run's tokenizer differs from this config's (kind, WordPiece vocabulary).
 Config data_config_for_run(const Config& cfg, const TrainOptions& opts);
+// `cfg` with the settings that describe the tokenizer of `data_cfg` (data_config_for_run's
+// result): a SentencePiece model taken from a pre-trained run brings its vocab_size, model type
+// and byte fallback, which the run records instead of its own unused ones.
+Config with_tokenizer_settings(const Config& cfg, const Config& data_cfg);
 // Copies the tokenizer's model file (if it has one) to DIR/tokenizer.model, atomically.
 void keep_run_tokenizer(const Tokenizer& tok, const std::string& dir);
 
