@@ -342,3 +342,29 @@ TEST_CASE("dist: Ctrl-C to the launcher stops every rank at one step with rank 0
     CHECK(nlohmann::json::parse(line).at("step").get<int64_t>() == expect);
   CHECK(expect - 1 == logged + 2);
 }
+
+TEST_CASE("dist: a global batch without a target token on any rank is named as such, as in one process") {
+  RELPOS_SKIP_WITHOUT_GLOO();
+  Scratch tmp("no_target");
+  // WordPiece with one word besides the specials, on text where it is rare: most rows of 7
+  // tokens hold nothing mlm can mask (docs/reliability.md). One row per rank.
+  const std::string vocab = tmp.str("vocab.txt");
+  std::ofstream(vocab) << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n";
+  const std::string corpus = tmp.str("rare.txt");
+  {
+    std::ofstream out(corpus);
+    for (int i = 0; i < 3000; ++i) out << (i % 100 == 0 ? "the " : "zzz ");
+  }
+  auto args = train_args(tmp.str("run"), tmp.str("cache"));
+  for (const std::string s : {"data.corpus=" + corpus, std::string("data.tokenizer=wordpiece"),
+                              "data.vocab_file=" + vocab, std::string("task.seq_len=8"),
+                              std::string("train.batch_size=2"), std::string("position.type=none")})
+    args.insert(args.end(), {"--set", s});
+  args.insert(args.end(), {"--nproc", "2"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  // It used to say only "the loss is not finite (nan)", as if the learning rate were to blame.
+  CHECK(r.err.find(": the batch has no target token, so its loss is not finite (nan)") !=
+        std::string::npos);
+}

@@ -103,6 +103,7 @@ struct DataParallel::Impl {
   std::unique_ptr<Collectives> coll;  // null in one process
   std::vector<torch::Tensor> params;
   bool peer_interrupt = false;
+  int64_t global_items = 0;  // of the last backward()
 
   // Runs a collective; a failure (dead peer, timeout) becomes a RunError naming rank and step.
   template <class F>
@@ -213,6 +214,7 @@ Batch DataParallel::local_rows(const Batch& global, int64_t step, int64_t global
 double DataParallel::backward(const torch::Tensor& loss, int64_t items, int64_t step) {
   const double local = loss.item<double>();
   if (std::isfinite(local) && items > 0) loss.backward();
+  impl_->global_items = items;
   if (!impl_->coll) return local;
 
   torch::NoGradGuard no_grad;
@@ -252,6 +254,7 @@ double DataParallel::backward(const torch::Tensor& loss, int64_t items, int64_t 
   const auto r = scalars.cpu();
   const double* v = r.data_ptr<double>();
   const double total_items = v[1];
+  impl_->global_items = static_cast<int64_t>(total_items);
   impl_->peer_interrupt = v[2] > 0;
   for (auto& b : buckets) {
     if (total_items > 0) b.flat.div_(total_items);
@@ -268,6 +271,8 @@ double DataParallel::backward(const torch::Tensor& loss, int64_t items, int64_t 
   }
   return total_items > 0 ? v[0] / total_items : std::numeric_limits<double>::quiet_NaN();
 }
+
+int64_t DataParallel::last_global_items() const { return impl_->global_items; }
 
 bool DataParallel::stop_requested() const {
   return impl_->coll ? impl_->peer_interrupt : interrupt_requested();

@@ -92,6 +92,8 @@ class DataParallel {
   // global mean loss, identical on every rank (NaN on every rank when it is NaN on one).
   // Also exchanges the ranks' interrupt flags (see stop_requested()).
   double backward(const torch::Tensor& loss, int64_t items, int64_t step);
+  // The loss items of the last backward() over all ranks (0: no rank's rows had a target).
+  int64_t last_global_items() const;
 
   // One process: a SIGINT/SIGTERM arrived. Distributed: some rank had one at the last
   // backward() — the same answer on every rank, so they stop at the same step.

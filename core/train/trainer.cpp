@@ -523,10 +523,9 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     const int64_t items = loss_items(model, batch);
     const double loss_value = dp.backward(loss, items, step);
     bool finite = std::isfinite(loss_value);
-    // One process: a batch without a single target (mlm rows of only [UNK] and other specials)
+    // A batch without a single target on any rank (mlm rows of only [UNK] and other specials)
     // has the mean loss over nothing, NaN; that is the data's fault, not the learning rate's.
-    // (Under data parallelism another rank's rows may have targets: items is this rank's.)
-    const bool no_targets = !finite && items == 0 && dp.world_size() == 1;
+    const bool no_targets = !finite && dp.last_global_items() == 0;
     double grad_norm = 0;
     if (finite) {
       grad_norm = cfg.train.grad_clip > 0
