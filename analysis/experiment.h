@@ -23,6 +23,7 @@ struct ExperimentResult {
   std::vector<RunResult> runs;
   std::string metric;  // the validation metric most runs use
   std::vector<FigureInfo> figures;
+  std::vector<std::string> warnings;  // experiment_warnings (run_checks.h) of an experiment folder
 };
 
 // Analyses every run into its own folder (RunInfo::dir), then writes the cross-run tables and

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "analysis/figures.h"
+#include "analysis/run_checks.h"
 #include "core/util/errors.h"
 #include "core/util/system.h"
 
@@ -276,6 +277,8 @@ std::string write_report(const ReportInputs& in) {
         "and they count in the means below like the others; `relpos train --resume --out DIR` "
         "finishes them.\n\n",
         unfinished.size(), in.runs.size(), fmt::join(unfinished, ", "));
+  if (in.experiment)
+    for (const auto& w : experiment_warnings(in.runs, in.dir)) md << "**Warning:** " << w << ".\n\n";
   if (!in.runs.empty()) {
     md << "| run | variant | seed | git commit | created | LibTorch "
           "|\n|:---|:---|---:|:---|:---|:---|\n";

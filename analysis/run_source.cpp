@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "analysis/gnuplot.h"
+#include "analysis/run_checks.h"
 #include "core/config/config.h"
 #include "core/io/schema.h"
 #include "core/position/position_encoding.h"
@@ -95,10 +96,7 @@ std::vector<std::string> find_run_dirs(const std::string& dir) {
   std::sort(out.begin(), out.end());
   // The order the runs were started in (`relpos sweep` writes one `--out DIR` command per run
   // into commands.txt), so tables list variants in the order of the sweep's grid.
-  std::ifstream commands(fs::path(dir) / "commands.txt");
-  std::vector<std::string> names;
-  for (std::string word, prev; commands >> word; prev = word)
-    if (prev == "--out" || prev == "-o") names.push_back(fs::path(word).filename().string());
+  const std::vector<std::string> names = sweep_run_names(dir).value_or(std::vector<std::string>{});
   const auto rank = [&](const std::string& d) {
     const auto it = std::find(names.begin(), names.end(), fs::path(d).filename().string());
     return it - names.begin();  // not listed: after every listed run, by name
@@ -270,7 +268,11 @@ ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
   check_group_by_keys(group_by, infos);
   if (o.figures) require_gnuplot();
   if (experiment) *experiment = true;
-  return analyze_experiment(ptrs, dir, o);
+  ExperimentResult ex = analyze_experiment(ptrs, dir, o);
+  std::vector<RunInfo> run_infos;
+  for (const RunInfo* i : infos) run_infos.push_back(*i);
+  ex.warnings = experiment_warnings(run_infos, dir);
+  return ex;
 }
 
 }  // namespace relpos::analysis

@@ -70,6 +70,7 @@ Command add_analyze(CLI::App& app) {
             const auto ex =
                 analysis::analyze_folder(a->dir, o, split_commas(a->group_by), &experiment);
             for (const auto& r : ex.runs) print_run(r);
+            for (const auto& w : ex.warnings) std::cerr << "warning: " << w << "\n";
             std::cout << fmt::format("wrote {}/tables{} and analysis.h5 in {}\n", a->dir,
                                      o.figures ? ", figures" : "",
                                      experiment ? "each run folder" : "the run folder");

@@ -197,6 +197,7 @@ std::string ExperimentContext::analyze_and_report(const std::string& folder) con
   analysis::AnalyzeOptions ao;
   bool experiment = false;
   auto result = analysis::analyze_folder(folder, ao, {}, &experiment);
+  for (const auto& w : result.warnings) log("warning: " + w);
   analysis::ReportInputs in;
   in.dir = folder;
   in.experiment = experiment;

@@ -12,6 +12,7 @@
 #include "analysis/experiment.h"
 #include "analysis/gnuplot.h"
 #include "analysis/report.h"
+#include "analysis/run_checks.h"
 #include "analysis/run_analysis.h"
 #include "tests/analysis_sample.h"
 
@@ -252,5 +253,53 @@ TEST_CASE("a run: P·Pᵀ spans the trained length, not the probe length") {
   CHECK(got[2] == doctest::Approx(want).epsilon(1e-9));
   const auto p24 = p.narrow(0, 0, 24);
   CHECK(std::abs(test::naive_invariance(p24.matmul(p24.t()), false) - want) > 1e-6);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an experiment folder: pooled runs that differ in more than the seed, and runs its sweep did not train, are named") {
+  const fs::path dir = test::analysis_scratch("pooled-runs");
+  auto run = [&](const std::string& name, const std::string& group, const std::string& yaml) {
+    RunInfo r;
+    r.dir = (dir / name).string();
+    r.name = name;
+    r.group = group;
+    r.config_yaml = yaml;
+    return r;
+  };
+  const std::vector<RunInfo> runs = {
+      run("a", "learned", "seed: 1\nthreads: 1\ntrain:\n  lr: 0.001\n  steps: 10\n"),
+      // Another seed, threads and eval setting: the same experiment.
+      run("c", "learned", "seed: 2\nthreads: 2\ntrain:\n  lr: 0.001\n  steps: 10\neval:\n  batch: 3\n"),
+      // Another learning rate: pooling it with a and c mixes settings.
+      run("b", "learned", "seed: 3\nthreads: 1\ntrain:\n  lr: 0.002\n  steps: 10\n"),
+      run("d", "rope", "seed: 1\nthreads: 1\ntrain:\n  lr: 0.5\n  steps: 99\n")};
+  const auto w = experiment_warnings(runs, dir.string());
+  REQUIRE(w.size() == 1);
+  CHECK(w[0] ==
+        "runs 'a' and 'b' are pooled into the row 'learned' (mean ± std over seeds) but differ in "
+        "more than the seed: train.lr: 0.001 -> 0.002; analyse them in separate folders, or give "
+        "--group-by the keys that tell them apart");
+
+  // A sweep's commands.txt: a and "my run" trained, c finished earlier; b and d are foreign.
+  std::ofstream(dir / "commands.txt")
+      << "# 2026-01-01T00:00:00Z  commit abc\n"
+      << "relpos sweep --grid seed=1,2\n"
+      << "/bin/relpos train --out " << (dir / "a").string() << " --quiet --set seed=1\n"
+      << "/bin/relpos train --out '" << (dir / "my run").string() << "' --quiet\n"
+      << "# already finished, not run again: " << (dir / "c").string() << "\n";
+  std::vector<RunInfo> with_space = runs;
+  with_space.push_back(run("my run", "rope", "seed: 2\nthreads: 1\ntrain:\n  lr: 0.5\n  steps: 99\n"));
+  const auto w2 = experiment_warnings(with_space, dir.string());
+  REQUIRE(w2.size() == 2);
+  CHECK(w2[1] == "2 run folder(s) of " + dir.string() +
+                     " are not runs of its sweep (no command in commands.txt trains them): 'b', "
+                     "'d'; they are pooled like the others");
+  CHECK(sweep_run_names(dir.string()) == std::vector<std::string>{"a", "my run", "c"});
+  CHECK_FALSE(sweep_run_names((dir / "nothing").string()).has_value());
+
+  // The report says so at the top.
+  const std::string md = write_report({dir.string(), with_space, true});
+  CHECK(md.find("**Warning:** runs 'a' and 'b' are pooled") != std::string::npos);
+  CHECK(md.find("**Warning:** 2 run folder(s) of") != std::string::npos);
   fs::remove_all(dir);
 }
