@@ -225,6 +225,7 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
                        {"device", c.device},
                        {"threads", c.threads},
                        {"cpu_allocator", c.cpu_allocator},
+                       {"precision", c.precision},
                        {"steps", a.step.steps},
                        {"warmup", a.step.warmup},
                        {"repeats", plan.repeats},
@@ -233,9 +234,10 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
                        {"vocab", a.step.vocab},
                        {"optimizer", a.step.optimizer}};
   std::cout << fmt::format("relpos bench: {} layers, D={}, H={}, ff={}, {} mode, batch {}, "
-                           "device {}, threads {}, CPU allocator {}; {} warm-up + {} measured steps, {} repeat(s)\n",
+                           "device {}, precision {}, threads {}, CPU allocator {}; {} warm-up + {} "
+                           "measured steps, {} repeat(s)\n",
                            c.model.layers, c.model.width, c.model.heads, c.model.ff_width,
-                           c.model.mode, c.train.batch_size, c.device,
+                           c.model.mode, c.train.batch_size, c.device, c.precision,
                            c.threads == 0 ? std::string("auto") : std::to_string(c.threads),
                            c.cpu_allocator, a.step.warmup, a.step.steps, plan.repeats)
             << fmt::format("machine: {} ({} CPUs available), LibTorch {}\n",

@@ -20,7 +20,7 @@ namespace {
 // documents are its test split (everything else comes from the run's own config.yaml).
 // position.learned.beyond=clamp asks a learned table to reuse its last row past its length.
 const std::vector<std::string> kEvalKeys = {"eval", "device", "threads", "cpu_allocator",
-                                            "position.learned.beyond"};
+                                            "precision", "position.learned.beyond"};
 
 void check_eval_override(const std::string& set) {
   const std::string key = set.substr(0, set.find('='));
@@ -31,7 +31,8 @@ void check_eval_override(const std::string& set) {
       fmt::format("eval: --set {}: '{}' is not an evaluation setting: eval uses the run's own "
                   "config (its model, position encoding, data split and task as trained)",
                   set, key),
-      "eval --set accepts eval.*, device, threads, cpu_allocator and position.learned.beyond; "
+      "eval --set accepts eval.*, device, threads, cpu_allocator, precision and "
+      "position.learned.beyond; "
       "to evaluate another configuration, train it (relpos train --set ...)");
 }
 
@@ -61,7 +62,8 @@ Command add_eval(CLI::App& app) {
       ->check(integer_in(1));
   cmd->add_option("--set,-s", a->sets,
                   "override an evaluation setting of the run's config: eval.*, device, threads, "
-                  "cpu_allocator, position.learned.beyond=clamp (the model and data are the run's)");
+                  "cpu_allocator, precision, position.learned.beyond=clamp (the model and data "
+                  "are the run's)");
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (same as --set device=...)");
   return {cmd, [a]() {
             for (const auto& s : a->sets) check_eval_override(s);

@@ -93,7 +93,8 @@ TEST_CASE("config: unknown keys at every level name the file, line, key and the 
   TempDir dir;
   const std::string top = dir.write("top.yaml", "seed: 3\nsede: 4\n");
   CHECK_CONFIG_ERROR(load_config({base(), top}), top + ":2:1: sede: unknown key",
-                     "known: name, seed, device, threads, cpu_allocator, model, position, data, task, train");
+                     "known: name, seed, device, threads, cpu_allocator, precision, model, "
+                     "position, data, task, train");
   const std::string nested = dir.write("nested.yaml", "model:\n  layers: 2\n  widht: 64\n");
   CHECK_CONFIG_ERROR(load_config({base(), nested}), nested + ":3:3: model.widht: unknown key",
                      "known: mode, layers, width, heads");
@@ -307,6 +308,7 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"device=tpu"}, "device: unknown device (got 'tpu'; expected cpu, cuda or cuda:N)"},
       {{"cpu_allocator=jemalloc"},
        "cpu_allocator: unknown CPU allocator (got 'jemalloc'; expected cache or system)"},
+      {{"precision=fp16"}, "precision: unknown value (got 'fp16'; expected one of fp32 | bf16)"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.message);

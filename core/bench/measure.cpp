@@ -16,6 +16,7 @@
 #include "core/model/model.h"
 #include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
+#include "core/util/precision.h"
 #include "core/util/threads.h"
 
 #ifdef RELPOS_WITH_CUDA
@@ -109,8 +110,11 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   torch::Tensor loss;
   auto step = [&] {
     model->zero_grad(/*set_to_none=*/true);
-    auto logits = model->lm_logits(model->hidden(tokens));  // (B,T,V)
-    loss = torch::nn::functional::cross_entropy(logits.view({B * T, V}), targets.view({B * T}));
+    {
+      const PrecisionScope precision(cfg.precision, device);
+      auto logits = model->lm_logits(model->hidden(tokens));  // (B,T,V)
+      loss = torch::nn::functional::cross_entropy(logits.view({B * T, V}), targets.view({B * T}));
+    }
     loss.backward();
     if (optimizer) optimizer->step();
   };

@@ -2,6 +2,8 @@
 
 #include <torch/autograd.h>
 
+#include "core/util/precision.h"
+
 namespace relpos {
 namespace {
 
@@ -46,7 +48,10 @@ std::pair<Tensor, Tensor> attend_values(const Tensor& probs, const Tensor& v, do
   const double scale = 1.0 / (1.0 - p);
   // masked_fill keeps only the bool mask for its gradient; the in-place scale keeps nothing.
   auto dropped = probs.masked_fill(drop, 0.0).mul_(scale);  // (B,H,T,T)
-  auto z = DroppedValues::apply(dropped, v, probs, drop, scale);  // (B,H,T,d)
+  // One dtype, outside autocast (precision: bf16 gives bfloat16 values, float32 probabilities).
+  const AutocastOff no_autocast;
+  const auto dt = c10::promoteTypes(probs.scalar_type(), v.scalar_type());
+  auto z = DroppedValues::apply(dropped.to(dt), v.to(dt), probs.to(dt), drop, scale);  // (B,H,T,d)
   return {z, dropped};
 }
 

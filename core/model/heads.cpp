@@ -2,6 +2,8 @@
 
 #include <torch/nn/functional/activation.h>
 
+#include "core/model/transformer.h"
+
 namespace relpos {
 
 LmHeadImpl::LmHeadImpl(int64_t width, int64_t embed_dim, int64_t vocab_size, bool transform)
@@ -18,7 +20,7 @@ torch::Tensor LmHeadImpl::forward(const torch::Tensor& hidden,
                                   const torch::Tensor& embedding_weight) {
   auto h = hidden;                          // (B,T,D)
   if (dense) h = dense(h);                  // (B,T,E)
-  if (transform_) h = norm(torch::gelu(h)); // (B,T,E)
+  if (transform_) h = apply_norm(norm, torch::gelu(h));  // (B,T,E)
   return torch::matmul(h, embedding_weight.t()) + bias;  // (B,T,V)
 }
 

@@ -47,11 +47,11 @@ torch::Tensor BlockImpl::forward(torch::Tensor x, const AttentionContext& ctx,
     return ff_out(dropout(torch::gelu(ff_in(h))));  // (B,T,D)
   };
   if (pre_norm_) {
-    x = x + dropout(attention(attention_norm(x), ctx, encodings, key_mask, record));  // (B,T,D)
-    x = x + dropout(ff(ff_norm(x)));                                                  // (B,T,D)
+    x = x + dropout(attention(apply_norm(attention_norm, x), ctx, encodings, key_mask, record));  // (B,T,D)
+    x = x + dropout(ff(apply_norm(ff_norm, x)));  // (B,T,D)
   } else {
-    x = attention_norm(x + dropout(attention(x, ctx, encodings, key_mask, record)));  // (B,T,D)
-    x = ff_norm(x + dropout(ff(x)));                                                  // (B,T,D)
+    x = apply_norm(attention_norm, x + dropout(attention(x, ctx, encodings, key_mask, record)));  // (B,T,D)
+    x = apply_norm(ff_norm, x + dropout(ff(x)));  // (B,T,D)
   }
   return x;
 }
@@ -115,7 +115,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, const ForwardO
   }
   x = position->embed(x, opts.offset);                     // (B,T,E)
   if (embedding_projection) x = embedding_projection(x);   // (B,T,D)
-  if (embedding_norm) x = embedding_norm(x);               // (B,T,D)
+  if (embedding_norm) x = apply_norm(embedding_norm, x);  // (B,T,D)
   return embedding_dropout(x);                             // (B,T,D)
 }
 
@@ -132,7 +132,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, const Forwar
     AttentionRecord* rec = opts.records ? &(*opts.records)[l] : nullptr;
     x = block(l)->forward(x, ctx, position->encodings(), opts.key_mask, rec);  // (B,T,D)
   }
-  if (final_norm) x = final_norm(x);  // (B,T,D)
+  if (final_norm) x = apply_norm(final_norm, x);  // (B,T,D)
   return x;
 }
 

@@ -19,6 +19,14 @@
 
 namespace relpos {
 
+// norm(x) with x in the norm's own dtype: under bf16 autocast (Config::precision) x arrives in
+// bfloat16, which LibTorch 1.13's CPU layer_norm refuses next to float32 weights; CUDA autocast
+// runs norms in float32 too.
+inline torch::Tensor apply_norm(torch::nn::LayerNorm& norm, const torch::Tensor& x) {
+  const auto dtype = norm->weight.scalar_type();
+  return norm(x.scalar_type() == dtype ? x : x.to(dtype));
+}
+
 // The stacked position encodings of a model, registered under their variant names, so that
 // their parameters are `position.<variant>.<name>`.
 class PositionStackImpl : public torch::nn::Module {

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "core/position/relative_ops.h"
+#include "core/util/precision.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 // One copy of each kernel per instruction set, picked at load time (GCC function multiversioning).
@@ -383,6 +384,14 @@ struct QKATerm : public torch::autograd::Function<QKATerm> {
   }
 };
 
+// QKATerm in one dtype, outside autocast (precision: bf16 casts q and k to bfloat16).
+Tensor qka_term(const Tensor& q, const Tensor& k, const Tensor& table, int64_t K, bool kernel) {
+  const AutocastOff no_autocast;
+  const auto dt = c10::promoteTypes(c10::promoteTypes(q.scalar_type(), k.scalar_type()),
+                                    table.scalar_type());
+  return QKATerm::apply(q.to(dt), k.to(dt), table.to(dt), K, kernel);  // (B,H,T,T)
+}
+
 }  // namespace
 
 Tensor relative_qka_term(const Tensor& q, const Tensor& k, const Tensor& table, int64_t K,
@@ -395,14 +404,14 @@ Tensor relative_qka_term(const Tensor& q, const Tensor& k, const Tensor& table, 
     auto A = gather_relative_table(table, q.size(2), K);     // (T,T,d)
     return torch::einsum("bhid,bhjd,ijd->bhij", {q, k, A});  // (B,H,T,T)
   }
-  return QKATerm::apply(q, k, table, K, true);  // (B,H,T,T)
+  return qka_term(q, k, table, K, true);  // (B,H,T,T)
 }
 
 namespace detail {
 Tensor relative_qka_term_tensor_ops(const Tensor& q, const Tensor& k, const Tensor& table,
                                     int64_t K) {
   check_relative_table(q, table, K);
-  return QKATerm::apply(q, k, table, K, false);  // (B,H,T,T)
+  return qka_term(q, k, table, K, false);  // (B,H,T,T)
 }
 }  // namespace detail
 

@@ -16,6 +16,7 @@
 #include "core/train/objective.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/util/precision.h"
 
 namespace relpos {
 
@@ -91,6 +92,7 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
   const int64_t max_len = run.model->transformer->position->max_length();
   std::vector<ExtrapolationRow> rows;
   run.model->eval();
+  const PrecisionScope precision(cfg.precision, run.device);
   std::set<int64_t> seen;  // every length checked before the first is evaluated
   for (int64_t L : o.lengths) {
     if (L < 2) throw ConfigError(fmt::format("eval: length {} is too short", L), "use lengths >= 2");

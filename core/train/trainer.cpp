@@ -30,6 +30,7 @@
 #include "core/train/snapshot.h"
 #include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
+#include "core/util/precision.h"
 #include "core/util/signals.h"
 #include "core/util/system.h"
 #include "core/util/threads.h"
@@ -168,7 +169,7 @@ DataError no_probe_error(const Config& cfg, const TaskData& data, int64_t probe_
 // --resume continues the run that the folder's files describe. Only settings that leave the
 // model, the data and the task alone may differ from the config the run started with (run.h5's
 // `config` attribute; config.yaml when there is no run.h5): train.* (steps, a lower lr after a
-// non-finite loss, ...), eval.*, device, threads, cpu_allocator, sweep.*, name. An edited
+// non-finite loss, ...), eval.*, device, threads, cpu_allocator, precision, sweep.*, name. An edited
 // config.yaml or a --set of any other key used to be applied silently. config.yaml is rewritten
 // to what the resumed run uses, so that it stays the record of the run.
 // Returns the changes against config.yaml, which the caller writes once every other check of
@@ -183,8 +184,8 @@ std::vector<std::string> check_resume_config(const std::string& dir, const Confi
   }
   const std::string stored = read_file(run_config_path(dir), "run config");
   if (started.empty()) started = stored;
-  const std::vector<std::string> allowed = {"train", "eval", "device", "threads", "cpu_allocator",
-                                            "sweep", "name"};
+  const std::vector<std::string> allowed = {"train",         "eval",      "device", "threads",
+                                            "cpu_allocator", "precision", "sweep",  "name"};
   std::vector<std::string> changed;
   for (const auto& d : config_differences(started, now, allowed))
     if (d.find(": (absent) -> ") == std::string::npos)  // a key newer than the run: its default
@@ -195,7 +196,8 @@ std::vector<std::string> check_resume_config(const std::string& dir, const Confi
                     "than it started with ({}): {}",
                     dir, fs::exists(run_h5_path(dir)) ? "run.h5's config" : "config.yaml",
                     fmt::join(changed, "; ")),
-        "only train.*, eval.*, device, threads and cpu_allocator may change on --resume; start a "
+        "only train.*, eval.*, device, threads, cpu_allocator and precision may change on "
+        "--resume; start a "
         "new run (another --out, or --overwrite) for the rest, and restore an edited config.yaml");
   return now == stored ? std::vector<std::string>{} : config_differences(stored, now);
 }
@@ -408,6 +410,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   // The validation metrics, or nothing when an interrupt arrived during the evaluation.
   auto evaluate_valid = [&]() -> std::optional<std::map<std::string, double>> {
     model->eval();
+    const PrecisionScope precision(cfg.precision, device);
     MetricAccumulator acc(cfg.task.type, data.get(), Split::Valid);
     for (const auto& b : valid_batches) {
       if (interrupt_requested()) {
@@ -515,7 +518,10 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
         dp.local_rows(batches.get(step), step, cfg.train.batch_size, cfg.seed), device);
     set_learning_rate(*optimizer, learning_rate(cfg.train, step));
     optimizer->zero_grad();
-    auto loss = batch_loss(model, batch);
+    auto loss = [&] {
+      const PrecisionScope precision(cfg.precision, device);
+      return batch_loss(model, batch);
+    }();
     if (std::find(inject_nan.begin(), inject_nan.end(), step + 1) != inject_nan.end())
       loss = loss * std::numeric_limits<double>::quiet_NaN();
     // The global batch's mean loss (NaN on every rank when it is NaN on one); gradients averaged
