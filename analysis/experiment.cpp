@@ -150,6 +150,7 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
   std::map<int64_t, int> train_lengths;
   std::string note;
   std::map<std::string, std::set<std::string>> not_applicable;  // group -> reasons
+  std::map<std::string, std::set<std::string>> clamped;         // group -> notes
   for (const auto& r : runs) {
     const EvalTable& e = r.info.extrapolation;
     if (e.empty()) continue;
@@ -160,10 +161,12 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     if (note.empty())
       for (const auto& [k, v] : e.attrs)
         // stride 0 means the sliding window was off (always so for MLM): nothing to report.
-        if (k != "not_applicable" && !(k == "stride" && v == "0"))
+        if (k != "not_applicable" && k != "clamped" && !(k == "stride" && v == "0"))
           note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
     if (auto it = e.attrs.find("not_applicable"); it != e.attrs.end() && !it->second.empty())
       not_applicable[r.info.group].insert(it->second);
+    if (auto it = e.attrs.find("clamped"); it != e.attrs.end() && !it->second.empty())
+      clamped[r.info.group].insert(it->second);
   }
   if (columns.empty()) return;
   const std::vector<double> lengths(length_set.begin(), length_set.end());
@@ -209,6 +212,8 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
         (note.empty() ? std::string() : " Evaluation: " + note + ".");
     for (const auto& [g, reasons] : not_applicable)
       for (const auto& why : reasons) t.note += fmt::format(" Not applicable for {}, at {}.", g, why);
+    for (const auto& [g, notes] : clamped)
+      for (const auto& how : notes) t.note += fmt::format(" Clamped for {}, at {}.", g, how);
     const std::string stem = "extrapolation_" + col;
     write_table(t, tables.string(), stem);
     if (draw && !lines.empty())

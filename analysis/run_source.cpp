@@ -160,8 +160,8 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
         i.extrapolation.length = values;
       else if (col == "applicable")
         applicable = values;  // 0: the variant cannot run there
-      else if (col == "tokens")
-        continue;  // a count, not a metric
+      else if (col.rfind("tokens", 0) == 0)
+        continue;  // tokens, tokens_sliding: counts, not metrics
       else
         i.extrapolation.columns.push_back({col, values});
     }
@@ -169,7 +169,8 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
       for (size_t k = 0; k < v.size() && k < applicable.size(); ++k)
         if (applicable[k] == 0) v[k] = std::nan("");
     // Attribute names are up to the code that wrote the table; these are the ones shown.
-    for (const char* a : {"task", "split", "stride", "not_applicable", "metric", "note"}) {
+    for (const char* a :
+         {"task", "split", "stride", "not_applicable", "clamped", "metric", "note"}) {
       try {
         const std::string v = r.attribute(eval, a);
         if (!v.empty()) i.extrapolation.attrs[a] = v;

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/data/tasks.h"
 #include "core/io/run_file.h"
 #include "core/train/extrapolation.h"
 #include "core/train/trainer.h"
@@ -89,12 +90,20 @@ Command add_eval(CLI::App& app) {
             if (a->batch != -1) opts.batch_size = a->batch;
             auto rows = evaluate_lengths(run, opts);
             save_extrapolation(a->run, run, rows, opts);
-            std::cout << fmt::format("length extrapolation of {} (trained at T={}):\n", a->run,
-                                     run.config.config.task.seq_len);
+            const auto& task = run.config.config.task;
+            std::cout << (is_synthetic_task(task.type)
+                              ? fmt::format("length extrapolation of {} (trained at task lengths "
+                                            "{}..{}; T = task length):\n",
+                                            a->run, task.min_len, task.max_len)
+                              : fmt::format("length extrapolation of {} (trained at T={}):\n",
+                                            a->run, task.seq_len));
             for (const auto& r : rows) {
               std::string line = fmt::format("  T={:<6} ", r.length);
               if (!r.applicable) line += "n/a: " + r.note;
-              for (const auto& [k, v] : r.metrics) line += fmt::format("  {} {:.4f}", k, v);
+              for (const auto& [k, v] : r.metrics)
+                line += k.rfind("tokens", 0) == 0 ? fmt::format("  {} {:.0f}", k, v)
+                                                  : fmt::format("  {} {:.4f}", k, v);
+              if (r.applicable && !r.note.empty()) line += "  (" + r.note + ")";
               std::cout << line << "\n";
             }
             if (replacing) std::cout << "(replaced the earlier /eval/extrapolation table)\n";

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "core/io/run_file.h"
 #include "core/train/extrapolation.h"
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"
@@ -80,6 +81,7 @@ TEST_CASE("eval (clm): chunk and sliding-window perplexity equal a window-by-win
     CHECK(row.metrics.at("ppl_sliding") == doctest::Approx(std::exp(window_nll)).epsilon(1e-6));
     // Every scored position of the sliding protocol is a different token of the stream.
     CHECK(n_windows == L + eo.stride * static_cast<double>(windows.size() - 1));
+    CHECK(row.metrics.at("tokens_sliding") == n_windows);
   }
 }
 
@@ -127,4 +129,122 @@ TEST_CASE("eval: a length whose attention scores exceed memory is named with the
   // Lengths whose square overflows int64 are computed in floating point, not wrapped.
   CHECK(attention_memory_note(1, 1, 99999999999, 24 * GB).rfind("one layer's", 0) == 0);
   CHECK(attention_memory_note(1, 4, 1 << 20, 0) == "");  // memory unknown: no check
+}
+
+namespace {
+
+// A tiny learned-only MLM run at T = 16 with the given learned.max_len and beyond setting.
+std::string learned_run(const test::TempFolder& tmp, const std::string& name, int64_t max_len,
+                        const std::string& beyond) {
+  const std::string dir = tmp.str(name);
+  auto sets = test::tiny_run(tmp.str("cache"), 2);
+  sets.insert(sets.end(), {"position.type=learned", "task.seq_len=16",
+                           "position.learned.max_len=" + std::to_string(max_len),
+                           "position.learned.beyond=" + beyond, "snapshots.probe_len=16"});
+  REQUIRE(test::train_here(sets, dir).finished);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("eval: learned rows past the training length are never trained, clamped or not") {
+  test::TempFolder tmp("extrapolation_learned");
+  ExtrapolationOptions eo;
+  eo.lengths = {16, 32, 64};
+  eo.max_tokens = 512;
+  {
+    // A table of 32 rows trained at T = 16: rows 16..31 kept their initial values.
+    LoadedRun run = load_run(learned_run(tmp, "long_table", 32, "error"));
+    const auto rows = evaluate_lengths(run, eo);
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0].applicable);
+    CHECK_FALSE(rows[1].applicable);  // it used to be evaluated with untrained rows
+    CHECK(rows[1].note == "positions 16..31 would use rows of the learned table (max_len 32) that "
+                          "training never reached (task.seq_len 16)");
+    CHECK_FALSE(rows[2].applicable);
+    CHECK(rows[2].note == "beyond the learned position table (max_len 32), whose rows past 16 "
+                          "were never trained either");
+  }
+  {
+    LoadedRun run = load_run(learned_run(tmp, "long_table_clamp", 32, "clamp"));
+    const auto rows = evaluate_lengths(run, eo);
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0].applicable);
+    for (int i : {1, 2}) {
+      CHECK_FALSE(rows[i].applicable);
+      CHECK(rows[i].note.find("and clamping reuses its last, untrained row") != std::string::npos);
+    }
+  }
+  {
+    // Table = training length, clamped: longer lengths are evaluated, and say how.
+    const std::string dir = learned_run(tmp, "clamp", 16, "clamp");
+    LoadedRun run = load_run(dir);
+    const auto rows = evaluate_lengths(run, eo);
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0].note.empty());
+    for (int i : {1, 2}) {
+      CHECK(rows[i].applicable);
+      CHECK(rows[i].note == "positions past 16 reuse learned row 15 (position.learned.beyond=clamp)");
+    }
+    save_extrapolation(dir, run, rows, eo);
+    auto r = RunFileReader::open(run_h5_path(dir));
+    CHECK(r->attribute("/eval/extrapolation", "clamped") ==
+          "32, 64: positions past 16 reuse learned row 15 (position.learned.beyond=clamp)");
+    CHECK(r->attribute("/eval/extrapolation", "not_applicable").empty());
+  }
+}
+
+TEST_CASE("eval (mlm): the windows scored do not depend on the batch size") {
+  test::TempFolder tmp("extrapolation_batch");
+  const std::string dir = tmp.str("run");
+  auto sets = test::tiny_run(tmp.str("cache"), 2);
+  sets.insert(sets.end(), {"position.type=alibi", "task.seq_len=16"});
+  REQUIRE(test::train_here(sets, dir).finished);
+  LoadedRun run = load_run(dir);
+  ExtrapolationOptions eo;
+  eo.lengths = {32};
+  eo.max_tokens = 32 * 10;  // 10 windows: batches of 3 end with a short one
+  std::map<std::string, double> m[2];
+  int i = 0;
+  for (int64_t batch : {8, 3}) {
+    eo.batch_size = batch;
+    const auto rows = evaluate_lengths(run, eo);
+    REQUIRE(rows.size() == 1);
+    m[i++] = rows[0].metrics;
+  }
+  // Batch 8 at T = 32 holds 4 rows of 32 (batch x seq_len / L); it used to take
+  // floor(max_tokens / (rows x L)) whole batches: 8 windows against 9 with batch 3.
+  CHECK(m[0].at("loss") == doctest::Approx(m[1].at("loss")).epsilon(1e-6));
+  CHECK(m[0].at("accuracy") == doctest::Approx(m[1].at("accuracy")).epsilon(1e-9));
+}
+
+TEST_CASE("eval (synthetic): every test length by default, and a length the task lacks is named") {
+  Config c = load_config({test::config_path("base.yaml")},
+                         {"task.type=copy", "task.seq_len=40", "task.min_len=4", "task.max_len=8",
+                          "task.eval_lengths=[4,8,16]"})
+                 .config;
+  CHECK(extrapolation_options(c).lengths.empty());  // was {40, 80, 160}: token lengths
+  c.eval.lengths = {16, 24};
+  CHECK(extrapolation_options(c).lengths == std::vector<int64_t>{16, 24});
+
+  test::TempFolder tmp("extrapolation_synthetic");
+  auto sets = test::tiny_run(tmp.str("cache"), 2);
+  sets.insert(sets.end(), {"task.type=copy", "task.seq_len=40", "task.min_len=4", "task.max_len=8",
+                           "task.eval_lengths=[4,8,16]", "task.eval_examples=4",
+                           "position.type=alibi", "snapshots.probe_len=40"});
+  REQUIRE(test::train_here(sets, tmp.str("run")).finished);
+  LoadedRun run = load_run(tmp.str("run"));
+  ExtrapolationOptions eo;
+  eo.lengths = {8, 24};  // 24 used to be dropped without a word
+  auto rows = evaluate_lengths(run, eo);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].length == 8);
+  CHECK(rows[0].applicable);
+  CHECK(rows[1].length == 24);
+  CHECK_FALSE(rows[1].applicable);
+  CHECK(rows[1].note == "not a test length of the task (task.eval_lengths gives 4, 8, 16)");
+  eo.lengths = {};  // every test length
+  rows = evaluate_lengths(run, eo);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[2].length == 16);
 }

@@ -28,6 +28,15 @@ int64_t PositionStackImpl::max_length() const {
   return m;
 }
 
+int64_t PositionStackImpl::table_length() const {
+  int64_t m = -1;
+  for (const auto& e : encodings_) {
+    const int64_t l = e->table_length();
+    if (l >= 0 && (m < 0 || l < m)) m = l;
+  }
+  return m;
+}
+
 BlockImpl::BlockImpl(const ModelConfig& cfg) : pre_norm_(cfg.norm == "pre") {
   attention = register_module(
       "attention", MultiHeadAttention(cfg.width, cfg.heads, cfg.attention_dropout));

@@ -37,6 +37,8 @@ class PositionStackImpl : public torch::nn::Module {
   torch::Tensor embed(torch::Tensor x, int64_t offset);
   // Smallest max_length() over the stack, or -1 when none has a limit.
   int64_t max_length() const;
+  // Smallest table_length() over the stack, or -1 when none has a table.
+  int64_t table_length() const;
 
  private:
   EncodingList encodings_;

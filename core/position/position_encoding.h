@@ -76,6 +76,10 @@ class PositionEncodingImpl : public torch::nn::Module {
   // Longest supported offset + T, or -1 for any length. Going past it is an error unless the
   // variant was configured to handle it (learned: beyond: clamp).
   virtual int64_t max_length() const { return -1; }
+  // Rows of a trained table indexed by absolute position (learned: max_len), -1 for none,
+  // whether or not positions past it are clamped. Rows past the training length never received
+  // a gradient: evaluation past it needs to know.
+  virtual int64_t table_length() const { return -1; }
 
   // Every learned or fixed position tensor, float32 on CPU.
   virtual std::vector<ExportedTensor> export_tensors(const ExportOptions& /*opts*/) {

@@ -61,6 +61,23 @@ LmSum score_windows(LoadedRun& run, const std::vector<int64_t>& stream,
   return sum;
 }
 
+// Drops rows past the first `n` of a list of batches (tokens, targets, key_mask, segments).
+void keep_first_rows(std::vector<Batch>& batches, int64_t n) {
+  int64_t seen = 0;
+  std::vector<Batch> kept;
+  for (auto& b : batches) {
+    if (seen >= n) break;
+    const int64_t rows = b.tokens.size(0), take = std::min(rows, n - seen);
+    if (take < rows) {
+      for (torch::Tensor* t : {&b.tokens, &b.targets, &b.key_mask, &b.segments})
+        if (t->defined()) *t = t->narrow(0, 0, take);
+    }
+    seen += take;
+    kept.push_back(std::move(b));
+  }
+  batches = std::move(kept);
+}
+
 }  // namespace
 
 std::string attention_memory_note(int64_t batch, int64_t heads, int64_t length, double memory_bytes) {
@@ -76,7 +93,7 @@ std::string attention_memory_note(int64_t batch, int64_t heads, int64_t length, 
 ExtrapolationOptions extrapolation_options(const Config& cfg) {
   ExtrapolationOptions o;
   o.lengths = cfg.eval.lengths;
-  if (o.lengths.empty()) {
+  if (o.lengths.empty() && !is_synthetic_task(cfg.task.type)) {
     const int64_t T = cfg.task.seq_len;
     o.lengths = {T, 2 * T, 4 * T};
   }
@@ -108,6 +125,17 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
       by_len[len].push_back(b);
     }
     std::set<int64_t> wanted(o.lengths.begin(), o.lengths.end());
+    std::vector<int64_t> available;
+    for (const auto& [len, bs] : by_len) available.push_back(len);
+    for (int64_t len : wanted)
+      if (!by_len.count(len)) {
+        ExtrapolationRow row;
+        row.length = len;
+        row.applicable = false;
+        row.note = fmt::format("not a test length of the task (task.eval_lengths gives {})",
+                               fmt::join(available, ", "));
+        rows.push_back(row);
+      }
     for (auto& [len, bs] : by_len) {
       if (!wanted.empty() && !wanted.count(len)) continue;
       ExtrapolationRow row;
@@ -121,19 +149,43 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
       }
       rows.push_back(row);
     }
+    std::sort(rows.begin(), rows.end(),
+              [](const ExtrapolationRow& a, const ExtrapolationRow& b) { return a.length < b.length; });
     return rows;
   }
+
+  // A learned table's rows past the training length never received a gradient (every training
+  // window starts at position 0): lengths past it use untrained rows, clamped or not.
+  const int64_t table = run.model->transformer->position->table_length();
+  const bool clamped = table >= 0 && max_len < 0;
+  const int64_t trained = cfg.task.seq_len;
 
   for (int64_t L : o.lengths) try {
     ExtrapolationRow row;
     row.length = L;
     if (max_len >= 0 && L > max_len) {
       row.applicable = false;
-      row.note = fmt::format("beyond the learned position table (max_len {}); set "
-                             "position.learned.beyond=clamp to evaluate anyway", max_len);
+      row.note = table > trained
+                     ? fmt::format("beyond the learned position table (max_len {}), whose rows "
+                                   "past {} were never trained either", max_len, trained)
+                     : fmt::format("beyond the learned position table (max_len {}); set "
+                                   "position.learned.beyond=clamp to evaluate anyway", max_len);
       rows.push_back(row);
       continue;
     }
+    if (table > trained && L > trained) {
+      row.applicable = false;
+      row.note = fmt::format(
+          "positions {}..{} would use rows of the learned table (max_len {}) that training "
+          "never reached (task.seq_len {}){}",
+          trained, std::min(L, table) - 1, table, trained,
+          clamped ? ", and clamping reuses its last, untrained row" : "");
+      rows.push_back(row);
+      continue;
+    }
+    if (clamped && L > table)
+      row.note = fmt::format("positions past {} reuse learned row {} "
+                             "(position.learned.beyond=clamp)", table, table - 1);
     const int64_t batch = std::max<int64_t>(1, o.batch_size * cfg.task.seq_len / L);
     // Checked before anything of that size is allocated; on a GPU an allocation that fails
     // names the length instead (below).
@@ -146,7 +198,9 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
       const int64_t N = static_cast<int64_t>(stream.size()) - 1;  // positions with a target
       if (N < L || !too_big.empty()) {
         row.applicable = false;
-        row.note = N < L ? fmt::format("test stream ({} tokens) shorter than the length", N + 1)
+        row.note = N < L ? fmt::format("test stream ({} tokens) too short: a window of {} "
+                                       "tokens needs {} (its last token's target follows it)",
+                                       N + 1, L, L + 1)
                          : too_big;
         rows.push_back(row);
         continue;
@@ -169,10 +223,14 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
         auto sl = score_windows(run, stream, windows, L, batch);
         row.metrics["loss_sliding"] = sl.loss / sl.count;
         row.metrics["ppl_sliding"] = std::exp(sl.loss / sl.count);
+        row.metrics["tokens_sliding"] = sl.count;
       }
     } else if (task == "mlm") {
-      const int64_t max_batches = std::max<int64_t>(1, o.max_tokens / (batch * L));
-      auto batches = run.data->eval_batches(Split::Test, batch, max_batches, L);
+      // max_tokens / L windows (at least one), whatever the batch size: the scored set must
+      // not change with eval.batch_size.
+      const int64_t windows = std::max<int64_t>(1, o.max_tokens / L);
+      auto batches = run.data->eval_batches(Split::Test, batch, (windows + batch - 1) / batch, L);
+      keep_first_rows(batches, windows);
       // A test split shorter than one window gives one shorter row: not this length.
       if (batches.empty() || batches.front().tokens.size(1) < L) {
         row.applicable = false;
@@ -215,17 +273,24 @@ void save_extrapolation(const std::string& dir, const LoadedRun& run,
       if (it != rows[i].metrics.end()) cols[c][i] = it->second;
     }
   }
-  // "128, 256: reason; 512: other reason": lengths with the same reason share it.
-  std::vector<std::pair<std::string, std::vector<int64_t>>> reasons;
-  for (const auto& r : rows) {
-    if (r.applicable) continue;
-    auto it = std::find_if(reasons.begin(), reasons.end(),
-                           [&](const auto& p) { return p.first == r.note; });
-    if (it == reasons.end()) reasons.push_back({r.note, {r.length}});
-    else it->second.push_back(r.length);
-  }
-  for (const auto& [why, lens] : reasons)
-    notes += fmt::format("{}{}: {}", notes.empty() ? "" : "; ", fmt::join(lens, ", "), why);
+  // "128, 256: reason; 512: other reason": lengths with the same note share it. Notes of rows
+  // that are not applicable, and of applicable ones evaluated out of the ordinary (clamped).
+  auto grouped_notes = [&](bool applicable) {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> reasons;
+    for (const auto& r : rows) {
+      if (r.applicable != applicable || r.note.empty()) continue;
+      auto it = std::find_if(reasons.begin(), reasons.end(),
+                             [&](const auto& p) { return p.first == r.note; });
+      if (it == reasons.end()) reasons.push_back({r.note, {r.length}});
+      else it->second.push_back(r.length);
+    }
+    std::string out;
+    for (const auto& [why, lens] : reasons)
+      out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", fmt::join(lens, ", "), why);
+    return out;
+  };
+  notes = grouped_notes(false);
+  const std::string clamped = grouped_notes(true);
   std::vector<NamedTensor> columns{{"length", length, {"row"}}, {"applicable", applicable, {"row"}}};
   for (size_t c = 0; c < names.size(); ++c) columns.push_back({names[c], cols[c], {"row"}});
   const Config& cfg = run.config.config;
@@ -235,6 +300,7 @@ void save_extrapolation(const std::string& dir, const LoadedRun& run,
       {"split", "test"},
       {"stride", std::to_string(o.stride)},
       {"not_applicable", notes}};
+  if (!clamped.empty()) attrs["clamped"] = clamped;
   auto writer = RunFileWriter::open_append(run_h5_path(dir));
   writer->write_eval("extrapolation", columns, attrs);
   writer->close();

@@ -6,8 +6,10 @@
 //   mlm: masked-token loss and accuracy on test windows of length L.
 //   synthetic tasks: sequence accuracy per test length (the task's own length range).
 // A length is reported as not applicable, with the reason, when it is beyond what the position
-// encodings support (learned without clamp), longer than the test text, or when one layer's
-// attention scores at that length would not fit in this machine's memory (CPU runs).
+// encodings support (learned without clamp), reaches rows of a learned table that training
+// never reached (past task.seq_len, clamped or not), is longer than the test text, or when one
+// layer's attention scores at that length would not fit in this machine's memory (CPU runs).
+// Synthetic tasks: a length that is not one of the task's test lengths is not applicable.
 #pragma once
 
 #include <string>
@@ -27,11 +29,14 @@ struct ExtrapolationOptions {
 struct ExtrapolationRow {
   int64_t length = 0;
   bool applicable = true;
-  std::string note;                        // why not applicable
+  // Why not applicable; for an applicable row, how it was evaluated when that is out of the
+  // ordinary (a learned table's last row reused past its length: position.learned.beyond=clamp).
+  std::string note;
   std::map<std::string, double> metrics;   // e.g. loss, accuracy, ppl, ppl_sliding
 };
 
-// Options from the config's eval section (lengths default to 1x, 2x, 4x task.seq_len).
+// Options from the config's eval section (lengths default to 1x, 2x, 4x task.seq_len; for the
+// synthetic tasks to none, which means every test length of the task).
 ExtrapolationOptions extrapolation_options(const Config& cfg);
 
 std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const ExtrapolationOptions& opts);
