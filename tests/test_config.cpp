@@ -295,7 +295,7 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"train.adam_eps=0"}, "train.adam_eps: out of range (got 0; expected > 0)"},
       {{"train.log_every=0"}, "train.log_every: out of range"},
       {{"train.eval_every=0"}, "train.eval_every: out of range"},
-      {{"train.eval_batches=0"}, "train.eval_batches: out of range"},
+      {{"train.eval_batches=-1"}, "train.eval_batches: out of range (got -1; expected >= 0)"},
       {{"train.checkpoint_every=0"}, "train.checkpoint_every: out of range"},
       {{"train.early_stop=-1"}, "train.early_stop: out of range"},
       {{"snapshots.every_percent=101"}, "snapshots.every_percent: out of range"},

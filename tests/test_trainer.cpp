@@ -13,7 +13,9 @@
 #include "core/io/run_file.h"
 #include "core/io/schema.h"
 #include "core/model/model.h"
+#include "core/train/objective.h"
 #include "core/train/progress.h"
+#include "core/train/run_model.h"
 #include "core/train/snapshot.h"
 #include "core/train/trainer.h"
 #include "tests/helpers.h"
@@ -293,4 +295,19 @@ TEST_CASE("metrics log: resuming keeps records up to the step and names damaged 
   CHECK(read_text(path) ==
         "{\"step\":0,\"train_loss\":5}\n{\"step\":10,\"train_loss\":4}\n"
         "{\"step\":20,\"train_loss\":2.5}\n");
+}
+
+TEST_CASE("train.eval_batches=0 validates on the whole validation split") {
+  TempDir tmp("eval_whole_split");
+  const std::string dir = tmp.str("r");
+  auto sets = test::tiny_run(tmp.str("cache"), 2);
+  sets.insert(sets.end(), {"train.eval_batches=0", "train.eval_every=2", "snapshots.every_percent=0"});
+  REQUIRE(test::train_here(sets, dir).finished);
+  const auto logged_loss = test::logged(dir, "valid_loss");
+  REQUIRE_FALSE(logged_loss.empty());
+  LoadedRun run = load_run(dir);
+  const auto all = run.data->eval_batches(Split::Valid, 4, 0);
+  REQUIRE(all.size() > 2);  // more than tiny_run's train.eval_batches=2 would see
+  const auto direct = evaluate(run.model, *run.data, "mlm", Split::Valid, all, run.device);
+  CHECK(logged_loss.back().second == doctest::Approx(direct.at("loss")).epsilon(1e-6));
 }

@@ -190,7 +190,7 @@ void validate(const Config& c, const SourceMap* src) {
   k.above("train.adam_eps", tr.adam_eps, 0);  // 0 divides by zero where a gradient is 0
   k.at_least("train.log_every", tr.log_every, 1);
   k.at_least("train.eval_every", tr.eval_every, 1);
-  k.at_least("train.eval_batches", tr.eval_batches, 1);
+  k.at_least("train.eval_batches", tr.eval_batches, 0);
   k.at_least("train.checkpoint_every", tr.checkpoint_every, 1);
   k.at_least("train.early_stop", tr.early_stop, 0);
 

@@ -168,7 +168,7 @@ struct TrainConfig : ConfigSection {
     v("adam_eps", adam_eps, "AdamW epsilon");
     v("log_every", log_every, "steps between metric lines");
     v("eval_every", eval_every, "steps between validation runs");
-    v("eval_batches", eval_batches, "validation batches per evaluation");
+    v("eval_batches", eval_batches, "validation batches per evaluation, 0 = the whole split");
     v("checkpoint_every", checkpoint_every, "steps between checkpoints");
     v("early_stop", early_stop, "patience in evaluations, 0 = off");
     v("skip_nonfinite", skip_nonfinite, "skip non-finite batches instead of stopping");

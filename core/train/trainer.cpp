@@ -260,8 +260,20 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   auto probe_batches = data->eval_batches(Split::Valid, cfg.snapshots.probe_size, 1, probe_len);
   if (probe_batches.empty()) throw no_probe_error(cfg, *data, probe_len);
   const Batch probe = probe_batches.front();
-  const auto valid_batches =
-      data->eval_batches(Split::Valid, cfg.train.batch_size, cfg.train.eval_batches);
+  // One batch more than asked tells whether the evaluations see the whole validation split.
+  auto valid_batches = data->eval_batches(
+      Split::Valid, cfg.train.batch_size,
+      cfg.train.eval_batches == 0 ? 0 : cfg.train.eval_batches + 1);
+  if (cfg.train.eval_batches > 0 &&
+      static_cast<int64_t>(valid_batches.size()) > cfg.train.eval_batches) {
+    valid_batches.resize(static_cast<size_t>(cfg.train.eval_batches));
+    int64_t rows = 0;
+    for (const auto& b : valid_batches) rows += b.tokens.size(0);
+    progress.message(fmt::format(
+        "validation: the first {} rows of the validation split per evaluation "
+        "(train.eval_batches {} x train.batch_size {}); train.eval_batches=0 scores all of it",
+        rows, cfg.train.eval_batches, cfg.train.batch_size));
+  }
   if (dp.is_main()) keep_run_tokenizer(data->tokenizer(), dir);
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
