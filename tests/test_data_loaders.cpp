@@ -119,6 +119,15 @@ TEST_CASE("TSV errors name the file, line and what was expected") {
   CHECK(e.find("bad_utf8.tsv:3:4: invalid UTF-8 (byte 0xE9") != std::string::npos);
   e = data_error([&] { load_tsv(data_fixture("tsv/header_only.tsv"), o); });
   CHECK(e.find("header_only.tsv: empty corpus") != std::string::npos);
+  // A pair row whose second sentence is empty was laid out as a single sentence among pairs.
+  TempDir tmp;
+  const std::string empty_b =
+      write_file(tmp.path + "/empty_b.tsv", "sentence1\tsentence2\tlabel\nA\tB\t0\nC\t \t1\n");
+  e = data_error([&] { load_tsv(empty_b, o); });
+  CHECK(e == empty_b + ":3: empty text in column 'sentence2' (a sentence pair needs both "
+                       "sentences, 'sentence1' and 'sentence2')");
+  o.text_columns = {"sentence1"};  // read as single sentences, the row is fine
+  CHECK(load_tsv(empty_b, o).documents.size() == 2);
   o.text_columns = {"premise"};
   e = data_error([&] { load_tsv(data_fixture("tsv/single.tsv"), o); });
   CHECK(e.find("single.tsv:1: no column 'premise'") != std::string::npos);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/data/task.h"
+#include "core/data/tasks.h"
 #include "core/data/text_util.h"
 #include "data_helpers.h"
 
@@ -193,6 +194,26 @@ TEST_CASE("classify: [CLS] a [SEP] b [SEP], truncation, pooling, epochs") {
   c.data.corpus = data_fixture("text/docs.txt");
   CHECK(data_error([&] { make_task_data(c); }).find("needs a labelled corpus") !=
         std::string::npos);
+}
+
+TEST_CASE("classify: a corpus of sentence pairs lays out every row as a pair") {
+  // A pair file with a single-sentence validation file: rows of two layouts in one classifier.
+  Config c;
+  c.task.type = "classify";
+  c.data.corpus = data_fixture("tsv/pair.tsv");
+  c.data.valid_corpus = data_fixture("tsv/dev.tsv");
+  CHECK(data_error([&] { make_task_data(c); }) ==
+        "data.valid_corpus '" + data_fixture("tsv/dev.tsv") + "' has single sentences, but "
+        "data.corpus '" + data_fixture("tsv/pair.tsv") + "' has sentence pairs");
+  // A pair corpus built otherwise, with one row that has no second sentence.
+  Corpus corpus;
+  corpus.name = "pairs";
+  corpus.kind = CorpusKind::Labelled;
+  corpus.documents = {{"line 2", "A", "B", 0}, {"line 3", "C", "", 1}};
+  c.data.valid_corpus.clear();
+  CHECK(data_error([&] { make_classify_task(c, corpus); }) ==
+        "corpus 'pairs', document 'line 3': no second sentence in a corpus of sentence pairs "
+        "(expected both sentences in every row)");
 }
 
 TEST_CASE("span_qa: layout, answer spans, truncation and span_text") {
