@@ -139,6 +139,8 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
   const std::string nul_label =
       write(f + "nul_label.tsv", std::string("sentence\tlabel\nfine\t1") + '\0' + "x\n");
   const std::string sentence1_only = write(f + "sentence1.tsv", "sentence1\tlabel\na b\t0\n");
+  const std::string empty_sentence2 =
+      write(f + "empty_sentence2.tsv", "sentence1\tsentence2\tlabel\na\tb\t0\nc\t\t1\n");
   const std::string empty_context = write(
       f + "empty_context.json",
       R"({"data": [{"title": "T", "paragraphs": [{"context": "", "qas": [)"
@@ -275,6 +277,10 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
       {"a TSV with sentence1 but no sentence2", "DataError", [&] { load_tsv(sentence1_only, {}); },
        {sentence1_only + ":1: no text column in the header (columns: sentence1, label;",
         "'sentence', or the pair 'sentence1' and 'sentence2', and 'sentence2' is missing)"}},
+      {"a TSV pair row with an empty second sentence", "DataError",
+       [&] { load_tsv(empty_sentence2, {}); },
+       {empty_sentence2 + ":3: empty text in column 'sentence2' (a sentence pair needs both "
+                          "sentences, 'sentence1' and 'sentence2')"}},
       {"SQuAD paragraph with an empty context", "DataError", [&] { load_squad(empty_context); },
        {empty_context + ":1: data[0].paragraphs[0].qas[0] (id 'q1'), answers[0]: the paragraph's "
         "context is empty (expected the text the answer '1905' occurs in)"}},

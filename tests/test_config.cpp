@@ -264,6 +264,7 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"task.synthetic_vocab=1"}, "task.synthetic_vocab: out of range"},
       {{"task.shift=-1"}, "task.shift: out of range"},
       {{"task.recall_queries=-1"}, "task.recall_queries: out of range (got -1; expected >= 0)"},
+      {{"task.max_answer_len=0"}, "task.max_answer_len: out of range (got 0; expected >= 1)"},
       {{"task.type=recall", "task.synthetic_vocab=128", "task.seq_len=129"},
        "task.seq_len: the recall probe (one example of this many key-value pairs) needs a "
        "distinct key per pair (got 129 pairs with task.synthetic_vocab 128; expected <= 128 "

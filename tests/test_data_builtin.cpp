@@ -104,7 +104,7 @@ TEST_CASE("built-in wordnet_qa: generated questions with answers inside their co
   for (int64_t r = 0; r < 16; ++r) {
     const int64_t s = b.targets[r][0].item<int64_t>(), e = b.targets[r][1].item<int64_t>();
     if (s == 0) continue;  // answer beyond seq_len
-    CHECK(data->span_text(Split::Valid, b.example_ids[r], s, e) ==
+    CHECK(data->span_text(Split::Valid, b.example_ids[r], s, e, b.context_range[r]) ==
           data->gold_answers(Split::Valid, b.example_ids[r])[0]);
   }
   MESSAGE(data->describe());

@@ -34,3 +34,69 @@ TEST_CASE("squad exact match and F1") {
   CHECK(squad_f1("The", {"a"}) == 0.0);
   CHECK(squad_exact_match("x", {}) == 0.0);
 }
+
+// The expected values below follow the official script's rules in Python 3: remove_articles is
+// re.sub(r'\b(a|an|the)\b', ' ', text), where \b lies between a \w and a \W character and \w is
+// [0-9A-Za-z_] plus every character with str.isalnum() (letters and numbers of any script);
+// white_space_fix is ' '.join(text.split()), which splits at every str.isspace() character.
+TEST_CASE("squad normalization: Python's word characters decide where an article ends") {
+  // Symbols are not \w: "the" before € © ° ✓ is a whole word, so it goes.
+  CHECK(squad_normalize("the\xE2\x82\xAC") == "\xE2\x82\xAC");  // the€ -> €
+  CHECK(squad_exact_match("the\xE2\x82\xAC", {"\xE2\x82\xAC"}) == 1.0);
+  CHECK(squad_normalize("a\xC2\xA9"
+                        "b") == "\xC2\xA9"
+                                "b");                                    // a©b -> ©b
+  CHECK(squad_normalize("the\xC2\xB0 north") == "\xC2\xB0 north");     // the° north -> ° north
+  CHECK(squad_normalize("the\xE2\x9C\x93") == "\xE2\x9C\x93");         // the✓ -> ✓
+  // A combining mark (U+0301, category Mn) is not \w either: "the" + U+0301 loses "the".
+  CHECK(squad_normalize("the\xCC\x81") == "\xCC\x81");
+  // U+200B ZERO WIDTH SPACE (Cf) is neither \w nor white space.
+  CHECK(squad_normalize("the\xE2\x80\x8B"
+                        "end") == "\xE2\x80\x8B"
+                                  "end");
+  // Letters and numbers of any script are \w: the article is part of a longer word and stays.
+  CHECK(squad_normalize("the\xC2\xB2") == "the\xC2\xB2");  // ² (No)
+  CHECK(squad_normalize("the\xC2\xBD") == "the\xC2\xBD");  // ½ (No)
+  CHECK(squad_normalize("the\xC3\xA9") == "the\xC3\xA9");  // é (Ll)
+  CHECK(squad_normalize("\xCE\xB1the") == "\xCE\xB1the");  // αthe (Ll before)
+  CHECK(squad_normalize("the\xD9\xA3") == "the\xD9\xA3");  // ARABIC-INDIC DIGIT THREE (Nd)
+  // '_' is \w, but string.punctuation removes it before the articles are looked for.
+  CHECK(squad_normalize("the_x") == "thex");
+}
+
+TEST_CASE("squad normalization: white space is what Python's str.split() splits at") {
+  // \x1c-\x1f (file/group/record/unit separators), \x85 (NEL), \xa0 (no-break space) and the
+  // Unicode space separators are str.isspace(); they separate words and articles.
+  CHECK(squad_normalize("north\x1f"
+                        "east") == "north east");
+  CHECK(squad_normalize("the\x1cwall") == "wall");
+  CHECK(squad_normalize("a\xC2\x85"
+                        "b") == "b");                                  // a NEL b
+  CHECK(squad_normalize("x\xC2\xA0the\xC2\xA0y") == "x y");          // no-break spaces
+  CHECK(squad_normalize("the\xE3\x80\x80"
+                        "end") == "end");                              // U+3000
+  CHECK(squad_normalize("the\xE2\x80\x83"
+                        "a\xE2\x80\x83") == "");                       // U+2003 EM SPACE
+  CHECK(squad_exact_match("north\x1e"
+                          "east",
+                          {"North East"}) == 1.0);
+  CHECK(squad_f1("north\x1d"
+                 "east",
+                 {"east"}) == doctest::Approx(2.0 / 3.0));  // tokens north, east: P 1/2, R 1
+}
+
+TEST_CASE("squad normalization: a byte that is not valid UTF-8 is one character of its own") {
+  // A predicted span can be cut inside a multi-byte character (the bytes tokenizer). Such a
+  // byte has no Python equivalent; relpos keeps it as one character, neither \w nor space, and
+  // never lets it swallow the characters after it (0xA9 was read as the lead of 4 bytes).
+  CHECK(squad_normalize("\xA9"
+                        "ABC Def") == "\xA9"
+                                      "abc def");
+  CHECK(squad_f1("\xA9"
+                 "abc def",
+                 {"abc def"}) == doctest::Approx(0.5));  // tokens "\xA9abc", "def": P 1/2, R 1/2
+  CHECK(squad_normalize("caf\xC3") == "caf\xC3");               // a truncated 2-byte character
+  CHECK(squad_normalize("\xC3\xA9t\xC3 the end") == "\xC3\xA9t\xC3 end");
+  CHECK(squad_normalize("the\xE2\x82") == "\xE2\x82");  // two stray bytes, each not \w
+  CHECK(squad_normalize("x\xC0\xAFy") == "x\xC0\xAFy");   // an overlong '/' is not punctuation
+}

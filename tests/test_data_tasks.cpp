@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/data/task.h"
+#include "core/data/tasks.h"
 #include "core/data/text_util.h"
 #include "data_helpers.h"
 
@@ -195,6 +196,26 @@ TEST_CASE("classify: [CLS] a [SEP] b [SEP], truncation, pooling, epochs") {
         std::string::npos);
 }
 
+TEST_CASE("classify: a corpus of sentence pairs lays out every row as a pair") {
+  // A pair file with a single-sentence validation file: rows of two layouts in one classifier.
+  Config c;
+  c.task.type = "classify";
+  c.data.corpus = data_fixture("tsv/pair.tsv");
+  c.data.valid_corpus = data_fixture("tsv/dev.tsv");
+  CHECK(data_error([&] { make_task_data(c); }) ==
+        "data.valid_corpus '" + data_fixture("tsv/dev.tsv") + "' has single sentences, but "
+        "data.corpus '" + data_fixture("tsv/pair.tsv") + "' has sentence pairs");
+  // A pair corpus built otherwise, with one row that has no second sentence.
+  Corpus corpus;
+  corpus.name = "pairs";
+  corpus.kind = CorpusKind::Labelled;
+  corpus.documents = {{"line 2", "A", "B", 0}, {"line 3", "C", "", 1}};
+  c.data.valid_corpus.clear();
+  CHECK(data_error([&] { make_classify_task(c, corpus); }) ==
+        "corpus 'pairs', document 'line 3': no second sentence in a corpus of sentence pairs "
+        "(expected both sentences in every row)");
+}
+
 TEST_CASE("span_qa: layout, answer spans, truncation and span_text") {
   Config c;
   c.task.type = "span_qa";
@@ -231,12 +252,17 @@ TEST_CASE("span_qa: layout, answer spans, truncation and span_text") {
       auto tok = row(b.tokens, r);
       tok.resize(want.size());
       CHECK(tok == want);
+      // The context is at positions [|q| + 2, |q| + 2 + what fitted); the final [SEP] is not.
+      CHECK(b.context_range[r].begin == static_cast<int64_t>(qt.size()) + 2);
+      CHECK(b.context_range[r].end ==
+            static_cast<int64_t>(qt.size() + 2 +
+                                 std::min(q.context.size(), static_cast<size_t>(room))));
       const int64_t start = b.targets[r][0].item<int64_t>(), end = b.targets[r][1].item<int64_t>();
       const size_t at = q.context.find(q.answer);
       if (at + q.answer.size() <= static_cast<size_t>(room)) {
         CHECK(start == static_cast<int64_t>(qt.size() + 2 + at));
         CHECK(end == static_cast<int64_t>(qt.size() + 2 + at + q.answer.size() - 1));
-        CHECK(data->span_text(Split::Train, r, start, end) == q.answer);
+        CHECK(data->span_text(Split::Train, r, start, end, b.context_range[r]) == q.answer);
       } else {
         CHECK(start == 0);  // the answer is cut away: [CLS]
         CHECK(end == 0);
@@ -245,11 +271,85 @@ TEST_CASE("span_qa: layout, answer spans, truncation and span_text") {
     }
   }
   // At T = 48 only the river questions keep their answers: training uses those two.
-  CHECK(data->describe().find("2 training questions dropped") != std::string::npos);
+  CHECK(data->describe().find("2 training questions dropped (2 with the answer beyond seq_len 48, "
+                              "0 with an answer no token covers)") != std::string::npos);
   std::set<int64_t> used;
   for (int64_t i = 0; i < 8; ++i) used.insert(data->train_batch(i, 1).example_ids[0]);
   CHECK(used == std::set<int64_t>{2, 3});
-  CHECK(data->span_text(Split::Train, 2, 0, 0) == "");  // outside the context
+  const Batch b = data->eval_batches(Split::Train, 4, 0)[0];
+  CHECK(data->span_text(Split::Train, 2, 0, 0, b.context_range[2]) == "");  // [CLS]
+}
+
+TEST_CASE("span_qa: span_text never returns context the row did not show") {
+  Config c;
+  c.task.type = "span_qa";
+  c.data.corpus = data_fixture("squad/good.json");
+  c.data.valid_fraction = c.data.test_fraction = 0;
+  c.task.seq_len = 48;
+  auto data = make_task_data(c);
+  const Batch b = data->eval_batches(Split::Train, 4, 0)[0];
+  // Row 0: [CLS] + the 24-byte question + [SEP], then 48 - 27 = 21 context bytes,
+  // "The caf\xC3\xA9 in Z\xC3\xBCrich " at 26..46, and the final [SEP] at 47; "opened" is cut away.
+  REQUIRE(b.context_range[0].begin == 26);
+  REQUIRE(b.context_range[0].end == 47);
+  CHECK(row(b.tokens, 0)[47] == 3);
+  const TokenRange visible = b.context_range[0];
+  CHECK(data->span_text(Split::Train, 0, 39, 46, visible) == "Z\xC3\xBCrich");
+  // A span that ends on the final [SEP] (or starts on the question's) returned the hidden
+  // context byte behind it, "Z\xC3\xBCrich o"; now it is no context span at all.
+  CHECK(data->span_text(Split::Train, 0, 39, 47, visible) == "");
+  CHECK(data->span_text(Split::Train, 0, 25, 30, visible) == "");
+  // The same example at a longer length shows more of the context.
+  const Batch longer = data->eval_batches(Split::Train, 4, 0, 128)[0];
+  CHECK(data->span_text(Split::Train, 0, 39, 48, longer.context_range[0]) == "Z\xC3\xBCrich op");
+}
+
+TEST_CASE("span_qa: describe() counts uncovered and too-long answers per split") {
+  // Bytes: answers of 4, 11, 5 and 4 tokens; two are longer than task.max_answer_len = 4.
+  Config c;
+  c.task.type = "span_qa";
+  c.data.corpus = data_fixture("squad/good.json");
+  c.data.valid_fraction = c.data.test_fraction = 0;
+  c.task.seq_len = 128;
+  c.task.max_answer_len = 4;
+  auto data = make_task_data(c);
+  CHECK(data->max_answer_len() == 4);
+  CHECK(data->describe().find(
+            "0 training questions dropped (0 with the answer beyond seq_len 128, 0 with an answer "
+            "no token covers); answers no token covers: train 0 / valid 0 / test 0; answers "
+            "longer than task.max_answer_len = 4 tokens: train 2 / valid 0 / test 0") !=
+        std::string::npos);
+
+  // WordPiece makes no token of a space: an answer " " is covered by none. Such a training
+  // question is dropped for that reason, not for seq_len, and each split counts its own.
+  relpos::test::TempDir dir;
+  const std::string vocab = dir.path + "/vocab.txt";
+  std::ofstream(vocab)
+      << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nrhine\nflows\nnorth\n.\nwhere\n?\n";
+  // Question "a" has the answer `answer` at `start`; question "b" the answer "north".
+  auto squad = [&](const std::string& name, const std::string& context, int start,
+                   const std::string& answer) {
+    const std::string path = dir.path + "/" + name;
+    std::ofstream(path) << R"({"data": [{"title": ")" << name
+                        << R"(", "paragraphs": [{"context": ")" << context
+                        << R"(", "qas": [{"id": "a", "question": "where?", "answers": [)"
+                        << R"({"answer_start": )" << start << R"(, "text": ")" << answer
+                        << R"("}]}, {"id": "b", "question": "where?", "answers": [)"
+                        << R"({"answer_start": 16, "text": "north"}]}]}]}]})";
+    return path;
+  };
+  c.data.corpus = squad("train.json", "The Rhine flows north.", 3, " ");
+  c.data.valid_corpus = squad("valid.json", "The Rhine flows north.", 9, " ");
+  c.data.tokenizer = "wordpiece";
+  c.data.vocab_file = vocab;
+  c.task.seq_len = 40;
+  c.task.max_answer_len = 30;
+  data = make_task_data(c);
+  CHECK(data->describe().find(
+            "1 training questions dropped (0 with the answer beyond seq_len 40, 1 with an answer "
+            "no token covers); answers no token covers: train 1 / valid 1 / test 0; answers "
+            "longer than task.max_answer_len = 30 tokens: train 0 / valid 0 / test 0") !=
+        std::string::npos);
 }
 
 TEST_CASE("span_qa with WordPiece: offsets map token spans back to the original text") {
@@ -274,10 +374,10 @@ TEST_CASE("span_qa with WordPiece: offsets map token spans back to the original 
   // "Émile Roux" is two word tokens; the text comes back with its accent.
   const int64_t s = b.targets[1][0].item<int64_t>(), e = b.targets[1][1].item<int64_t>();
   CHECK(e == s + 1);
-  CHECK(data->span_text(Split::Train, 1, s, e) == "\xC3\x89mile Roux");
-  CHECK(data->span_text(Split::Train, 1, s, s) == "\xC3\x89mile");
+  CHECK(data->span_text(Split::Train, 1, s, e, b.context_range[1]) == "\xC3\x89mile Roux");
+  CHECK(data->span_text(Split::Train, 1, s, s, b.context_range[1]) == "\xC3\x89mile");
   CHECK(data->span_text(Split::Train, 0, b.targets[0][0].item<int64_t>(),
-                        b.targets[0][1].item<int64_t>()) == "1905");
+                        b.targets[0][1].item<int64_t>(), b.context_range[0]) == "1905");
 }
 
 TEST_CASE("data.valid_corpus / data.test_corpus: a split from its own file") {
@@ -304,7 +404,8 @@ TEST_CASE("data.valid_corpus / data.test_corpus: a split from its own file") {
   const Batch& v = valid[0];
   for (int64_t r = 0; r < 2; ++r) {
     const int64_t start = v.targets[r][0].item<int64_t>(), end = v.targets[r][1].item<int64_t>();
-    CHECK(qa->span_text(Split::Valid, r, start, end) == qa->gold_answers(Split::Valid, r)[0]);
+    CHECK(qa->span_text(Split::Valid, r, start, end, v.context_range[r]) ==
+          qa->gold_answers(Split::Valid, r)[0]);
   }
   CHECK(qa->describe().find("validation: SQuAD v1.1 file") != std::string::npos);
 

@@ -73,3 +73,56 @@ TEST_CASE("the Lm loss and metrics over target positions equal a loop over every
   copy.add(model, c.batch);
   CHECK(copy.result().at("seq_accuracy") == doctest::Approx((2.0 + row0) / 3.0));
 }
+
+namespace {
+
+// The best span by a loop over every (s, e) inside [begin, end) with e - s < max_len.
+std::pair<int64_t, int64_t> naive_best_span(const torch::Tensor& start, const torch::Tensor& end,
+                                            TokenRange r, int64_t max_len) {
+  std::pair<int64_t, int64_t> best{0, 0};
+  double best_score = -1e300;
+  for (int64_t s = r.begin; s < r.end; ++s)
+    for (int64_t e = s; e < r.end && e - s < max_len; ++e) {
+      const double score = start[s].item<double>() + end[e].item<double>();
+      if (score > best_score) best_score = score, best = {s, e};
+    }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("span_qa decoding: the best span lies in the row's visible context") {
+  // Row: [CLS] q q [SEP] c c c c [SEP] [PAD]; the context is at positions 4..7.
+  auto start = torch::zeros({1, 10}), end = torch::zeros({1, 10});
+  // The highest scores are on question tokens (1, 2), on [CLS] and on the final [SEP] (8): a
+  // search over the whole row picked (1, 2) or (0, 8). Inside the context, (5, 6) is best.
+  start[0][1] = 9, end[0][2] = 9, start[0][0] = 8, end[0][8] = 8, end[0][0] = 8;
+  start[0][5] = 2, end[0][6] = 3, end[0][4] = 1;
+  CHECK(best_spans(start, end, {{4, 8}}, 30) == std::vector<std::pair<int64_t, int64_t>>{{5, 6}});
+  // An end before the start is never chosen: start 5 + end 4 is not a span.
+  end[0][4] = 10;
+  CHECK(best_spans(start, end, {{4, 8}}, 30)[0] == std::make_pair<int64_t, int64_t>(4, 4));
+  // A row that shows no context token predicts (0, 0), the [CLS] position (no answer).
+  CHECK(best_spans(start, end, {{4, 4}}, 30)[0] == std::make_pair<int64_t, int64_t>(0, 0));
+}
+
+TEST_CASE("span_qa decoding: task.max_answer_len caps the predicted span, as a loop over spans") {
+  torch::manual_seed(3);
+  const int64_t B = 4, T = 40;
+  auto start = torch::randn({B, T}), end = torch::randn({B, T});
+  // Long answers are favoured: a high start early and a high end late in every context.
+  for (int64_t b = 0; b < B; ++b) start[b][6] += 10, end[b][35] += 10;
+  const std::vector<TokenRange> ranges = {{5, 39}, {6, 36}, {10, 20}, {3, 4}};
+  for (int64_t max_len : {1, 3, 30, 100}) {
+    CAPTURE(max_len);
+    const auto got = best_spans(start, end, ranges, max_len);
+    for (int64_t b = 0; b < B; ++b) {
+      CAPTURE(b);
+      CHECK(got[b] == naive_best_span(start[b], end[b], ranges[b], max_len));
+      CHECK(got[b].second - got[b].first < max_len);
+    }
+  }
+  // With room for it, the long span 6..35 (30 tokens) wins in rows 0 and 1; 29 tokens is too few.
+  CHECK(best_spans(start, end, ranges, 30)[1] == std::make_pair<int64_t, int64_t>(6, 35));
+  CHECK(best_spans(start, end, ranges, 29)[1] != std::make_pair<int64_t, int64_t>(6, 35));
+}

@@ -105,6 +105,7 @@ void validate(const Config& c, const SourceMap* src) {
   k.at_least("task.recall_queries", t.recall_queries, 0);
   k.at_least("task.eval_examples", t.eval_examples, 1);
   k.at_least("task.max_query_len", t.max_query_len, 1);
+  k.at_least("task.max_answer_len", t.max_answer_len, 1);
   for (auto len : t.eval_lengths)
     if (len < t.min_len || len > t.test_max_len)
       config_fail(src, "task.eval_lengths", "test length outside [min_len, test_max_len]",

@@ -116,6 +116,9 @@ struct TaskConfig : ConfigSection {
   int64_t eval_examples = 256;     // synthetic: evaluation examples per test length
   std::vector<int64_t> eval_lengths;  // synthetic test lengths; empty = max_len doubling to test_max_len
   int64_t max_query_len = 64;      // span_qa: question tokens kept
+  // span_qa evaluation: the longest answer span the best-span search considers, in tokens (30:
+  // the BERT SQuAD convention for word pieces; data.tokenizer bytes has one token per byte)
+  int64_t max_answer_len = 30;
 
   template <class V>
   void visit(V& v) {
@@ -135,6 +138,8 @@ struct TaskConfig : ConfigSection {
     v("eval_examples", eval_examples, "synthetic: evaluation examples per length");
     v("eval_lengths", eval_lengths, "synthetic: test lengths");
     v("max_query_len", max_query_len, "span_qa: question tokens kept");
+    v("max_answer_len", max_answer_len,
+      "span_qa evaluation: longest predicted answer, in tokens (bytes: one per byte)");
   }
 };
 

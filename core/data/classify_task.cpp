@@ -31,6 +31,12 @@ class ClassifyTaskData : public TaskData {
       labels.push_back(d.label);
       pairs_ = pairs_ || !d.text_b.empty();
     }
+    // The layout is the corpus's: every example of a pair corpus is a pair.
+    for (const auto& d : docs_)
+      if (pairs_ && d.text_b.empty())
+        throw DataError(fmt::format("corpus '{}', document '{}': no second sentence in a corpus "
+                                    "of sentence pairs (expected both sentences in every row)",
+                                    corpus.name, d.name));
     split_ = split_corpus(docs_, &labels, cfg.data, "corpus " + corpus.name);
     std::vector<std::string> train_texts;
     for (int64_t id : split_.train) {
@@ -94,14 +100,13 @@ class ClassifyTaskData : public TaskData {
     for (int64_t p : positions) {
       const int64_t id = ids(split)[p];
       std::vector<int64_t> a = enc_a_[id], b = enc_b_[id];
-      const bool pair = !docs_[id].text_b.empty();
-      const size_t budget = static_cast<size_t>(std::max<int64_t>(0, T - (pair ? 3 : 2)));
+      const size_t budget = static_cast<size_t>(std::max<int64_t>(0, T - (pairs_ ? 3 : 2)));
       while (a.size() + b.size() > budget) (a.size() >= b.size() ? a : b).pop_back();
       std::vector<int64_t> row = {sp.cls};
       row.insert(row.end(), a.begin(), a.end());
       row.push_back(sp.sep);
       std::vector<int64_t> seg(row.size(), 0);
-      if (pair) {
+      if (pairs_) {
         row.insert(row.end(), b.begin(), b.end());
         row.push_back(sp.sep);
         seg.resize(row.size(), 1);

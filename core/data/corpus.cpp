@@ -109,6 +109,15 @@ void append_split(Corpus& c, Corpus extra, int split, const std::string& key) {
                                 extra.name, corpus_kind_name(extra.kind), c.name,
                                 corpus_kind_name(c.kind)),
                     "give the same kind of file for the corpus and its validation / test file");
+  // Labelled files: sentence pairs and single sentences cannot share one classifier layout.
+  auto pairs = [](const Corpus& x) {
+    return !x.documents.empty() && !x.documents[0].text_b.empty();
+  };
+  if (c.kind == CorpusKind::Labelled && pairs(c) != pairs(extra))
+    throw DataError(fmt::format("{} '{}' has {}, but data.corpus '{}' has {}", key, extra.name,
+                                pairs(extra) ? "sentence pairs" : "single sentences", c.name,
+                                pairs(c) ? "sentence pairs" : "single sentences"),
+                    "give files with the same text columns (data.tsv_text_columns)");
   const auto doc0 = static_cast<int64_t>(c.documents.size());
   const auto ctx0 = static_cast<int64_t>(c.contexts.size());
   for (auto& doc : extra.documents) {

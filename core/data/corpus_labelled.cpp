@@ -122,6 +122,15 @@ Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
                       path, line_no, d.label, opt.num_classes - 1, opt.num_classes));
     if (trim(d.text).empty())
       throw DataError(fmt::format("{}:{}: empty text in column '{}'", path, line_no, wanted[0]));
+    // A pair row without its second sentence would become a single sentence, [CLS] a [SEP],
+    // among pairs: GLUE pair tasks have none, so it is a broken row.
+    if (text_idx.size() > 1 && trim(d.text_b).empty())
+      throw DataError(fmt::format("{}:{}: empty text in column '{}' (a sentence pair needs both "
+                                  "sentences, '{}' and '{}')",
+                                  path, line_no, wanted[1], wanted[0], wanted[1]),
+                      fmt::format("fix the row, or for single sentences read one column: "
+                                  "--set data.tsv_text_columns=[{}]",
+                                  wanted[0]));
     c.documents.push_back(std::move(d));
   }
   if (c.documents.empty())

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
 #include "core/data/text_util.h"
 #include "core/util/errors.h"
 
@@ -36,7 +38,14 @@ nlohmann::json parse_json(const std::string& text, const std::string& path,
   }
 }
 
+namespace {
+std::atomic<int64_t> g_locate_calls{0};
+}  // namespace
+
+int64_t locate_calls() { return g_locate_calls.load(); }
+
 std::string locate(const std::string& text, const std::string& path, const std::string& needle) {
+  ++g_locate_calls;
   const size_t at = needle.empty() ? std::string::npos : text.find(needle);
   if (at == std::string::npos) return path;
   return fmt::format("{}:{}", path, line_col(text, at).first);

@@ -2,6 +2,7 @@
 // and column. Internal to the data layer.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -13,7 +14,10 @@ nlohmann::json parse_json(const std::string& text, const std::string& path,
                           const std::string& expected);
 
 // "<path>:<line>" where `needle` first occurs in `text` (to point at a record), else "<path>".
+// It searches from the start of `text`: call it for an error message, never once per record.
 std::string locate(const std::string& text, const std::string& path, const std::string& needle);
+// How many times locate() has run in this process (tests: loading a valid file calls it never).
+int64_t locate_calls();
 
 // A short rendering of a JSON value for error messages.
 std::string describe_json(const nlohmann::json& v);

@@ -1,8 +1,10 @@
 // span_qa: [CLS] question [SEP] context [SEP]; targets are the start and end token indices
 // (inclusive) of the first gold answer in that sequence. The question keeps at most
 // q_cap = min(task.max_query_len, task.seq_len / 2) tokens; the context is cut to fit the
-// length. Training drops examples whose answer is cut away (counted in describe()); evaluation
-// keeps every example and targets (0, 0), the [CLS] position, when the answer is not visible.
+// length. Training drops examples whose answer is cut away or covered by no token (each counted
+// in describe()); evaluation keeps every example and targets (0, 0), the [CLS] position, when
+// the answer is not visible. Each row records where its visible context is (context_range):
+// predicted spans and their text stay inside it.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -65,7 +67,6 @@ class SpanQaTaskData : public TaskData {
     for (size_t c = 0; c < corpus_.contexts.size(); ++c)
       contexts_[c].ids = tok_->encode_with_offsets(corpus_.contexts[c], &contexts_[c].offsets);
     questions_.resize(corpus_.questions.size());
-    int64_t uncovered = 0;
     for (size_t q = 0; q < corpus_.questions.size(); ++q) {
       const QaExample& ex = corpus_.questions[q];
       EncodedQuestion& eq = questions_[q];
@@ -79,7 +80,6 @@ class SpanQaTaskData : public TaskData {
           eq.answer_last = static_cast<int64_t>(t);
         }
       }
-      if (eq.answer_first < 0) ++uncovered;
     }
     for (size_t k = 0; k < examples_[0].size(); ++k)
       if (visible(examples_[0][k], T)) train_kept_.push_back(static_cast<int64_t>(k));
@@ -89,14 +89,29 @@ class SpanQaTaskData : public TaskData {
                                   corpus_.name, T),
                       "raise task.seq_len");
     sampler_ = std::make_unique<EpochSampler>(static_cast<int64_t>(train_kept_.size()), cfg.seed);
+    // Per split: answers no token covers (a tokenizer that drops their characters), and answers
+    // longer than the evaluation predicts (task.max_answer_len), which never match whole.
+    size_t uncovered[3] = {0, 0, 0}, too_long[3] = {0, 0, 0};
+    for (int s = 0; s < 3; ++s)
+      for (int64_t q : examples_[s]) {
+        const EncodedQuestion& eq = questions_[q];
+        if (eq.answer_first < 0)
+          ++uncovered[s];
+        else if (eq.answer_last - eq.answer_first + 1 > cfg.task.max_answer_len)
+          ++too_long[s];
+      }
+    const size_t dropped = examples_[0].size() - train_kept_.size();
     describe_ = fmt::format(
         "task span_qa; corpus {} ({}; {} documents: {}; questions {}); tokenizer {} (vocab {}); "
-        "{} training questions dropped (answer beyond seq_len {}), {} answers not covered by any "
-        "token",
+        "{} training questions dropped ({} with the answer beyond seq_len {}, {} with an answer "
+        "no token covers); answers no token covers: {}; answers longer than task.max_answer_len "
+        "= {} tokens: {}",
         corpus_.name, corpus_.source, corpus_.documents.size(),
         split_sizes(split_.train.size(), split_.valid.size(), split_.test.size()),
         split_sizes(examples_[0].size(), examples_[1].size(), examples_[2].size()), tok_->name(),
-        tok_->vocab_size(), examples_[0].size() - train_kept_.size(), T, uncovered);
+        tok_->vocab_size(), dropped, dropped - uncovered[0], T, uncovered[0],
+        split_sizes(uncovered[0], uncovered[1], uncovered[2]), cfg.task.max_answer_len,
+        split_sizes(too_long[0], too_long[1], too_long[2]));
   }
 
   const Tokenizer& tokenizer() const override { return *tok_; }
@@ -124,15 +139,20 @@ class SpanQaTaskData : public TaskData {
     return none;
   }
 
-  std::string span_text(Split split, int64_t example_id, int64_t start,
-                        int64_t end) const override {
+  std::string span_text(Split split, int64_t example_id, int64_t start, int64_t end,
+                        TokenRange context) const override {
     const int64_t q = examples(split).at(example_id);
     const auto& off = contexts_[corpus_.questions[q].context].offsets;
-    const int64_t first = start - context_start(q), last = end - context_start(q);
-    if (first < 0 || last < first || last >= static_cast<int64_t>(off.size())) return {};
+    // Context token indices: the row's visible part, never more than the context has.
+    const int64_t cs = context_start(q);
+    const int64_t first = start - cs, last = end - cs;
+    const int64_t visible = std::min<int64_t>(context.end - cs, off.size());
+    if (start < context.begin || first < 0 || last < first || last >= visible) return {};
     const std::string& ctx = corpus_.contexts[corpus_.questions[q].context];
     return trim(ctx.substr(off[first].first, off[last].second - off[first].first));
   }
+
+  int64_t max_answer_len() const override { return cfg_.task.max_answer_len; }
 
   std::vector<std::string> gold_answers(Split split, int64_t example_id) const override {
     return corpus_.questions[examples(split).at(example_id)].answers;
@@ -162,6 +182,7 @@ class SpanQaTaskData : public TaskData {
     const SpecialTokens& sp = tok_->special();
     std::vector<std::vector<int64_t>> toks, segs;
     std::vector<int64_t> spans;
+    std::vector<TokenRange> context_range;
     for (int64_t p : positions) {
       const int64_t q = examples(split)[p];
       const EncodedQuestion& eq = questions_[q];
@@ -172,6 +193,7 @@ class SpanQaTaskData : public TaskData {
       std::vector<int64_t> seg(row.size(), 0);
       const int64_t room = std::min<int64_t>(context_room(q, T), ctx.size());
       row.insert(row.end(), ctx.begin(), ctx.begin() + room);
+      context_range.push_back({context_start(q), context_start(q) + room});
       row.push_back(sp.sep);
       seg.resize(row.size(), 1);
       if (visible(q, T)) {
@@ -190,6 +212,7 @@ class SpanQaTaskData : public TaskData {
     out.segments = pack_rows(segs, 0);                                // (B,T)
     out.targets = torch::tensor(spans, torch::kInt64).view({-1, 2});  // (B,2)
     out.example_ids = positions;
+    out.context_range = std::move(context_range);
     return out;
   }
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "core/data/python_unicode.h"
 #include "core/data/text_util.h"
-#include "core/data/unicode_basic.h"
 
 namespace relpos {
 
@@ -16,20 +16,49 @@ bool ascii_punct(uint32_t cp) {
          (cp >= 123 && cp <= 126);
 }
 
-bool is_space(uint32_t cp) { return cp == 0x0B || cp == 0x0C || unicode::is_whitespace(cp); }
+// A byte that is not part of valid UTF-8 (a span cut inside a character by the bytes tokenizer)
+// stands for itself, one byte, as kRawByte + the byte: neither a word character nor space.
+constexpr uint32_t kRawByte = 0x110000;
 
-// Approximates Python's \w for str: letters, digits and '_' of any script.
-bool is_word(uint32_t cp) {
-  if (cp < 0x80)
-    return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
-           cp == '_';
-  return !is_space(cp) && !unicode::is_punctuation(cp) && !unicode::is_control(cp);
+bool is_space(uint32_t cp) { return cp < kRawByte && python_unicode::is_space(cp); }
+bool is_word(uint32_t cp) { return cp < kRawByte && python_unicode::is_word(cp); }
+
+// The code point at `pos`, or kRawByte + the byte when no valid UTF-8 sequence starts there
+// (then one byte is consumed, so a stray byte never swallows the characters after it).
+uint32_t decode(const std::string& s, size_t& pos) {
+  const auto c = static_cast<unsigned char>(s[pos]);
+  if (c < 0x80) {
+    ++pos;
+    return c;
+  }
+  const size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+  bool ok = len > 0 && pos + len <= s.size();
+  uint32_t cp = c & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
+  for (size_t k = 1; ok && k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[pos + k]);
+    ok = (b & 0xC0) == 0x80;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  const uint32_t min_cp = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;  // shorter: overlong
+  if (!ok || cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+    ++pos;
+    return kRawByte + c;
+  }
+  pos += len;
+  return cp;
+}
+
+void append(std::string& out, uint32_t cp) {
+  if (cp >= kRawByte)
+    out += static_cast<char>(cp - kRawByte);
+  else
+    append_utf8(out, cp);
 }
 
 std::vector<uint32_t> codepoints(const std::string& s) {
   std::vector<uint32_t> out;
   size_t pos = 0;
-  while (pos < s.size()) out.push_back(next_codepoint(s, pos));
+  while (pos < s.size()) out.push_back(decode(s, pos));
   return out;
 }
 
@@ -41,7 +70,7 @@ std::vector<std::string> tokens(const std::string& normalized) {
       if (!cur.empty()) out.push_back(cur);
       cur.clear();
     } else {
-      append_utf8(cur, cp);
+      append(cur, cp);
     }
   }
   if (!cur.empty()) out.push_back(cur);
@@ -60,7 +89,7 @@ std::string squad_normalize(const std::string& text) {
       cp += 32;
     if (!ascii_punct(cp)) cps.push_back(cp);
   }
-  // remove_articles(): re.sub(r'\b(a|an|the)\b', ' ', text)
+  // remove_articles(): re.sub(r'\b(a|an|the)\b', ' ', text), \b between Python's \w and \W
   std::vector<uint32_t> kept;
   const size_t n = cps.size();
   for (size_t i = 0; i < n;) {
@@ -85,7 +114,7 @@ std::string squad_normalize(const std::string& text) {
   // white_space_fix(): ' '.join(text.split())
   std::string joined;
   std::string s;
-  for (uint32_t cp : kept) append_utf8(s, cp);
+  for (uint32_t cp : kept) append(s, cp);
   for (const auto& t : tokens(s)) joined += (joined.empty() ? "" : " ") + t;
   return joined;
 }

@@ -3,6 +3,11 @@
 // collapsed); F1 is over the normalized tokens (a multiset overlap); both take the maximum over
 // the gold answers. Scores are in [0, 1] per question (the official script reports percent).
 // Lower-casing covers ASCII and Latin-1 letters (Python's str.lower covers all of Unicode).
+// Word characters (for the articles' \b) and white space (for split()) are Python 3's: \w is
+// letters, numbers and '_' of any script, not symbols (€ ©) or combining marks; white space
+// includes \x1c-\x1f, \x85, \xa0 and the Unicode space separators (core/data/python_unicode.h).
+// A byte that is not valid UTF-8 (a span cut inside a character) counts as one character of
+// its own, neither a word character nor space.
 #pragma once
 
 #include <string>

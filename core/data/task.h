@@ -44,6 +44,11 @@ class Tokenizer {
   SpecialTokens special_;
 };
 
+// Token positions [begin, end) of a row.
+struct TokenRange {
+  int64_t begin = 0, end = 0;
+};
+
 struct Batch {
   torch::Tensor tokens;      // (B,T) int64
   torch::Tensor key_mask;    // (B,T) bool, true at real tokens; undefined when nothing is padded
@@ -53,6 +58,9 @@ struct Batch {
   torch::Tensor targets;
   torch::Tensor pool_index;  // (B) int64: classifier pools here ([CLS] for encoders, last real token for decoders)
   std::vector<int64_t> example_ids;  // span_qa / classify: index of each row's example in its split
+  // span_qa: where each row's context tokens are, the part of the context that fitted in the
+  // row (the final [SEP] and anything cut away are outside): answers are searched only there.
+  std::vector<TokenRange> context_range;
   std::vector<int64_t> lengths;      // synthetic: the task length of each row (for accuracy by length)
 };
 
@@ -75,14 +83,18 @@ class TaskData {
   // with nonoverlapping chunks or a sliding window. Empty for other tasks.
   virtual const std::vector<int64_t>& stream(Split split) const = 0;
 
-  // span_qa: predicted answer text for a token span of an example, and its gold answers.
-  virtual std::string span_text(Split split, int64_t example_id, int64_t start,
-                                int64_t end) const {
+  // span_qa: the context text that tokens start..end (inclusive row positions) of an example's
+  // row cover, or "" unless they lie inside `context`, the row's Batch::context_range (so the
+  // text is never more than the model saw). Also its gold answers, and the longest span in
+  // tokens the evaluation predicts (task.max_answer_len).
+  virtual std::string span_text(Split split, int64_t example_id, int64_t start, int64_t end,
+                                TokenRange context) const {
     return {};
   }
   virtual std::vector<std::string> gold_answers(Split split, int64_t example_id) const {
     return {};
   }
+  virtual int64_t max_answer_len() const { return TaskConfig{}.max_answer_len; }
 
   // A short description for logs and the run file: corpus, sizes of the splits, tokenizer.
   virtual std::string describe() const = 0;

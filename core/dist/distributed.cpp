@@ -207,6 +207,7 @@ Batch DataParallel::local_rows(const Batch& global, int64_t step, int64_t global
   b.targets = rows(global.targets, begin, n);        // (n,T) | (n) | (n,2)
   b.pool_index = rows(global.pool_index, begin, n);  // (n)
   b.example_ids = rows(global.example_ids, begin, n);
+  b.context_range = rows(global.context_range, begin, n);
   b.lengths = rows(global.lengths, begin, n);
   return b;
 }

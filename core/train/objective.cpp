@@ -88,6 +88,42 @@ torch::Tensor batch_loss(Model& model, const Batch& b) {
   return {};
 }
 
+std::vector<std::pair<int64_t, int64_t>> best_spans(const torch::Tensor& start,
+                                                    const torch::Tensor& end,
+                                                    const std::vector<TokenRange>& context,
+                                                    int64_t max_len) {
+  TORCH_CHECK(start.dim() == 2 && start.sizes() == end.sizes(),
+              "best_spans: start and end logits of one shape (B,T) expected, got ", start.sizes(),
+              " and ", end.sizes());
+  const int64_t B = start.size(0), T = start.size(1);
+  TORCH_CHECK(static_cast<int64_t>(context.size()) == B, "best_spans: ", context.size(),
+              " context ranges for ", B, " rows");
+  std::vector<int64_t> lo, hi;
+  for (const TokenRange& r : context) {
+    lo.push_back(r.begin);
+    hi.push_back(r.end);
+  }
+  const auto device = start.device();
+  auto pos = torch::arange(T, start.options().dtype(torch::kLong));       // (T)
+  auto begin = torch::tensor(lo, torch::kLong).to(device).unsqueeze(1);   // (B,1)
+  auto stop = torch::tensor(hi, torch::kLong).to(device).unsqueeze(1);    // (B,1)
+  auto inside = (pos.unsqueeze(0) >= begin) & (pos.unsqueeze(0) < stop);  // (B,T)
+  auto diff = pos.unsqueeze(0) - pos.unsqueeze(1);                        // (T,T) e - s
+  auto allowed = ((diff >= 0) & (diff < max_len)).unsqueeze(0) & inside.unsqueeze(2) &
+                 inside.unsqueeze(1);  // (B,T,T)
+  auto scores = (start.unsqueeze(2) + end.unsqueeze(1))
+                    .masked_fill(allowed.logical_not(),
+                                 -std::numeric_limits<float>::infinity());  // (B,T,T)
+  auto best = scores.reshape({B, T * T}).argmax(-1).to(torch::kCPU);        // (B)
+  auto any = allowed.reshape({B, T * T}).any(-1).to(torch::kCPU);           // (B)
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t k = any[i].item<bool>() ? best[i].item<int64_t>() : 0;
+    out.emplace_back(k / T, k % T);
+  }
+  return out;
+}
+
 int64_t loss_items(Model& model, const Batch& b) {
   if (model->kind() == HeadKind::Lm) return b.targets.ne(-100).sum().item<int64_t>();
   return b.targets.size(0);
@@ -138,28 +174,23 @@ void MetricAccumulator::add(Model& model, const Batch& b) {
     }
     case HeadKind::Span: {
       auto [start, end] = span_logits(model, b);  // (B,T)
-      const int64_t B = start.size(0), T = start.size(1);
+      const int64_t B = start.size(0);
       loss_sum_ += 0.5 * (F::cross_entropy(start, b.targets.select(1, 0),
                                            F::CrossEntropyFuncOptions().reduction(torch::kSum)) +
                           F::cross_entropy(end, b.targets.select(1, 1),
                                            F::CrossEntropyFuncOptions().reduction(torch::kSum)))
                              .item<double>();
       loss_count_ += B;
-      // Best span with start <= end < start + 30: score(s,e) = start_s + end_e.
-      const int64_t max_len = 30;
-      auto scores = start.unsqueeze(2) + end.unsqueeze(1);  // (B,T,T)
-      auto pos = torch::arange(T, start.options().dtype(torch::kLong));
-      auto diff = pos.unsqueeze(0) - pos.unsqueeze(1);      // (T,T) e - s
-      auto allowed = (diff >= 0) & (diff < max_len);        // (T,T)
-      scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-      auto best = scores.reshape({B, T * T}).argmax(-1).to(torch::kCPU);  // (B)
+      const int64_t max_len = data_ ? data_->max_answer_len() : TaskConfig{}.max_answer_len;
+      const auto best = best_spans(start, end, b.context_range, max_len);
       auto gold = b.targets.to(torch::kCPU);
       for (int64_t i = 0; i < B; ++i) {
-        const int64_t s = best[i].item<int64_t>() / T, e = best[i].item<int64_t>() % T;
+        const auto [s, e] = best[i];
         correct_ += (s == gold[i][0].item<int64_t>() && e == gold[i][1].item<int64_t>());
         total_ += 1;
         if (data_ && i < static_cast<int64_t>(b.example_ids.size())) {
-          const std::string pred = data_->span_text(split_, b.example_ids[i], s, e);
+          const std::string pred =
+              data_->span_text(split_, b.example_ids[i], s, e, b.context_range[i]);
           const auto answers = data_->gold_answers(split_, b.example_ids[i]);
           em_sum_ += squad_exact_match(pred, answers);
           f1_sum_ += squad_f1(pred, answers);

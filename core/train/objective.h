@@ -3,7 +3,8 @@
 //     accuracy = correct predictions / targets; clm adds ppl = exp(loss); synthetic tasks add
 //     seq_accuracy = rows whose every target is right.
 //   Classifier: cross-entropy, accuracy.
-//   Span: (CE(start) + CE(end)) / 2; em and f1 (SQuAD v1.1 normalization) of the best span.
+//   Span: (CE(start) + CE(end)) / 2; accuracy (start and end both right), em and f1 (SQuAD
+//     v1.1 normalization) of the best span (best_spans, at most task.max_answer_len tokens).
 #pragma once
 
 #include <map>
@@ -43,6 +44,16 @@ torch::Tensor batch_loss(Model& model, const Batch& b);
 // The number of items batch_loss() averages over: targets other than -100 (lm head), rows
 // (classifier, span). Data-parallel ranks weight their gradients by it.
 int64_t loss_items(Model& model, const Batch& b);
+
+// span_qa decoding (the SQuAD v1.1 post-processing of BERT): for each row b, the span (s, e)
+// with context[b].begin <= s <= e < context[b].end and e - s < max_len that maximizes
+// start[b][s] + end[b][e]; only the context tokens the row shows, never [CLS], the question or
+// a [SEP]. (0, 0), the [CLS] position, for a row without context tokens.
+// start, end: (B,T) logits; context: B ranges (Batch::context_range).
+std::vector<std::pair<int64_t, int64_t>> best_spans(const torch::Tensor& start,
+                                                    const torch::Tensor& end,
+                                                    const std::vector<TokenRange>& context,
+                                                    int64_t max_len);
 
 // Sums statistics over evaluation batches; result() turns them into metrics.
 class MetricAccumulator {
