@@ -9,6 +9,7 @@
 
 #include "core/io/run_file.h"
 #include "core/train/extrapolation.h"
+#include "core/train/objective.h"
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"
 #include "tests/helpers.h"
@@ -247,4 +248,37 @@ TEST_CASE("eval (synthetic): every test length by default, and a length the task
   rows = evaluate_lengths(run, eo);
   REQUIRE(rows.size() == 3);
   CHECK(rows[2].length == 16);
+}
+
+TEST_CASE("eval (classify, span_qa): every test example is scored at each length") {
+  test::TempFolder tmp("extrapolation_finetune");
+  for (const std::vector<std::string>& task :
+       {std::vector<std::string>{"task.type=classify", "data.corpus=sentiment", "task.num_classes=2"},
+        std::vector<std::string>{"task.type=span_qa", "data.corpus=wordnet_qa"}}) {
+    CAPTURE(task[0]);
+    const std::string dir = tmp.str(task[0].substr(10));
+    auto sets = test::tiny_run(tmp.str("cache"), 2);
+    sets.insert(sets.end(), task.begin(), task.end());
+    sets.insert(sets.end(), {"position.type=alibi", "task.seq_len=48", "snapshots.probe_len=48",
+                             "data.cache_dir=" + std::string(RELPOS_SOURCE_DIR) + "/data"});
+    REQUIRE(test::train_here(sets, dir).finished);
+    LoadedRun run = load_run(dir);
+    ExtrapolationOptions eo;
+    eo.lengths = {48, 96};
+    eo.batch_size = 8;
+    eo.max_tokens = 64;  // bounds lm windows; every test example counts here
+    const auto rows = evaluate_lengths(run, eo);
+    REQUIRE(rows.size() == 2);
+    for (const auto& row : rows) {
+      CAPTURE(row.length);
+      REQUIRE(row.applicable);  // "has no length axis" before
+      // The whole test split at that length, as a direct evaluation computes it.
+      const auto all = run.data->eval_batches(Split::Test, 8 * 48 / row.length, 0, row.length);
+      const auto direct = evaluate(run.model, *run.data, run.config.config.task.type, Split::Test,
+                                   all, run.device);
+      REQUIRE(direct.size() == row.metrics.size());
+      for (const auto& [k, v] : direct) CHECK(row.metrics.at(k) == doctest::Approx(v).epsilon(1e-9));
+    }
+    CHECK(rows[0].metrics.count(task[0] == "task.type=span_qa" ? "f1" : "accuracy") == 1);
+  }
 }

@@ -242,6 +242,19 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
       } else {
         row.metrics = evaluate(run.model, *run.data, task, Split::Test, batches, run.device);
       }
+    } else if (task == "classify" || task == "span_qa") {
+      // Every test example, laid out in rows of L tokens: a longer L keeps more of a long
+      // context (span_qa) or sentence pair; positions past the training length are the test.
+      auto batches = run.data->eval_batches(Split::Test, batch, 0, L);
+      if (batches.empty()) {
+        row.applicable = false;
+        row.note = "the test split is empty";
+      } else if (!too_big.empty()) {
+        row.applicable = false;
+        row.note = too_big;
+      } else {
+        row.metrics = evaluate(run.model, *run.data, task, Split::Test, batches, run.device);
+      }
     } else {
       row.applicable = false;
       row.note = "task '" + task + "' has no length axis to extrapolate along";

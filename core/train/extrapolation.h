@@ -4,6 +4,8 @@
 //        sliding window of length L moved by `stride` tokens where each window scores only its
 //        last `stride` tokens (the first window scores all) — the protocol of Press et al. 2022.
 //   mlm: masked-token loss and accuracy on test windows of length L.
+//   classify, span_qa: the task's metrics (accuracy; EM/F1) on every test example, in rows of
+//        L tokens (more of a long input fits at a longer L).
 //   synthetic tasks: sequence accuracy per test length (the task's own length range).
 // A length is reported as not applicable, with the reason, when it is beyond what the position
 // encodings support (learned without clamp), reaches rows of a learned table that training
