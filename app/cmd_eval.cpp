@@ -40,7 +40,7 @@ void check_eval_override(const std::string& set) {
 }  // namespace
 
 Command add_eval(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "evaluate a trained run at several sequence lengths");
+  auto* cmd = app.add_subcommand("eval", "evaluate a trained run on its test split at several sequence lengths");
   struct Args {
     std::string run;
     std::vector<int64_t> lengths;
@@ -57,7 +57,9 @@ Command add_eval(CLI::App& app) {
                   "clm: also a sliding-window perplexity with this stride, 0 = off "
                   "(default: eval.stride)")
       ->check(integer_in(0));
-  cmd->add_option("--max-tokens", a->max_tokens, "scored tokens per length (default: eval.max_tokens)")
+  cmd->add_option("--max-tokens", a->max_tokens,
+                  "tokens per length: clm scored targets, mlm window tokens; classify and span_qa "
+                  "score every test example (default: eval.max_tokens)")
       ->check(integer_in(1));
   cmd->add_option("--batch", a->batch, "sequences per batch at the training length (default: eval.batch_size)")
       ->check(integer_in(1));

@@ -201,14 +201,14 @@ struct SnapshotConfig : ConfigSection {
 struct EvalConfig : ConfigSection {
   std::vector<int64_t> lengths;    // evaluation lengths; empty = 1x, 2x, 4x task.seq_len
   int64_t stride = 0;              // clm: sliding-window stride; 0 = nonoverlapping chunks only
-  int64_t max_tokens = 65536;      // scored tokens per length (bounds the run time)
+  int64_t max_tokens = 65536;      // per length: clm scored targets, mlm window tokens (run time)
   int64_t batch_size = 8;          // sequences per batch at the training length
 
   template <class V>
   void visit(V& v) {
     v("lengths", lengths, "evaluation lengths");
     v("stride", stride, "clm sliding-window stride, 0 = off");
-    v("max_tokens", max_tokens, "scored tokens per length");
+    v("max_tokens", max_tokens, "tokens per length (clm: scored, mlm: windows)");
     v("batch_size", batch_size, "sequences per batch at the training length");
   }
 };

@@ -24,7 +24,7 @@ namespace relpos {
 struct ExtrapolationOptions {
   std::vector<int64_t> lengths;
   int64_t stride = 0;          // sliding window stride (clm); 0 = no sliding-window column
-  int64_t max_tokens = 65536;  // scored tokens per length and protocol (bounds run time)
+  int64_t max_tokens = 65536;  // per length: clm scored targets per protocol, mlm window tokens
   int64_t batch_size = 8;
 };
 
