@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join (in fmt/format.h only before fmt 11)
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -43,6 +44,17 @@ std::vector<std::string> shell_words(const std::string& line) {
   return words;
 }
 
+// A run's config as today's parser resolves it, so that keys added since the run was written
+// compare at their defaults instead of as differences (a run resumed with a newer build has
+// them); the text as stored when it no longer parses.
+std::string normalized_config(const std::string& yaml) {
+  try {
+    return to_yaml(parse_config(YAML::Load(yaml), nullptr));
+  } catch (const std::exception&) {
+    return yaml;
+  }
+}
+
 }  // namespace
 
 std::optional<std::vector<std::string>> sweep_run_names(const std::string& dir) {
@@ -76,7 +88,8 @@ std::vector<std::string> experiment_warnings(const std::vector<RunInfo>& runs,
     if (fresh || r.config_yaml.empty() || it->second->config_yaml.empty()) continue;
     std::vector<std::string> diff;
     try {
-      diff = config_differences(it->second->config_yaml, r.config_yaml, kNotTraining);
+      diff = config_differences(normalized_config(it->second->config_yaml),
+                                normalized_config(r.config_yaml), kNotTraining);
     } catch (const ConfigError&) {
       continue;  // an unreadable config is reported where the run is read
     }

@@ -208,6 +208,12 @@ void check_existing_runs(const SweepOptions& o, const std::vector<SweepPoint>& p
       continue;
     }
     std::vector<std::string> ignore{"threads", "cpu_allocator", "sweep"};
+    // A fine-tune records the settings of the pre-trained run's SentencePiece model it uses
+    // (with_tokenizer_settings), not its own config's.
+    if (!o.init_from.empty())
+      for (const char* k : {"data.vocab_size", "data.sentencepiece_model",
+                            "data.sentencepiece_byte_fallback"})
+        ignore.push_back(k);
     for (const auto& v : Registry::get().names())
       if (std::find(resolved[i].types.begin(), resolved[i].types.end(), v) == resolved[i].types.end())
         ignore.push_back("position." + v);

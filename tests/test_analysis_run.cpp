@@ -269,9 +269,13 @@ TEST_CASE("an experiment folder: pooled runs that differ in more than the seed, 
   const std::vector<RunInfo> runs = {
       run("a", "learned", "seed: 1\nthreads: 1\ntrain:\n  lr: 0.001\n  steps: 10\n"),
       // Another seed, threads and eval setting: the same experiment.
-      run("c", "learned", "seed: 2\nthreads: 2\ntrain:\n  lr: 0.001\n  steps: 10\neval:\n  batch: 3\n"),
+      run("c", "learned",
+          "seed: 2\nthreads: 2\ntrain:\n  lr: 0.001\n  steps: 10\neval:\n  batch_size: 3\n"),
       // Another learning rate: pooling it with a and c mixes settings.
       run("b", "learned", "seed: 3\nthreads: 1\ntrain:\n  lr: 0.002\n  steps: 10\n"),
+      // Written before `precision` existed: the key is absent, which is its default, not a
+      // difference.
+      run("e", "learned", "seed: 4\nthreads: 1\nprecision: fp32\ntrain:\n  lr: 0.001\n  steps: 10\n"),
       run("d", "rope", "seed: 1\nthreads: 1\ntrain:\n  lr: 0.5\n  steps: 99\n")};
   const auto w = experiment_warnings(runs, dir.string());
   REQUIRE(w.size() == 1);
@@ -291,15 +295,15 @@ TEST_CASE("an experiment folder: pooled runs that differ in more than the seed, 
   with_space.push_back(run("my run", "rope", "seed: 2\nthreads: 1\ntrain:\n  lr: 0.5\n  steps: 99\n"));
   const auto w2 = experiment_warnings(with_space, dir.string());
   REQUIRE(w2.size() == 2);
-  CHECK(w2[1] == "2 run folder(s) of " + dir.string() +
+  CHECK(w2[1] == "3 run folder(s) of " + dir.string() +
                      " are not runs of its sweep (no command in commands.txt trains them): 'b', "
-                     "'d'; they are pooled like the others");
+                     "'e', 'd'; they are pooled like the others");
   CHECK(sweep_run_names(dir.string()) == std::vector<std::string>{"a", "my run", "c"});
   CHECK_FALSE(sweep_run_names((dir / "nothing").string()).has_value());
 
   // The report says so at the top.
   const std::string md = write_report({dir.string(), with_space, true});
   CHECK(md.find("**Warning:** runs 'a' and 'b' are pooled") != std::string::npos);
-  CHECK(md.find("**Warning:** 2 run folder(s) of") != std::string::npos);
+  CHECK(md.find("**Warning:** 3 run folder(s) of") != std::string::npos);
   fs::remove_all(dir);
 }

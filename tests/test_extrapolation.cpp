@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "core/io/run_file.h"
 #include "core/train/extrapolation.h"
@@ -161,7 +162,7 @@ TEST_CASE("eval: learned rows past the training length are never trained, clampe
     CHECK(rows[0].applicable);
     CHECK_FALSE(rows[1].applicable);  // it used to be evaluated with untrained rows
     CHECK(rows[1].note == "positions 16..31 would use rows of the learned table (max_len 32) that "
-                          "training never reached (task.seq_len 16)");
+                          "training never reached (it used lengths up to 16)");
     CHECK_FALSE(rows[2].applicable);
     CHECK(rows[2].note == "beyond the learned position table (max_len 32), whose rows past 16 "
                           "were never trained either");
@@ -193,6 +194,32 @@ TEST_CASE("eval: learned rows past the training length are never trained, clampe
           "32, 64: positions past 16 reuse learned row 15 (position.learned.beyond=clamp)");
     CHECK(r->attribute("/eval/extrapolation", "not_applicable").empty());
   }
+}
+
+TEST_CASE("eval: a fine-tune counts as trained up to its pre-trained run's length") {
+  test::TempFolder tmp("extrapolation_finetuned");
+  // Pre-trained at T = 32 with a 32-row table, fine-tuned at T = 16: rows 16..31 are trained.
+  auto pre = test::tiny_run(tmp.str("cache"), 2);
+  pre.insert(pre.end(), {"position.type=learned", "snapshots.every_percent=0"});
+  REQUIRE(test::train_here(pre, tmp.str("pre")).finished);
+  auto ft = pre;
+  ft.insert(ft.end(), {"task.seq_len=16", "snapshots.probe_len=16"});
+  TrainOptions o;
+  o.out_dir = tmp.str("ft");
+  o.quiet = true;
+  o.init_from = tmp.str("pre");
+  REQUIRE(train(load_config({test::config_path("base.yaml")}, ft), o).finished);
+  ExtrapolationOptions eo;
+  eo.lengths = {16, 32};
+  eo.max_tokens = 256;
+  LoadedRun run = load_run(tmp.str("ft"));
+  auto rows = evaluate_lengths(run, eo);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].applicable);  // was: "positions 16..31 ... never reached"
+  // Without the pre-trained folder, only the run's own length is known to be trained.
+  std::filesystem::remove_all(tmp.str("pre"));
+  rows = evaluate_lengths(run, eo);
+  CHECK_FALSE(rows[1].applicable);
 }
 
 TEST_CASE("eval (mlm): the windows scored do not depend on the batch size") {

@@ -201,3 +201,32 @@ TEST_CASE("provenance: a commit is -dirty for changed code or configs, not for r
   CHECK(git_commit_of(d) == head + "-dirty");
   CHECK(git_commit_of(tmp.str("not_a_repo")) == "unknown");
 }
+
+TEST_CASE("sweep --init-from a sentencepiece run: finished fine-tunes are skipped on a rerun") {
+  // A fine-tune records the pre-trained tokenizer's settings (vocab 400), not its own config's
+  // (450): a rerun of the sweep must not take that for a changed config.
+  TempFolder tmp("sweep_init_sp");
+  auto sets = tiny_run(tmp.str("cache"), 2);
+  sets.insert(sets.end(), {"data.corpus=" + fixture_path("data/spm_train.txt"),
+                           "data.tokenizer=sentencepiece", "data.vocab_size=400",
+                           "snapshots.every_percent=0"});
+  REQUIRE(train_here(sets, tmp.str("pre")).finished);
+  // As `relpos reproduce` runs a fine-tuning stage (the sweep command has no --init-from).
+  SweepOptions o;
+  o.configs = {config_path("base.yaml")};
+  o.sets = sets;
+  o.sets.push_back("data.vocab_size=450");
+  o.grid = {parse_grid_axis("seed=1")};
+  o.out_dir = tmp.str("ft");
+  o.relpos_binary = RELPOS_BINARY;
+  o.init_from = tmp.str("pre");
+  o.quiet = true;
+  auto first = run_sweep(o);
+  REQUIRE(first.size() == 1);
+  REQUIRE(first[0].finished);
+  std::vector<SweepRunStatus> again;
+  // Was: "made with another config than this sweep gives them now (data.vocab_size: 400 -> 450)".
+  REQUIRE_NOTHROW(again = run_sweep(o));
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].skipped);
+}

@@ -311,3 +311,16 @@ TEST_CASE("train.eval_batches=0 validates on the whole validation split") {
   const auto direct = evaluate(run.model, *run.data, "mlm", Split::Valid, all, run.device);
   CHECK(logged_loss.back().second == doctest::Approx(direct.at("loss")).epsilon(1e-6));
 }
+
+TEST_CASE("synthetic tasks validate at every test length, whatever train.eval_batches") {
+  TempDir tmp("eval_synthetic_lengths");
+  auto sets = test::tiny_run(tmp.str("cache"), 2);
+  sets.insert(sets.end(), {"task.type=copy", "task.seq_len=40", "task.min_len=4", "task.max_len=8",
+                           "task.eval_lengths=[4,8,16]", "task.eval_examples=8",
+                           "train.eval_batches=1", "train.eval_every=2", "position.type=alibi",
+                           "snapshots.every_percent=0", "snapshots.probe_len=40"});
+  REQUIRE(test::train_here(sets, tmp.str("r")).finished);
+  // One batch per length: the validation used to keep the first batch (length 4) only.
+  for (const char* m : {"valid_seq_accuracy@4", "valid_seq_accuracy@8", "valid_seq_accuracy@16"})
+    CHECK_MESSAGE(!test::logged(tmp.str("r"), m).empty(), m);
+}

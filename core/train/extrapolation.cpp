@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/bench/child_process.h"
@@ -76,6 +77,24 @@ void keep_first_rows(std::vector<Batch>& batches, int64_t n) {
     kept.push_back(std::move(b));
   }
   batches = std::move(kept);
+}
+
+// The longest sequences a run's position table was trained on: its task.seq_len, or that of the
+// run it was initialised from (result.json's init_from, followed while the folders exist) when
+// longer — a fine-tune at 384 of a model pre-trained at 512 has trained rows up to 512.
+int64_t trained_length(const std::string& dir, int64_t own, int depth = 0) {
+  if (dir.empty() || depth >= 8) return own;
+  std::ifstream in(std::filesystem::path(dir) / "result.json");
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("init_from") || !j["init_from"].is_string()) return own;
+  const std::string src = j["init_from"].get<std::string>();
+  try {
+    if (!std::filesystem::exists(run_config_path(src))) return own;
+    const int64_t pre = load_run_config(src).config.task.seq_len;
+    return std::max(own, trained_length(src, pre, depth + 1));
+  } catch (const Error&) {
+    return own;  // an unreadable pre-trained run: what this run itself trained at
+  }
 }
 
 }  // namespace
@@ -158,7 +177,7 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
   // window starts at position 0): lengths past it use untrained rows, clamped or not.
   const int64_t table = run.model->transformer->position->table_length();
   const bool clamped = table >= 0 && max_len < 0;
-  const int64_t trained = cfg.task.seq_len;
+  const int64_t trained = trained_length(run.dir, cfg.task.seq_len);
 
   for (int64_t L : o.lengths) try {
     ExtrapolationRow row;
@@ -177,7 +196,7 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
       row.applicable = false;
       row.note = fmt::format(
           "positions {}..{} would use rows of the learned table (max_len {}) that training "
-          "never reached (task.seq_len {}){}",
+          "never reached (it used lengths up to {}){}",
           trained, std::min(L, table) - 1, table, trained,
           clamped ? ", and clamping reuses its last, untrained row" : "");
       rows.push_back(row);

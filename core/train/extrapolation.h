@@ -9,9 +9,11 @@
 //   synthetic tasks: sequence accuracy per test length (the task's own length range).
 // A length is reported as not applicable, with the reason, when it is beyond what the position
 // encodings support (learned without clamp), reaches rows of a learned table that training
-// never reached (past task.seq_len, clamped or not), is longer than the test text, or when one
-// layer's attention scores at that length would not fit in this machine's memory (CPU runs).
-// Synthetic tasks: a length that is not one of the task's test lengths is not applicable.
+// never reached (past the longest training length, its own or its --init-from run's; clamped
+// or not), is longer than the test text, or when one layer's attention scores at that length
+// would not fit in this machine's memory (CPU runs). Synthetic tasks: only a length that is
+// not one of the task's test lengths, or whose rows exceed an unclamped learned table, is not
+// applicable (the untrained-row check does not apply to their varying row lengths).
 #pragma once
 
 #include <string>

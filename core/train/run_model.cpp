@@ -13,6 +13,7 @@ namespace relpos {
 
 LoadedRun load_run(const std::string& dir, const std::vector<std::string>& overrides) {
   LoadedRun run;
+  run.dir = dir;
   run.config = load_run_config(dir, overrides);
   const Config& cfg = run.config.config;
   run.device = parse_device(cfg.device);

@@ -13,6 +13,7 @@
 namespace relpos {
 
 struct LoadedRun {
+  std::string dir;  // the run folder
   LoadedConfig config;
   std::unique_ptr<TaskData> data;
   Model model{nullptr};

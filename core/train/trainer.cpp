@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/data/task.h"
+#include "core/data/tasks.h"
 #include "core/data/text_util.h"
 #include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
@@ -261,10 +262,13 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   if (probe_batches.empty()) throw no_probe_error(cfg, *data, probe_len);
   const Batch probe = probe_batches.front();
   // One batch more than asked tells whether the evaluations see the whole validation split.
+  // (Synthetic tasks cap the batches per test length: every length keeps its own.)
+  const bool per_length = is_synthetic_task(cfg.task.type);
   auto valid_batches = data->eval_batches(
       Split::Valid, cfg.train.batch_size,
-      cfg.train.eval_batches == 0 ? 0 : cfg.train.eval_batches + 1);
-  if (cfg.train.eval_batches > 0 &&
+      cfg.train.eval_batches == 0 || per_length ? cfg.train.eval_batches
+                                                : cfg.train.eval_batches + 1);
+  if (!per_length && cfg.train.eval_batches > 0 &&
       static_cast<int64_t>(valid_batches.size()) > cfg.train.eval_batches) {
     valid_batches.resize(static_cast<size_t>(cfg.train.eval_batches));
     int64_t rows = 0;
