@@ -19,22 +19,27 @@ torch::Tensor PositionStackImpl::embed(torch::Tensor x, int64_t offset) {
   return x;
 }
 
-int64_t PositionStackImpl::max_length() const {
+namespace {
+
+// The smallest of the encodings' limits (-1: no limit), or -1 when none has one.
+template <class Limit>
+int64_t smallest_limit(const EncodingList& encodings, Limit limit) {
   int64_t m = -1;
-  for (const auto& e : encodings_) {
-    const int64_t l = e->max_length();
+  for (const auto& e : encodings) {
+    const int64_t l = limit(*e);
     if (l >= 0 && (m < 0 || l < m)) m = l;
   }
   return m;
 }
 
+}  // namespace
+
+int64_t PositionStackImpl::max_length() const {
+  return smallest_limit(encodings_, [](const PositionEncodingImpl& e) { return e.max_length(); });
+}
+
 int64_t PositionStackImpl::table_length() const {
-  int64_t m = -1;
-  for (const auto& e : encodings_) {
-    const int64_t l = e->table_length();
-    if (l >= 0 && (m < 0 || l < m)) m = l;
-  }
-  return m;
+  return smallest_limit(encodings_, [](const PositionEncodingImpl& e) { return e.table_length(); });
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg) : pre_norm_(cfg.norm == "pre") {

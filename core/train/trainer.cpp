@@ -236,9 +236,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   // What config.yaml and run.h5 record: the settings of the tokenizer actually used (a
   // fine-tune takes the pre-trained run's SentencePiece model, and its vocab_size & co.).
   const std::string recorded_yaml = to_yaml(with_tokenizer_settings(cfg, data_cfg));
-  if (data_cfg.data.vocab_size != cfg.data.vocab_size ||
-      data_cfg.data.sentencepiece_model != cfg.data.sentencepiece_model ||
-      data_cfg.data.sentencepiece_byte_fallback != cfg.data.sentencepiece_byte_fallback)
+  if (recorded_yaml != to_yaml(cfg))
     progress.message(fmt::format(
         "note: the tokenizer is the pre-trained run's SentencePiece model (vocab_size {}, {}, "
         "byte fallback {}), not one with this config's settings (vocab_size {}, {}, byte "
