@@ -2,7 +2,11 @@
 // official evaluate-v1.1.py rules.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <string>
+
 #include "core/data/squad_metric.h"
+#include "data_helpers.h"
 
 using namespace relpos;
 
@@ -99,4 +103,34 @@ TEST_CASE("squad normalization: a byte that is not valid UTF-8 is one character 
   CHECK(squad_normalize("\xC3\xA9t\xC3 the end") == "\xC3\xA9t\xC3 end");
   CHECK(squad_normalize("the\xE2\x82") == "\xE2\x82");  // two stray bytes, each not \w
   CHECK(squad_normalize("x\xC0\xAFy") == "x\xC0\xAFy");   // an overlong '/' is not punctuation
+}
+
+namespace {
+
+std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+}  // namespace
+
+// Golden values from Python itself (tests/reference/make_squad_normalize_golden.py): str.lower()
+// of any script, with final sigma, U+0130 -> i + U+0307, Kelvin/Ohm signs, Deseret, Cherokee.
+TEST_CASE("squad normalization matches Python on the golden strings") {
+  std::ifstream in(test::data_fixture("squad_normalize_golden.tsv"));
+  REQUIRE(in);
+  std::string line;
+  int checked = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    REQUIRE(tab != std::string::npos);
+    const std::string input = from_hex(line.substr(0, tab));
+    const std::string expected = from_hex(line.substr(tab + 1));
+    CHECK_MESSAGE(squad_normalize(input) == expected, "input hex " << line.substr(0, tab));
+    ++checked;
+  }
+  CHECK(checked == 420);
 }

@@ -80,15 +80,10 @@ std::vector<std::string> tokens(const std::string& normalized) {
 }  // namespace
 
 std::string squad_normalize(const std::string& text) {
-  // lower(), then remove_punc()
+  // lower(), then remove_punc(). A raw byte (kRawByte + b) is no letter: lower() keeps it.
   std::vector<uint32_t> cps;
-  for (uint32_t cp : codepoints(text)) {
-    if (cp >= 'A' && cp <= 'Z')
-      cp += 32;
-    else if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)
-      cp += 32;
+  for (uint32_t cp : python_unicode::lower(codepoints(text)))
     if (!ascii_punct(cp)) cps.push_back(cp);
-  }
   // remove_articles(): re.sub(r'\b(a|an|the)\b', ' ', text), \b between Python's \w and \W
   std::vector<uint32_t> kept;
   const size_t n = cps.size();

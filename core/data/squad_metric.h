@@ -2,7 +2,7 @@
 // normalized (lower-cased, ASCII punctuation removed, the articles a/an/the removed, white space
 // collapsed); F1 is over the normalized tokens (a multiset overlap); both take the maximum over
 // the gold answers. Scores are in [0, 1] per question (the official script reports percent).
-// Lower-casing covers ASCII and Latin-1 letters (Python's str.lower covers all of Unicode).
+// Lower-casing is Python's str.lower() (all scripts, final sigma; core/data/python_unicode.h).
 // Word characters (for the articles' \b) and white space (for split()) are Python 3's: \w is
 // letters, numbers and '_' of any script, not symbols (€ ©) or combining marks; white space
 // includes \x1c-\x1f, \x85, \xa0 and the Unicode space separators (core/data/python_unicode.h).
