@@ -5,12 +5,14 @@
 
 #include <cmath>
 
+#include "core/model/model.h"
 #include "core/position/registry.h"
 #include "core/train/extrapolation.h"
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"
 #include "core/util/precision.h"
 #include "tests/helpers.h"
+#include "tests/small_model.h"
 #include "tests/tiny_run.h"
 
 using namespace relpos;
@@ -80,5 +82,45 @@ TEST_CASE("precision: eval of a causal LM under bf16 is close to float32") {
   for (int r = 0; r < 2; ++r) {
     CHECK(std::abs(loss[1][r] - loss[0][r]) < 0.02 * loss[0][r]);
     CHECK(loss[1][r] != loss[0][r]);
+  }
+}
+
+// Past position 256 bfloat16 no longer holds every integer: positions, distances and angles
+// must be formed in float32/64 and only the results cast. Every variant's attention at
+// T = 600 under bf16 autocast must then follow float32's to bfloat16 rounding: its score
+// terms (each relative to its size) and the layer outputs. This also runs the gather path of
+// the relative terms (bfloat16 skips the CPU row kernels), which CUDA takes too.
+TEST_CASE("precision: bf16 attention follows float32 at long lengths for every variant") {
+  const int64_t T = 600;
+  for (const std::string& v : Registry::get().names()) {
+    CAPTURE(v);
+    const Config cfg = test::small_config(
+        v, false, {"task.seq_len=" + std::to_string(T), "position.learned.max_len=" + std::to_string(T)});
+    Model m = test::small_model(cfg);
+    torch::manual_seed(3);
+    const auto tokens = torch::randint(0, 40, {1, T});  // (B,T)
+    std::vector<AttentionRecord> rec[2];
+    torch::Tensor hidden[2];
+    int i = 0;
+    for (const char* p : {"fp32", "bf16"}) {
+      const PrecisionScope scope(p, torch::kCPU);
+      ForwardOptions o;
+      o.records = &rec[i];
+      torch::NoGradGuard guard;
+      hidden[i] = m->hidden(tokens, o).to(torch::kFloat);  // (B,T,D)
+      ++i;
+    }
+    auto rel = [](const torch::Tensor& a, const torch::Tensor& b) {
+      const auto x = a.to(torch::kFloat), y = b.to(torch::kFloat);
+      return ((x - y).abs().max() / (y.abs().max() + 1e-6)).item<double>();
+    };
+    for (size_t l = 0; l < rec[0].size(); ++l)
+      for (size_t t = 0; t < rec[0][l].terms.size(); ++t)
+        if (rec[0][l].terms[t].defined()) {
+          CAPTURE(l);
+          CAPTURE(t);
+          CHECK(rel(rec[1][l].terms[t], rec[0][l].terms[t]) < 0.03);
+        }
+    CHECK(rel(hidden[1], hidden[0]) < 0.05);
   }
 }

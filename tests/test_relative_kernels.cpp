@@ -152,6 +152,39 @@ TEST_CASE("relative kernels: query, key and value terms vs the formula") {
   }
 }
 
+// CUDA and bfloat16 tensors take gather / scatter_add instead of the CPU row kernels; the scope
+// sends float64 CPU tensors down that path so that it meets the same naive loops, gradients
+// included.
+TEST_CASE("relative kernels: the gather path (CUDA, bfloat16) vs the formula") {
+  relpos::detail::SkewTensorOpsScope tensor_ops;
+  for (const auto& s : kShapes) {
+    CAPTURE(s.T);
+    CAPTURE(s.K);
+    auto in = make_inputs(2, 2, s.T, 5, s.K, torch::kDouble);
+    compare([&](const Inputs& x) { return relative_query_term(x.q, x.a, s.K, false); },
+            [&](const Inputs& r) { return naive_qa(r.q, r.a, s.K, false); }, in, {0, 2}, 1e-10);
+    compare([&](const Inputs& x) { return relative_key_term(x.k, x.a, s.K, false); },
+            [&](const Inputs& r) { return naive_qa(r.k, r.a, s.K, true); }, in, {1, 2}, 1e-10);
+    compare([&](const Inputs& x) { return relative_value_term(x.p, x.a, s.K, false); },
+            [&](const Inputs& r) { return naive_value(r.p, r.a, s.K); }, in, {2, 3}, 1e-10);
+  }
+}
+
+// The same dispatch as on a GPU under precision: bf16, without forcing anything: bfloat16 CPU
+// tensors skip the row kernels. Tolerance: bfloat16 keeps 8 bits of mantissa.
+TEST_CASE("relative kernels: bfloat16 key and query terms follow the formula") {
+  const int64_t T = 9, K = 3;
+  auto in = make_inputs(1, 2, T, 4, K, torch::kDouble);
+  auto bf = [](const torch::Tensor& t) { return t.detach().to(torch::kBFloat16); };
+  auto key = relative_key_term(bf(in.k), bf(in.a), K, false).to(torch::kDouble);
+  auto query = relative_query_term(bf(in.q), bf(in.a), K, false).to(torch::kDouble);
+  auto key_ref = naive_qa(bf(in.k).to(torch::kDouble), bf(in.a).to(torch::kDouble), K, true);
+  auto query_ref = naive_qa(bf(in.q).to(torch::kDouble), bf(in.a).to(torch::kDouble), K, false);
+  const double scale = key_ref.abs().max().item<double>() + 1.0;
+  CHECK(max_diff(key, key_ref) < 0.02 * scale);
+  CHECK(max_diff(query, query_ref) < 0.02 * scale);
+}
+
 TEST_CASE("relative kernels: long unclipped query term (query blocks) equals the direct path") {
   // T >= 128 without clipping takes the blocked path (Transformer-XL's per-head 2T-1 table);
   // the direct [T,T,d] einsum is the independent reference here.

@@ -46,9 +46,13 @@ class AlibiImpl : public PositionEncodingImpl {
   torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor&,
                            const torch::Tensor&, const AttentionContext&) override {
     const int64_t T = content.size(-1);
-    auto pos = torch::arange(T, content.options());
-    auto dist = (pos.unsqueeze(0) - pos.unsqueeze(1)).abs();                   // (T,T)
-    return (-slopes.to(content.dtype()).view({-1, 1, 1}) * dist).unsqueeze(0);  // (1,H,T,T)
+    // Distances and the product in float32 (float64 for a float64 model), then the scores'
+    // dtype: bfloat16 holds integers exactly only up to 256.
+    const auto dt = content.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    auto pos = torch::arange(T, content.options().dtype(dt));                   // (T)
+    auto dist = (pos.unsqueeze(0) - pos.unsqueeze(1)).abs();                    // (T,T)
+    auto bias = -slopes.to(dt).view({-1, 1, 1}) * dist;                         // (H,T,T)
+    return bias.to(content.dtype()).unsqueeze(0);                               // (1,H,T,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {

@@ -63,6 +63,20 @@ namespace detail {
 // tests can check it on the CPU.
 torch::Tensor relative_qka_term_tensor_ops(const torch::Tensor& q, const torch::Tensor& k,
                                            const torch::Tensor& table, int64_t K);
+
+// While one lives (on this thread), relative_expand, relative_expand_keys and relative_reduce
+// and their gradients take the gather / scatter_add path that CUDA and bfloat16 take, so that
+// tests can check that path against the formula in float64 on the CPU.
+class SkewTensorOpsScope {
+ public:
+  SkewTensorOpsScope();
+  ~SkewTensorOpsScope();
+  SkewTensorOpsScope(const SkewTensorOpsScope&) = delete;
+  SkewTensorOpsScope& operator=(const SkewTensorOpsScope&) = delete;
+
+ private:
+  bool previous_;
+};
 }  // namespace detail
 
 }  // namespace relpos

@@ -4,9 +4,9 @@
 // With W = 2K+1 and o = K, clamp(j-i+K, 0, 2K) = c(j-i)+K: expand lays out q·a_{c(j-i)}, reduce
 // sums attention probabilities per clipped distance (Shaw's value term). Each is the other's
 // gradient. A key-layout pair (out[i,j] = x[j, ...], rows of x are keys) serves k·a_{c(j-i)}
-// without a transposed (T,T) copy in either direction. On the CPU a row is three contiguous pieces (left fill, band copy, right fill), so
-// both run at memory speed without an index tensor; elsewhere gather / scatter_add with a
-// (Tq,Tk) index.
+// without a transposed (T,T) copy in either direction. On the CPU a row is three contiguous
+// pieces (left fill, band copy, right fill), so both run at memory speed without an index
+// tensor; elsewhere (CUDA, bfloat16) gather / scatter_add with a (Tq,Tk) index.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -44,8 +44,10 @@ S row_sum(const S* p, int64_t n) {
   return s;
 }
 
+thread_local bool force_tensor_ops = false;
+
 bool cpu_kernel_ok(const Tensor& x) {
-  return x.device().is_cpu() &&
+  return !force_tensor_ops && x.device().is_cpu() &&
          (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
 }
 
@@ -55,6 +57,15 @@ Tensor skew_index(int64_t Tq, int64_t Tk, int64_t W, int64_t o, torch::Device de
   auto i = torch::arange(Tq, opts).unsqueeze(1);  // (Tq,1)
   auto j = torch::arange(Tk, opts).unsqueeze(0);  // (1,Tk)
   return (j - i + o).clamp(0, W - 1);             // (Tq,Tk)
+}
+
+// zeros(sizes).scatter_add(-1, idx, g), summed in float32 when g is bfloat16 or half: a
+// clipped distance's bin collects up to T values, far more than 8 mantissa bits can add up.
+Tensor scatter_sum(const Tensor& g, const Tensor& idx, const std::vector<int64_t>& sizes) {
+  const bool low = g.scalar_type() == torch::kBFloat16 || g.scalar_type() == torch::kHalf;
+  const auto acc = low ? torch::kFloat : g.scalar_type();
+  auto out = torch::zeros(sizes, g.options().dtype(acc)).scatter_add(-1, idx, g.to(acc));
+  return out.to(g.scalar_type());
 }
 
 Tensor expand_impl(const Tensor& x, int64_t Tk, int64_t o) {
@@ -92,7 +103,7 @@ Tensor reduce_impl(const Tensor& g, int64_t W, int64_t o) {
   sizes.back() = W;
   if (!cpu_kernel_ok(g)) {
     auto idx = skew_index(Tq, Tk, W, o, g.device()).expand(g.sizes());  // (...,Tq,Tk)
-    return torch::zeros(sizes, g.options()).scatter_add(-1, idx, g);    // (...,Tq,W)
+    return scatter_sum(g, idx, sizes);                                   // (...,Tq,W)
   }
   auto gc = g.contiguous();
   auto out = torch::zeros(sizes, g.options());  // (...,Tq,W)
@@ -120,7 +131,15 @@ Tensor reduce_impl(const Tensor& g, int64_t W, int64_t o) {
 // (batch, head) slice x is small (T·W) and stays in cache.
 Tensor expand_keys_impl(const Tensor& x, int64_t o) {
   const int64_t T = x.size(-2), W = x.size(-1);
-  if (!cpu_kernel_ok(x)) return expand_impl(x, T, o).transpose(-1, -2);  // (...,T,T)
+  if (!cpu_kernel_ok(x)) {
+    // out[i,j] = x[j, idx[i,j]]: gather along key rows with the transposed index, then turn
+    // (j,i) into (i,j). (expand_impl(x).transpose would read x[j, clamp(i - j + o)], the
+    // opposite distance.)
+    auto sizes = x.sizes().vec();
+    sizes.back() = T;
+    auto idx = skew_index(T, T, W, o, x.device()).t().expand(sizes);  // (...,T,T) [j,i]
+    return x.gather(-1, idx).transpose(-1, -2);                      // (...,T,T) [i,j]
+  }
   auto xc = x.contiguous();
   auto sizes = x.sizes().vec();
   sizes.back() = T;
@@ -148,7 +167,13 @@ Tensor expand_keys_impl(const Tensor& x, int64_t o) {
 // Adjoint of expand_keys_impl: y[j, w] = sum_i g[i,j] [clamp(j - i + o, 0, W-1) = w].
 Tensor reduce_keys_impl(const Tensor& g, int64_t W, int64_t o) {
   const int64_t T = g.size(-1);
-  if (!cpu_kernel_ok(g)) return reduce_impl(g.transpose(-1, -2), W, o);  // (...,T,W)
+  if (!cpu_kernel_ok(g)) {
+    auto gt = g.transpose(-1, -2);                                      // (...,T,T) [j,i]
+    auto idx = skew_index(T, T, W, o, g.device()).t().expand(gt.sizes());  // (...,T,T) [j,i]
+    auto sizes = g.sizes().vec();
+    sizes.back() = W;
+    return scatter_sum(gt, idx, sizes);                                 // (...,T,W)
+  }
   auto gc = g.contiguous();
   auto sizes = g.sizes().vec();
   sizes.back() = W;
@@ -239,6 +264,11 @@ torch::autograd::variable_list SkewExpand::backward(torch::autograd::AutogradCon
 }
 
 }  // namespace
+
+namespace detail {
+SkewTensorOpsScope::SkewTensorOpsScope() : previous_(force_tensor_ops) { force_tensor_ops = true; }
+SkewTensorOpsScope::~SkewTensorOpsScope() { force_tensor_ops = previous_; }
+}  // namespace detail
 
 Tensor relative_expand(const Tensor& x, int64_t Tk, int64_t offset) {
   TORCH_CHECK(x.dim() >= 2 && x.size(-1) >= 1, "relative_expand: expected (...,Tq,W), got ",

@@ -39,8 +39,10 @@ class RopeImpl : public PositionEncodingImpl {
   torch::Tensor rotate(const torch::Tensor& x, int64_t offset) {
     const int64_t T = x.size(2);
     auto pos = torch::arange(offset, offset + T, x.options().dtype(torch::kDouble));   // (T)
-    auto ang = (pos.unsqueeze(1) * inv_freq.to(torch::kDouble).unsqueeze(0)).to(x.dtype());  // (T,rd/2)
-    auto cos = ang.cos(), sin = ang.sin();                                            // (T,rd/2)
+    auto ang = pos.unsqueeze(1) * inv_freq.to(torch::kDouble).unsqueeze(0);  // (T,rd/2)
+    // cos and sin before the cast: an angle rounded to bfloat16 (8 mantissa bits) is off by
+    // up to a radian past position 256.
+    auto cos = ang.cos().to(x.dtype()), sin = ang.sin().to(x.dtype());  // (T,rd/2)
     auto rot = x.narrow(-1, 0, rd_);                                                  // (B,H,T,rd)
     auto pairs = rot.unflatten(-1, {rd_ / 2, 2});                                     // (B,H,T,rd/2,2)
     auto x0 = pairs.select(-1, 0), x1 = pairs.select(-1, 1);                          // (B,H,T,rd/2)

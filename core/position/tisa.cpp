@@ -38,8 +38,11 @@ class TisaImpl : public PositionEncodingImpl {
   torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor&,
                            const torch::Tensor&, const AttentionContext& ctx) override {
     const int64_t T = content.size(-1);
-    auto r = torch::arange(-(T - 1), T, content.options());          // (2T-1)
-    auto f = profile(ctx.layer, r);                                  // (H,2T-1)
+    // Offsets in float32 (float64 for a float64 model), then f in the scores' dtype: bfloat16
+    // holds integers exactly only up to 256.
+    const auto dt = content.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    auto r = torch::arange(-(T - 1), T, content.options().dtype(dt));  // (2T-1)
+    auto f = profile(ctx.layer, r).to(content.dtype());                // (H,2T-1)
     auto pos = torch::arange(T, content.options().dtype(torch::kLong));
     auto idx = (pos.unsqueeze(0) - pos.unsqueeze(1) + (T - 1)).reshape({-1});  // (T*T)
     return f.index_select(1, idx).view({1, f.size(0), T, T});       // (1,H,T,T)
