@@ -17,8 +17,27 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Final-snapshot invariance of a run: "attention", and the means of its scores:* and gram:*
-// quantities.
+bool is_scores(const std::string& q) { return q.rfind("scores:", 0) == 0; }
+
+bool always_one(const std::vector<double>& v) {
+  return !v.empty() &&
+         std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x) && x > 1 - 1e-9; });
+}
+
+// Whether scores:* quantity q enters the run's "position scores" mean. In a stack such as
+// learned + tisa, an encoding whose scores measure 1 at every snapshot (a score bias that is a
+// function of j − i: TISA, T5, ALiBi) would pull the mean halfway to 1 whatever the other
+// encoding does, so it is left out when the run has another scores:* quantity.
+bool in_scores_mean(const RunResult& r, const std::string& q) {
+  if (!is_scores(q)) return false;
+  if (!always_one(r.invariance.at(q))) return true;
+  for (const auto& [other, v] : r.invariance)
+    if (is_scores(other) && !always_one(v)) return false;
+  return true;
+}
+
+// Final-snapshot invariance of a run: "attention", and the means of its scores:* (see
+// in_scores_mean) and gram:* quantities.
 std::map<std::string, double> final_invariance(const RunResult& r) {
   std::map<std::string, double> out;
   std::map<std::string, std::vector<double>> parts;
@@ -26,7 +45,7 @@ std::map<std::string, double> final_invariance(const RunResult& r) {
     if (v.empty() || std::isnan(v.back())) continue;
     if (q == "attention")
       parts["inv_attention"].push_back(v.back());
-    else if (q.rfind("scores:", 0) == 0)
+    else if (in_scores_mean(r, q))
       parts["inv_scores"].push_back(v.back());
     else if (q.rfind("gram:", 0) == 0)
       parts["inv_gram"].push_back(v.back());
@@ -94,7 +113,12 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables) {
   t.note =
       "Metrics: last logged value of each run. inv.: translation invariance at the last "
       "snapshot (attention: head-averaged maps, mean over layers; position scores: mean "
-      "over layers and heads; P·Pᵀ: absolute tables). pos. params: positional parameters.";
+      "over layers, heads and the run's encodings, leaving out of a stack an encoding whose "
+      "scores are invariant at every snapshot, such as TISA's f(j − i); P·Pᵀ: absolute "
+      "tables, to be read against the same table's value at step 0, since even a random "
+      "table scores well above 0). — : the run has no such matrix (none, rope: no "
+      "position-only scores; relative variants: no absolute table). pos. params: positional "
+      "parameters.";
   write_table(t, tables.string(), "results");
 }
 
@@ -134,8 +158,11 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
     auto [x, y] = pairs[spec.key];
     drop_nan_pairs(x, y);
     c.rows.push_back({Cell::label(spec.header), Cell::value(static_cast<double>(x.size())),
-                      Cell::value(pearson(x, y)), Cell::value(spearman(x, y))});
+                      Cell::value(pearson_of_series(x, y)),
+                      Cell::value(spearman_of_series(x, y))});
   }
+  c.note = "One pair per run. — : undefined, for fewer than 3 runs with both values or a "
+           "constant column.";
   write_table(c, tables.string(), "final_invariance_correlation");
   if (draw && runs.size() >= 2 && !scatter.empty())
     figs.push_back(scatter_figure(scatter, "translation invariance of attention (final snapshot)",
@@ -249,7 +276,7 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
       for (const auto& [q, v] : r.invariance) {
         if (k >= v.size() || !std::isfinite(v[k])) continue;
         if (q == "attention") parts[p_att].push_back(v[k]);
-        else if (q.rfind("scores:", 0) == 0) parts[p_scores].push_back(v[k]);
+        else if (in_scores_mean(r, q)) parts[p_scores].push_back(v[k]);
         else if (q.rfind("gram:", 0) == 0) parts[p_gram].push_back(v[k]);
       }
       for (const auto& [panel, vals] : parts) add(panel, r.info.group, r.steps[k], mean(vals));

@@ -62,6 +62,8 @@ static double invariance_given(const Matrix& a, Region region, const Profile& g)
   for (int64_t i = 0; i < T; ++i)
     for (int64_t j = 0; j < T; ++j)
       if (visible(region, i, j)) {
+        // A diverged run's NaN or infinity would otherwise read as "perfectly invariant".
+        if (!std::isfinite(a(i, j))) return kNaN;
         sum += a(i, j);
         squares += a(i, j) * a(i, j);
         ++n;

@@ -143,7 +143,8 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   for (const auto& [q, v] : res.invariance) {
     std::vector<double> x = v, y = res.metric_at_step;
     drop_nan_pairs(x, y);
-    res.correlations.push_back({q, static_cast<int64_t>(x.size()), pearson(x, y), spearman(x, y)});
+    res.correlations.push_back({q, static_cast<int64_t>(x.size()), pearson_of_series(x, y),
+                                 spearman_of_series(x, y)});
   }
   h5.finish(res.steps, res.metric_at_step, res.invariance, res.correlations);
 
@@ -172,7 +173,10 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
                          Cell::value(c.spearman)});
   corr.note =
       "Pairs: each snapshot's invariance with the metric linearly interpolated at the "
-      "snapshot's step; snapshots outside the metric's steps are left out.";
+      "snapshot's step; snapshots outside the metric's steps are left out. — : undefined, "
+      "for fewer than 3 pairs or a constant series (e.g. a score bias of j − i, invariant "
+      "at every snapshot). Both quantities may simply grow with training: a correlation "
+      "here is not a causal link.";
   write_table(corr, tables.string(), "invariance_correlation");
 
   if (o.figures && !res.steps.empty()) {

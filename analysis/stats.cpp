@@ -23,8 +23,15 @@ double sample_std(const std::vector<double>& x) {
   return std::sqrt(ss / static_cast<double>(x.size() - 1));
 }
 
+namespace {
+bool all_finite(const std::vector<double>& x) {
+  return std::all_of(x.begin(), x.end(), [](double v) { return std::isfinite(v); });
+}
+}  // namespace
+
 double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   if (x.size() != y.size() || x.size() < 2) return kNaN;
+  if (!all_finite(x) || !all_finite(y)) return kNaN;
   const double mx = mean(x), my = mean(y);
   double sxy = 0.0, sxx = 0.0, syy = 0.0;
   for (size_t k = 0; k < x.size(); ++k) {
@@ -60,7 +67,16 @@ std::vector<double> ranks(const std::vector<double>& x) {
 
 double spearman(const std::vector<double>& x, const std::vector<double>& y) {
   if (x.size() != y.size() || x.size() < 2) return kNaN;
+  if (!all_finite(x) || !all_finite(y)) return kNaN;  // NaN has no rank
   return pearson(ranks(x), ranks(y));
+}
+
+double pearson_of_series(const std::vector<double>& x, const std::vector<double>& y) {
+  return x.size() < kMinCorrelationPoints ? kNaN : pearson(x, y);
+}
+
+double spearman_of_series(const std::vector<double>& x, const std::vector<double>& y) {
+  return x.size() < kMinCorrelationPoints ? kNaN : spearman(x, y);
 }
 
 double interpolate(const std::vector<double>& xs, const std::vector<double>& ys, double x) {

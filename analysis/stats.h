@@ -1,12 +1,21 @@
 // Small statistics on plain vectors: mean, sample standard deviation, Pearson and Spearman
 // correlation, linear interpolation of a series. Undefined results are NaN, never an exception:
-// a correlation of fewer than two points or of a constant vector is NaN.
+// a correlation of fewer than two points, of a constant vector or of a vector holding a NaN or
+// an infinity is NaN.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace relpos::analysis {
+
+// Two points always correlate perfectly (±1), which reads as a finding: correlations between
+// measured series (invariance against the metric over snapshots or runs) need at least three.
+constexpr size_t kMinCorrelationPoints = 3;
+// pearson() and spearman() of pairs, NaN for fewer than kMinCorrelationPoints.
+double pearson_of_series(const std::vector<double>& x, const std::vector<double>& y);
+double spearman_of_series(const std::vector<double>& x, const std::vector<double>& y);
 
 double mean(const std::vector<double>& x);
 // Sample standard deviation (divides by n − 1); NaN for n < 2.

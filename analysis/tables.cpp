@@ -55,9 +55,12 @@ std::string latex_escape(const std::string& s) {
         out += c;
     }
   }
-  // The project writes ± and · in labels; LaTeX gets math versions.
+  // The project writes these in labels and notes; LaTeX without Unicode set-up gets math or
+  // dash versions.
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"±", "$\\pm$"}, {"·", "$\\cdot$"}, {"ᵀ", "$^\\top$"}, {"—", "--"}}) {
+           {"±", "$\\pm$"}, {"·", "$\\cdot$"}, {"ᵀ", "$^\\top$"}, {"—", "--"},
+           {"ρ", "$\\rho$"}, {"−", "$-$"}, {"×", "$\\times$"}, {"≥", "$\\geq$"},
+           {"≤", "$\\leq$"}, {"…", "\\ldots{}"}}) {
     for (size_t p = out.find(from); p != std::string::npos; p = out.find(from, p + to.size()))
       out.replace(p, from.size(), to);
   }

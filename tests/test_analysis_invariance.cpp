@@ -88,6 +88,20 @@ TEST_CASE("hand-computed 3x3 causal: only j <= i counts") {
   CHECK(p(2, 1) == doctest::Approx(2.5));
 }
 
+TEST_CASE("a NaN or an infinity in the visible region makes invariance undefined") {
+  // A diverged run must not read as "perfectly invariant" (the flat rule's total would be NaN).
+  Matrix a(4, 4, 0.5);
+  a(2, 1) = NAN;
+  CHECK(std::isnan(invariance(a)));
+  CHECK(std::isnan(invariance(a, Region::lower)));
+  a(2, 1) = -INFINITY;
+  CHECK(std::isnan(invariance(a)));
+  // The masked upper triangle of a causal map is not looked at.
+  Matrix c(4, 4, 1.0);
+  c(0, 3) = NAN;
+  CHECK(invariance(c, Region::lower) == 1.0);
+}
+
 TEST_CASE("constant matrices count as invariant") {
   CHECK(invariance(Matrix(5, 5, 0.0)) == 1.0);
   CHECK(invariance(Matrix(5, 5, -3.25)) == 1.0);
@@ -159,6 +173,15 @@ TEST_CASE("correlation helpers on hand numbers") {
   CHECK(spearman({1, 2, 3, 4}, {1, 8, 27, 64}) == doctest::Approx(1.0));
   CHECK(std::isnan(pearson({1, 1, 1}, {1, 2, 3})));
   CHECK(std::isnan(pearson({1}, {2})));
+  // A NaN has no rank and no product: the correlation is undefined, not a made-up number.
+  CHECK(std::isnan(pearson({1, 2, NAN, 4}, {1, 2, 3, 4})));
+  CHECK(std::isnan(spearman({1, 2, NAN, 4}, {1, 2, 3, 4})));
+  CHECK(std::isnan(spearman({1, 2, 3}, {1, INFINITY, 3})));
+  // Two measured pairs always correlate ±1: the series versions need three.
+  CHECK(pearson({1, 2}, {5, 3}) == doctest::Approx(-1.0));
+  CHECK(std::isnan(pearson_of_series({1, 2}, {5, 3})));
+  CHECK(std::isnan(spearman_of_series({1, 2}, {5, 3})));
+  CHECK(spearman_of_series({1, 2, 3}, {5, 3, 4}) == doctest::Approx(-0.5));
   CHECK(sample_std({1, 2, 3, 4}) == doctest::Approx(std::sqrt(5.0 / 3.0)));
   CHECK(interpolate({0, 10, 20}, {1, 2, 4}, 15) == doctest::Approx(3.0));
   CHECK(interpolate({0, 10, 20}, {1, 2, 4}, 20) == doctest::Approx(4.0));

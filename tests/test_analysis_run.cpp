@@ -144,6 +144,10 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
     s.run.extrapolation.columns = {{"valid_ppl", {10.0 + k, 12.0, k < 2 ? NAN : 13.0}}};
     s.run.extrapolation.attrs = {{"split", "test"}, {"stride", "0"}, {"task", "mlm"},
                                  {"not_applicable", k < 2 ? "256: beyond the table" : ""}};
+    // The stack's learned scores (random, far from Toeplitz) beside ALiBi's, which are
+    // invariant by construction.
+    if (k < 2)
+      for (auto& [step, snap] : s.snaps) snap.position_scores["learned"] = torch::randn({1, 4, 24, 24});
     srcs.push_back(std::move(s));
   }
   std::vector<const RunSource*> ptrs;
@@ -161,6 +165,15 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   CHECK(results[4].rfind("| learned+alibi | 2 | 3.2000 ± 0.1414 | ", 0) == 0);
   CHECK(results[4].find("| 640 | 60.5 ± 0.7 |") != std::string::npos);
   CHECK(results[5].rfind("| alibi | 1 | 3.1000 | ", 0) == 0);
+  // inv. position scores: for learned+alibi the learned scores' invariance alone (a random
+  // 24x24 matrix: about 2/25), not halfway to ALiBi's 1; for alibi alone, 1.
+  auto cell = [&](const std::string& row, size_t col) {
+    size_t p = 0;
+    for (size_t c = 0; c < col; ++c) p = row.find('|', p) + 1;
+    return std::stod(row.substr(p, row.find('|', p) - p));
+  };
+  CHECK(cell(results[4], 5) < 0.3);
+  CHECK(cell(results[5], 5) == doctest::Approx(1.0));
   const auto extra = lines(dir / "tables" / "extrapolation_valid_ppl.md");
   // learned+alibi at 64: (10, 11) -> 10.500 ± 0.707; at 256 both NaN -> —
   CHECK(extra[2] == "| variant | 64 (train) | 128 | 256 |");

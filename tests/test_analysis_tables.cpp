@@ -74,6 +74,15 @@ TEST_CASE("text is escaped for each format") {
   CHECK(to_markdown(t).find("| huang_m4 | a\\|b, \"c\" |") != std::string::npos);
   CHECK(to_csv(t) == "variant,note\nhuang_m4,\"a|b, \"\"c\"\"\"\n");
   CHECK(to_latex(t).find("huang\\_m4 & a|b, \"c\" \\\\") != std::string::npos);
+  // LaTeX without Unicode set-up: the symbols the project's labels and notes use become ASCII.
+  Table u;
+  u.columns = {{"Spearman ρ", 0}, {"note", 0}};
+  u.rows = {{Cell::label("P·Pᵀ ± —"), Cell::label("j − i ≥ 1 × 2 ≤ 3…")}};
+  const std::string latex = to_latex(u);
+  CHECK(latex.find("Spearman $\\rho$") != std::string::npos);
+  CHECK(latex.find("P$\\cdot$P$^\\top$ $\\pm$ --") != std::string::npos);
+  CHECK(latex.find("j $-$ i $\\geq$ 1 $\\times$ 2 $\\leq$ 3\\ldots{}") != std::string::npos);
+  for (unsigned char c : latex) CHECK_MESSAGE(c < 0x80, latex);
   t.rows[0].pop_back();
   CHECK_THROWS_WITH(to_markdown(t), doctest::Contains("row 1 has 1 cells for 2 columns"));
 }
