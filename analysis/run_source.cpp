@@ -88,6 +88,20 @@ std::string yaml_value(const std::string& yaml, const std::string& dotted_key) {
 
 bool is_run_dir(const std::string& dir) { return fs::is_regular_file(fs::path(dir) / "run.h5"); }
 
+std::string newer_than_tables(const std::vector<std::string>& run_dirs, const std::string& tables) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto written = fs::last_write_time(tables, ec);  // the folder is made anew by analyze
+  if (ec) return "no tables yet";
+  for (const auto& d : run_dirs)
+    for (const char* f : {"run.h5", "result.json"}) {
+      const fs::path p = fs::path(d) / f;
+      const auto t = fs::last_write_time(p, ec);
+      if (!ec && t > written) return p.string() + " is newer than the tables";
+    }
+  return "";
+}
+
 std::vector<std::string> find_run_dirs(const std::string& dir) {
   std::vector<std::string> out;
   if (!fs::is_directory(dir)) return out;

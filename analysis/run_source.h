@@ -30,6 +30,10 @@ bool is_run_dir(const std::string& dir);  // holds run.h5
 // in DIR/commands.txt (as `relpos sweep` writes it), the others after them by name.
 std::vector<std::string> find_run_dirs(const std::string& dir);
 
+// Why the tables folder is out of date for these run folders ("RUN/run.h5 is newer than the
+// tables"), or "" when every run's run.h5 and result.json are older than it (or absent).
+std::string newer_than_tables(const std::vector<std::string>& run_dirs, const std::string& tables);
+
 // Whether a YAML text has the dotted key ("model.layers").
 bool yaml_has(const std::string& yaml, const std::string& dotted_key);
 

@@ -1,5 +1,5 @@
 // relpos report DIR: report.md and report.html from what `relpos analyze DIR` wrote (analyses
-// first when DIR has no tables yet).
+// first when DIR has no tables yet, or a run changed after its tables were written).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -18,20 +18,26 @@ Command add_report(CLI::App& app) {
   auto dir = std::make_shared<std::string>();
   auto reanalyze = std::make_shared<bool>(false);
   cmd->add_option("DIR", *dir, "experiment or run folder")->required();
-  cmd->add_flag("--analyze", *reanalyze, "run `relpos analyze DIR` first even when it has tables");
+  cmd->add_flag("--analyze", *reanalyze, "run `relpos analyze DIR` first even when its tables are up to date (they are analysed "
+                 "again anyway when missing or older than a run's run.h5 or result.json)");
   return {cmd, [dir, reanalyze]() {
             namespace fs = std::filesystem;
             analysis::ReportInputs in;
             in.dir = *dir;
             in.experiment = !analysis::is_run_dir(*dir);
-            if (*reanalyze || !fs::exists(fs::path(*dir) / "tables")) {
-              std::cout << "analysing " << *dir << " first\n";
-              analysis::analyze_folder(*dir, {}, {}, nullptr);
-            }
-            const std::vector<std::string> dirs =
+            const fs::path tables = fs::path(*dir) / "tables";
+            std::vector<std::string> dirs =
                 in.experiment ? analysis::find_run_dirs(*dir) : std::vector<std::string>{*dir};
             if (dirs.empty())
               throw ConfigError(fmt::format("{} holds no run.h5 and no run folders", *dir));
+            std::string why = *reanalyze ? "asked for" : "";
+            if (why.empty() && !fs::exists(tables)) why = "no tables yet";
+            if (why.empty()) why = analysis::newer_than_tables(dirs, tables.string());
+            if (!why.empty()) {
+              std::cout << fmt::format("analysing {} first ({})\n", *dir, why);
+              analysis::analyze_folder(*dir, {}, {}, nullptr);
+              if (in.experiment) dirs = analysis::find_run_dirs(*dir);
+            }
             for (const auto& d : dirs) in.runs.push_back(analysis::RunFileSource(d).info());
             analysis::write_report(in);
             std::cout << fmt::format("wrote {0}/report.md and {0}/report.html\n", *dir);

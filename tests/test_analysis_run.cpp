@@ -3,6 +3,7 @@
 #include <H5Cpp.h>
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "analysis/experiment.h"
 #include "analysis/gnuplot.h"
 #include "analysis/report.h"
+#include "analysis/run_source.h"
 #include "analysis/run_checks.h"
 #include "analysis/run_analysis.h"
 #include "tests/analysis_sample.h"
@@ -318,5 +320,25 @@ TEST_CASE("an experiment folder: pooled runs that differ in more than the seed, 
   const std::string md = write_report({dir.string(), with_space, true});
   CHECK(md.find("**Warning:** runs 'a' and 'b' are pooled") != std::string::npos);
   CHECK(md.find("**Warning:** 3 run folder(s) of") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("report analyses again when a run changed after its tables were written") {
+  const fs::path dir = test::analysis_scratch("stale");
+  fs::create_directories(dir / "tables");
+  fs::create_directories(dir / "a");
+  fs::create_directories(dir / "b");
+  std::ofstream(dir / "a" / "run.h5") << "x";
+  std::ofstream(dir / "b" / "result.json") << "{}";
+  const auto now = fs::last_write_time(dir / "tables");
+  const std::vector<std::string> runs = {(dir / "a").string(), (dir / "b").string()};
+  fs::last_write_time(dir / "a" / "run.h5", now - std::chrono::hours(1));
+  fs::last_write_time(dir / "b" / "result.json", now - std::chrono::hours(1));
+  CHECK(newer_than_tables(runs, (dir / "tables").string()).empty());
+  // A run trained again (--overwrite, or a sweep that added seeds) after `relpos analyze`.
+  fs::last_write_time(dir / "b" / "result.json", now + std::chrono::seconds(5));
+  CHECK(newer_than_tables(runs, (dir / "tables").string()) ==
+        (dir / "b" / "result.json").string() + " is newer than the tables");
+  CHECK(newer_than_tables(runs, (dir / "nothing").string()) == "no tables yet");
   fs::remove_all(dir);
 }
