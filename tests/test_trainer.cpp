@@ -261,6 +261,25 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
                        RunError);
   CHECK(read_text(run_result_path(o.out_dir)) == result_before);
 
+  // A run stopped exactly at what becomes its last step (--set train.steps=<checkpoint step>)
+  // gets the final evaluation on resuming, instead of a result.json without validation metrics.
+  run(tmp.str("c"), {"train.steps=6", "train.eval_every=100", "snapshots.every_percent=0"}, cache,
+      /*stop_after=*/3);
+  o.out_dir = tmp.str("c");
+  const TrainResult at_end = train(load_run_config(o.out_dir, {"train.steps=3"}), o);
+  CHECK(at_end.finished);
+  CHECK(at_end.steps == 3);
+  CHECK(at_end.valid.count("loss") == 1);
+  const auto result_json = nlohmann::json::parse(read_text(run_result_path(o.out_dir)));
+  CHECK(result_json.dump().find("\"loss\"") != std::string::npos);
+  std::ifstream metrics(run_metrics_path(o.out_dir));
+  std::string line, last;
+  while (std::getline(metrics, line)) last = line;
+  const auto final_line = nlohmann::json::parse(last);
+  CHECK(final_line.at("step").get<int64_t>() == 3);
+  CHECK(final_line.contains("valid_loss"));
+  CHECK_FALSE(final_line.contains("train_loss"));  // no step was trained after the checkpoint
+
   // --init-from the output folder itself, with --overwrite, is refused before anything is
   // removed (it used to delete the run it was to start from); --init-from with --resume too.
   TrainOptions f;

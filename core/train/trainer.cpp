@@ -448,6 +448,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   double window_tokens = 0;
   auto window_start = std::chrono::steady_clock::now();
 
+  bool final_evaluation_only = false;
   enum class After { Next, Interrupted, StopAfter, EarlyStop };
   // Everything after the optimizer step `step`: evaluation, logging, snapshot, checkpoint. Every
   // rank returns the same answer.
@@ -482,10 +483,13 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     if (step % cfg.train.log_every == 0 || last || !logged.empty()) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
       const double tps = secs > 0 ? window_tokens / secs : 0;
-      // A window whose every batch was skipped has no loss to show.
-      logged["train_loss"] = state.window_steps > 0 ? state.window_loss / state.window_steps : NAN;
-      logged["lr"] = learning_rate(cfg.train, step - 1);
-      logged["tokens_per_s"] = tps;
+      // A window whose every batch was skipped has no loss to show. The final evaluation of a
+      // resumed run that had no step left to train logs its validation metrics only.
+      if (!final_evaluation_only) {
+        logged["train_loss"] = state.window_steps > 0 ? state.window_loss / state.window_steps : NAN;
+        logged["lr"] = learning_rate(cfg.train, step - 1);
+        logged["tokens_per_s"] = tps;
+      }
       logged["elapsed_s"] = elapsed();
       if (state.skipped_batches > 0) logged["skipped_batches"] = static_cast<double>(state.skipped_batches);
       for (const auto& [k, v] : logged) run_file->append_metric(k, step, v);
@@ -519,10 +523,23 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   int64_t step = state.step;
   int64_t consecutive_skips = 0;
   After after = After::Next;
-  if (opts.resume && state.pending_post_step) {
+  const bool resumed_mid_step = opts.resume && state.pending_post_step;
+  if (resumed_mid_step) {
     state.pending_post_step = false;
     after = post_step(step);
     if (after == After::Interrupted) stop_interrupted(step, true);
+  }
+  // A checkpoint at the last step of an unfinished run (it was stopped right there, or resumed
+  // with train.steps set to the checkpoint's step): nothing is left to train, but the last
+  // step's evaluation, snapshot and checkpoint were those of a middle step. Do them now, so
+  // that result.json gets its validation metrics.
+  if (opts.resume && !resumed_mid_step && step == cfg.train.steps) {
+    progress.message(fmt::format("step {} is the last: running the final evaluation", step));
+    final_evaluation_only = true;
+    after = post_step(step);
+    final_evaluation_only = false;
+    if (after == After::Interrupted) stop_interrupted(step, true);
+    if (after == After::EarlyStop) after = After::Next;  // it is the end anyway
   }
   while (after == After::Next && step < cfg.train.steps) {
     // One process: a signal arrived. Data parallel: some rank had one at the last step's
