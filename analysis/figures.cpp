@@ -92,7 +92,8 @@ std::vector<Curve> profile_curves(const torch::Tensor& m, const std::vector<doub
 }  // namespace
 
 std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
-                                                const std::string& label, int64_t radius) {
+                                                const std::string& label, int64_t radius,
+                                                bool causal) {
   std::vector<FigureInfo> out;
   for (const auto& [variant, tensors] : s.position) {
     for (const auto& [name, t] : tensors) {
@@ -103,8 +104,22 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
       if (!table && !by_head && !by_layer && !layer_head) continue;
       const int64_t n = t.value.size(table ? 1 : t.value.dim() - 1);
       const std::vector<double> r = distances_for(tensors, name, n);
-      const std::vector<int64_t> idx = within(r, radius);
+      const bool signed_r = std::any_of(r.begin(), r.end(), [](double x) { return x < 0; });
+      std::vector<int64_t> idx = within(r, radius);
+      if (causal && signed_r)
+        idx.erase(std::remove_if(idx.begin(), idx.end(), [&](int64_t k) { return r[k] > 0; }),
+                  idx.end());
       if (idx.empty()) continue;
+      // What the caption adds: the masked half of a causal model, and a clip below the radius.
+      double reach_all = 0;
+      for (double x : r) reach_all = std::max(reach_all, std::abs(x));
+      std::string notes;
+      if (causal && signed_r)
+        notes += " Causal model: keys after the query (r > 0) are masked, so only r ≤ 0 is shown.";
+      if (reach_all < static_cast<double>(radius))
+        notes += fmt::format(" The table ends at |r| = {0:g}: every longer distance uses the "
+                             "values at ±{0:g} (clipped).",
+                             reach_all);
       const std::string base = fmt::format("relpos_{}_{}", stem_of(variant), stem_of(name));
       const std::string what = fmt::format("{}/{}", variant, name);
       if (table) {
@@ -125,8 +140,8 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
           const auto f =
               plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), p.title, {p}, 1, {900, 560});
           out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}: each "
-                                            "column is the vector for one distance r.",
-                                            what, l)));
+                                            "column is the vector for one distance r.{}",
+                                            what, l, notes)));
         }
         continue;
       }
@@ -142,7 +157,9 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
         p.zero_line = name != "scale";  // a scale's neutral value is 1, not 0
         double reach = 0;
         for (int64_t k : idx) reach = std::max(reach, std::abs(r[k]));
-        p.xrange = absolute ? std::make_pair(0.0, reach) : std::make_pair(-reach, reach);
+        p.xrange = absolute                 ? std::make_pair(0.0, reach)
+                   : causal && signed_r ? std::make_pair(-reach, 0.0)
+                                        : std::make_pair(-reach, reach);
         panels.push_back(std::move(p));
       };
       const std::string title = fmt::format("{} — {} (step {})", what, label, s.step);
@@ -155,8 +172,8 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
       const int64_t np = static_cast<int64_t>(panels.size());
       const FigureSize size = np == 1 ? FigureSize{900, 560} : grid_size(np, 620, 400);
       const auto f = plot_curves(dir, base, title, panels, grid_columns(np), size);
-      out.push_back(info(f, fmt::format("{} against the relative position r, one curve per {}.",
-                                        what, by_layer ? "layer" : "head")));
+      out.push_back(info(f, fmt::format("{} against the relative position r, one curve per {}.{}",
+                                        what, by_layer ? "layer" : "head", notes)));
     }
   }
   return out;
@@ -317,6 +334,23 @@ FigureInfo invariance_by_variant_figure(
   return info(f, fmt::format("Per variant, the mean over its runs at each snapshot: {}.", names));
 }
 
+std::string metric_axis_label(const std::string& metric) {
+  // The evaluation's column names (docs/experiments.md), with the protocol spelled out.
+  static const std::map<std::string, std::string> names = {
+      {"ppl", "perplexity (nonoverlapping chunks)"},
+      {"ppl_sliding", "perplexity (sliding window)"},
+      {"loss", "loss (nats per target)"},
+      {"loss_sliding", "loss, sliding window (nats per target)"},
+      {"accuracy", "accuracy"},
+      {"seq_accuracy", "sequence accuracy"}};
+  std::string base = metric, prefix;
+  for (const char* p : {"valid_", "test_"})
+    if (base.rfind(p, 0) == 0) prefix = p, base = base.substr(std::string(p).size());
+  const auto it = names.find(base);
+  if (it == names.end()) return metric;
+  return (prefix == "valid_" ? "validation " : "") + it->second;
+}
+
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& metric, double train_length,
                                 const std::string& dir, const std::string& stem,
@@ -324,7 +358,9 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
   CurvesPanel p;
   p.title = labels.title.empty() ? "length extrapolation: " + metric : labels.title;
   p.xlabel = labels.xlabel.empty() ? "evaluation length (tokens)" : labels.xlabel;
-  p.ylabel = metric;
+  p.ylabel = metric_axis_label(metric);
+  // Accuracies live in [0, 1]; autoscaling with offsets drew axes from -0.2 to 1.2.
+  if (metric.find("accuracy") != std::string::npos) p.yrange = std::make_pair(0.0, 1.02);
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& l : lines) {
     p.curves.push_back({l.label, l.length, l.value, false, CurveStyle::linespoints});

@@ -30,8 +30,11 @@ struct Series {
 };
 
 // Figures 1–3 of one snapshot. `label` names the run in titles (e.g. "learned+tisa seed 1").
+// causal: signed distances are drawn for r <= 0 only (a causal model never looks at r > 0, where
+// a table or bias holds untrained values).
 std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
-                                                const std::string& label, int64_t radius = 50);
+                                                const std::string& label, int64_t radius = 50,
+                                                bool causal = false);
 // causal: the colour scale is set from the visible entries j <= i only.
 std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
                                           const std::string& label, bool causal = false);
@@ -56,6 +59,10 @@ struct ExtrapolationLine {
 };
 // Labels of the figure; empty fields keep the defaults of the token-length evaluation
 // ("length extrapolation: METRIC", "evaluation length (tokens)", "training length N").
+// An axis label for an evaluation column or metric name ("ppl_sliding" -> "perplexity (sliding
+// window)"); the name itself when it is not one of the evaluation's columns.
+std::string metric_axis_label(const std::string& metric);
+
 struct ExtrapolationLabels {
   std::string title, xlabel, train_length;
 };

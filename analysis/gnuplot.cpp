@@ -38,6 +38,9 @@ std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.7g}", v) :
 constexpr const char* kLineColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
+// Marker per pass through the colours: filled circle, square, triangle, diamond.
+constexpr int kPointTypes[] = {7, 5, 9, 13};
+
 std::string palette_line(Palette p) {
   if (p == Palette::viridis)
     return "set palette defined (0 '#440154', 0.13 '#482878', 0.25 '#3e4989', 0.38 '#31688e', "
@@ -353,7 +356,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       b << "  unset key\n";
     else if (p.key.empty())  // outside the plot: a legend never hides a curve
       b << "  set key outside right top vertical Left reverse font \","
-        << (p.curves.size() > 8 ? 8 : 9) << "\" samplen 2 spacing 0.9\n";
+        << (p.curves.size() > 8 ? 8 : 9) << "\" samplen 3 spacing 0.9\n";
     else
       b << "  set key " << p.key << " font \",9\"\n";
     for (const auto& [x, label] : p.vlines)
@@ -389,7 +392,12 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
                                                   : " with points pt 7 ps 1.2")
         << (cv.y2
                 ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
-                : fmt::format(" lt {} dt {}", line % colours + 1, line / colours + 1))
+                : fmt::format(" lt {} dt {}{}", line % colours + 1, line / colours + 1,
+                              // Past the colour cycle, the marker tells lines apart too.
+                              cv.style == CurveStyle::lines
+                                  ? std::string()
+                                  : fmt::format(" pt {}", kPointTypes[(line / colours) %
+                                                                      std::size(kPointTypes)])))
         << " title " << quote(cv.label);
     }
     b << "\n";

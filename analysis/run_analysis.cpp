@@ -122,7 +122,7 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
       write_profiles_csv(rows, (tables / "profiles.csv").string());
       if (o.figures) {
         const std::string label = run_label(info);
-        for (auto& f : relative_weight_figures(snap, figures.string(), label, o.radius))
+        for (auto& f : relative_weight_figures(snap, figures.string(), label, o.radius, info.causal))
           res.figures.push_back(f);
         for (auto& f : attention_figures(snap, figures.string(), label, info.causal))
           res.figures.push_back(f);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "analysis/figures.h"
 #include "analysis/gnuplot.h"
@@ -120,5 +121,38 @@ TEST_CASE("every figure kind is drawn from a snapshot") {
     }
   }
   CHECK(figs.size() == 13);  // 5 relative weights, 4 attention, 2 absolute, 1 + 1 curves
+  if (!std::getenv("RELPOS_KEEP_TEST_FIGURES")) fs::remove_all(dir);
+}
+
+TEST_CASE("figures: a causal model's weight curves stop at r = 0, and clipped tables say so") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = test::analysis_scratch("figures_causal");
+  const SnapshotData s = test::sample_snapshot(100, true);
+  const std::vector<FigureInfo> figs = relative_weight_figures(s, dir.string(), "causal", 50, true);
+  // The data file of ALiBi's curves: no point at r > 0 (sample profiles span r = -30..30).
+  std::ifstream dat(dir / "relpos_alibi_profile.dat");
+  REQUIRE(dat);
+  int points = 0;
+  for (std::string line; std::getline(dat, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    CHECK(std::stod(line) <= 0.0);
+    ++points;
+  }
+  CHECK(points == 4 * 31);  // 4 heads, r = -30..0
+  int causal_notes = 0, clip_notes = 0;
+  for (const auto& f : figs) {
+    causal_notes += f.caption.find("only r ≤ 0 is shown") != std::string::npos;
+    // Shaw's sample table reaches |r| = 12 only, below the radius 50.
+    if (f.png.find("shaw_keys") != std::string::npos)
+      clip_notes += f.caption.find("ends at |r| = 12") != std::string::npos;
+  }
+  CHECK(causal_notes >= 3);  // tisa f, alibi profile, shaw keys (huang_m1's |r| is unsigned)
+  CHECK(clip_notes == 2);    // one figure per layer
+  CHECK(metric_axis_label("ppl_sliding") == "perplexity (sliding window)");
+  CHECK(metric_axis_label("valid_accuracy") == "validation accuracy");
+  CHECK(metric_axis_label("tokens") == "tokens");
   if (!std::getenv("RELPOS_KEEP_TEST_FIGURES")) fs::remove_all(dir);
 }
