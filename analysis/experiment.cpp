@@ -285,6 +285,7 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
     }
   }
   std::vector<std::pair<std::string, std::map<std::string, Series>>> panels;
+  double first = INFINITY, last = -INFINITY;  // one step axis for every panel
   for (const std::string& name : {p_att, p_scores, p_gram, metric}) {
     auto it = acc.find(name);
     if (it == acc.end()) continue;
@@ -293,10 +294,14 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
       for (const auto& [step, vals] : by_step) {
         lines[variant].x.push_back(static_cast<double>(step));
         lines[variant].y.push_back(mean(vals));
+        first = std::min(first, static_cast<double>(step));
+        last = std::max(last, static_cast<double>(step));
       }
     panels.push_back({name, std::move(lines)});
   }
-  if (!panels.empty()) figs.push_back(invariance_by_variant_figure(panels, figures.string()));
+  if (!panels.empty())
+    figs.push_back(invariance_by_variant_figure(panels, figures.string(),
+                                                std::make_pair(first, last)));
 }
 
 }  // namespace

@@ -223,20 +223,31 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
     out.push_back(info(f, fmt::format("Attention of layer {} averaged over the heads and the "
                                       "probe set (query × key).",
                                       l)));
+    // One colour scale for every head, so that panels that look alike are alike: from 0 to
+    // the largest of the heads' 99th-percentile caps (or maxima, where a head has no cap).
     std::vector<HeatmapPanel> heads;
+    double top = 0, largest = 0;
     for (int64_t h = 0; h < H; ++h) {
       heads.push_back(panel(a[l][h], fmt::format("head {}", h)));
-      // said once in the title; it would collide with the next panel in a grid
-      if (heads.back().cbrange)
-        heads.back().title += fmt::format(" (top colour ≥ {:.3g})", heads.back().cbrange->second);
-      heads.back().cblabel.clear();
+      double head_max = 0;
+      for (double v : heads.back().values.data)
+        if (std::isfinite(v)) head_max = std::max(head_max, v);
+      largest = std::max(largest, head_max);
+      top = std::max(top, heads.back().cbrange ? heads.back().cbrange->second : head_max);
+      heads.back().cblabel.clear();  // said once in the title: it would collide in a grid
     }
+    if (top > 0)
+      for (auto& p : heads) p.cbrange = std::make_pair(0.0, top);
+    const std::string scale =
+        top > 0 && top < largest ? fmt::format("one colour scale, top colour ≥ {:.3g}", top)
+                                 : std::string("one colour scale");
     const auto g = plot_heatmaps(
         dir, fmt::format("attention_layer{}_heads", l),
-        fmt::format("attention probability, layer {}, per head — {} (step {})", l, label, s.step),
+        fmt::format("attention probability, layer {}, per head ({}) — {} (step {})", l, scale,
+                    label, s.step),
         heads, grid_columns(H), grid_size(H, 420, 380));
     out.push_back(info(g, fmt::format("Attention of each head of layer {}, averaged over the "
-                                      "probe set.",
+                                      "probe set, on one colour scale for all heads.",
                                       l)));
   }
   return out;
@@ -304,7 +315,7 @@ FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
 
 FigureInfo invariance_by_variant_figure(
     const std::vector<std::pair<std::string, std::map<std::string, Series>>>& panels,
-    const std::string& dir) {
+    const std::string& dir, std::optional<std::pair<double, double>> steps) {
   std::vector<CurvesPanel> ps;
   std::string names;
   // One colour per variant across the panels (some panels lack some variants).
@@ -320,6 +331,7 @@ FigureInfo invariance_by_variant_figure(
     const bool invariance = title.rfind("invariance", 0) == 0;
     p.ylabel = invariance ? "translation invariance" : title;
     if (invariance) p.yrange = std::make_pair(0.0, 1.02);
+    if (steps && steps->second > steps->first) p.xrange = steps;
     for (const auto& [variant, series] : by_variant)
       p.curves.push_back(
           {variant, series.x, series.y, false, CurveStyle::linespoints, line.at(variant)});

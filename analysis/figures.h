@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,10 +48,11 @@ FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& dir, const std::string& label);
 
 // Figure 4 across the runs of an experiment: one panel per quantity (panel title -> variant ->
-// mean over its runs at each snapshot step), one line per variant.
+// mean over its runs at each snapshot step), one line per variant. steps: the step axis every
+// panel shares (the metric's panel starts at its first logged step, the others at 0).
 FigureInfo invariance_by_variant_figure(
     const std::vector<std::pair<std::string, std::map<std::string, Series>>>& panels,
-    const std::string& dir);
+    const std::string& dir, std::optional<std::pair<double, double>> steps = std::nullopt);
 
 // Figure 5: one line per variant (mean over its runs), training length marked.
 struct ExtrapolationLine {

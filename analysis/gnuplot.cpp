@@ -389,7 +389,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         << (cv.y2 ? " axes x1y2" : "")
         << (cv.style == CurveStyle::lines         ? " with lines"
             : cv.style == CurveStyle::linespoints ? " with linespoints"
-                                                  : " with points pt 7 ps 1.2")
+                                                  : " with points ps 1.2")
         << (cv.y2
                 ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
                 : fmt::format(" lt {} dt {}{}", line % colours + 1, line / colours + 1,
