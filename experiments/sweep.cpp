@@ -90,6 +90,18 @@ std::vector<SweepPoint> expand_grid(const std::vector<GridAxis>& axes) {
     points = next;
   }
   if (points.size() == 1 && points[0].name.empty()) points[0].name = "run";
+  // Two points in one folder: the second would run as a resume of the first (or be skipped as
+  // finished), and the summary would show the same run twice.
+  std::map<std::string, const SweepPoint*> by_folder;
+  for (const auto& p : points) {
+    const auto [it, fresh] = by_folder.emplace(p.name, &p);
+    if (!fresh)
+      throw ConfigError(
+          fmt::format("--grid: the points {} and {} map to the same run folder '{}'",
+                      join_names(it->second->overrides, " "), join_names(p.overrides, " "), p.name),
+          "a run folder's name keeps only letters, digits and + - _ . of each value (others "
+          "become _): give values that differ in those");
+  }
   return points;
 }
 

@@ -196,6 +196,14 @@ TEST_CASE("relpos sweep and train: launch and grid options are checked and named
             "--out", out},
            "command line (--grid position.type=none,bogus): position.type: unknown position "
            "variant (got 'bogus'"},
+          // Two points in one run folder: refused before the folder or the script is written.
+          {{"sweep", "--grid", "data.corpus=a/b,a:b", "--out", out},
+           "--grid: the points data.corpus=a/b and data.corpus=a:b map to the same run folder "
+           "'corpusa_b'"},
+          {{"sweep", "--grid", "data.corpus=a/b,a:b", "--emit-slurm", tmp.str("job.sh"), "--out",
+            out},
+           "--grid: the points data.corpus=a/b and data.corpus=a:b map to the same run folder "
+           "'corpusa_b'"},
           {{"train", "--node-rank", "5", "--out", out}, "train: --node-rank 5: expected 0..0"},
           {{"train", "--nproc", "2", "--master-port", "-1", "--out", out},
            "--master-port: got -1; expected an integer from 1 to 65535"},

@@ -56,6 +56,21 @@ TEST_CASE("sweep: a malformed --grid is an error naming it") {
                        ConfigError);
 }
 
+TEST_CASE("sweep: two grid points that map to one run folder are an error naming both") {
+  // Was: both ran in data.corpus=a_b's folder, the second as a resume of the first.
+  CHECK_THROWS_WITH_AS(expand_grid({parse_grid_axis("data.corpus=a/b,a:b")}),
+                       "--grid: the points data.corpus=a/b and data.corpus=a:b map to the same "
+                       "run folder 'corpusa_b'",
+                       ConfigError);
+  // Across axes: (x-y, z) and (x, y-z) are both x-y-z.
+  CHECK_THROWS_WITH_AS(expand_grid({parse_grid_axis("position.type=x-y,x"),
+                                    parse_grid_axis("task.type=z,y-z")}),
+                       "--grid: the points position.type=x-y task.type=z and position.type=x "
+                       "task.type=y-z map to the same run folder 'x-y-z'",
+                       ConfigError);
+  CHECK(expand_grid({parse_grid_axis("data.corpus=a/b,a+b")}).size() == 2);
+}
+
 TEST_CASE("sweep: finished runs are skipped, and a folder with result.json but no run.h5 is retrained") {
   TempFolder tmp("sweep_skip");
   auto sets = tiny_run(tmp.str("cache"), 4);
