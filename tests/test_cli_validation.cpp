@@ -2,6 +2,7 @@
 // out of range, an option that would be ignored, or an override `eval` must not apply is an
 // `error:` line naming the option, exit status 2, and nothing run or written.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <csignal>
@@ -248,6 +249,23 @@ TEST_CASE("relpos inspect: a folder, and a damaged .pt reported as a checkpoint,
           {{"inspect", zeros_pt}, "'" + zeros_pt + "' is not a relpos checkpoint, or it is truncated"},
       },
       tmp.str("log"), "HDF5");
+}
+
+TEST_CASE("relpos inspect: a FIFO or a device is refused before it is opened") {
+  // Was: inspect opened the FIFO to look for a checkpoint's magic bytes and waited for a writer.
+  TempFolder tmp("cli_inspect_fifo");
+  std::vector<CliCase> cases;
+  for (const std::string name : {"f.h5", "f.pt"}) {
+    const std::string fifo = tmp.str(name);
+    REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+    cases.push_back({{"inspect", fifo}, "inspect: " + fifo + ": not a regular file (a FIFO; "
+                                        "expected a run.h5 or checkpoint.pt file)"});
+  }
+  if (fs::exists("/dev/zero"))
+    cases.push_back({{"inspect", "/dev/zero"}, "inspect: /dev/zero: not a regular file (a "
+                                               "character device; expected a run.h5 or "
+                                               "checkpoint.pt file)"});
+  check_refused(cases, tmp.str("log"));  // run_relpos gives each 120 s: a hang fails, not blocks
 }
 
 TEST_CASE("relpos train: --init-from a run that has not finished says so, and still starts") {
