@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "app/commands.h"
@@ -69,7 +71,9 @@ LoadedConfig ConfigArgs::load() const {
 
 }  // namespace relpos::app
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_command(int argc, char** argv) {
   using namespace relpos;
   CLI::App app{"relpos: train and analyse transformers under many position encodings"};
   app.require_subcommand(1);
@@ -131,4 +135,24 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 3;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int code = run_command(argc, argv);
+  // Output that could not be written (a full disk, /dev/full) is lost: exit 0 would say that
+  // the command did what it printed.
+  errno = 0;
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;  // the reason, when the failure was in these last writes
+  if (!std::cout || !flushed || std::ferror(stdout)) {
+    std::cerr << "error: could not write to standard output"
+              << (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) << "\n"
+              << "hint: what it printed is incomplete (a full disk, or a reader that stopped "
+                 "reading)\n";
+    return code != 0 ? code : 2;
+  }
+  return code;
 }

@@ -268,6 +268,35 @@ TEST_CASE("relpos inspect: a FIFO or a device is refused before it is opened") {
   check_refused(cases, tmp.str("log"));  // run_relpos gives each 120 s: a hang fails, not blocks
 }
 
+TEST_CASE("relpos: output that cannot be written is an error, not exit status 0") {
+  if (!fs::exists("/dev/full")) {
+    MESSAGE("no /dev/full here: the write-error check is skipped");
+    return;
+  }
+  TempFolder tmp("cli_dev_full");
+  const std::string run = tiny_trained_run(tmp);
+  const std::string log = tmp.str("err.log");
+  // stdout to /dev/full (every write fails with ENOSPC), stderr to the log.
+  auto to_full = [&](const std::string& args, const std::string& out = "/dev/full") {
+    const std::string cmd = std::string(RELPOS_BINARY) + " " + args + " > " + out + " 2> " + log;
+    const int status = std::system(cmd.c_str());
+    std::ifstream in(log);
+    const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, err);
+  };
+  for (const std::string& args :
+       std::vector<std::string>{"config", "inspect " + run + "/run.h5", "list", "--help"}) {
+    CAPTURE(args);
+    auto [code, err] = to_full(args);
+    CHECK(code == 2);  // was 0
+    // (with the OS's reason when the failed write was the last one: a long output fails earlier)
+    CHECK_MESSAGE(contains(err, "error: could not write to standard output"), err);
+  }
+  auto [code, err] = to_full("config", "/dev/null");
+  CHECK(code == 0);
+  CHECK_MESSAGE(err.empty(), err);
+}
+
 TEST_CASE("relpos train: --init-from a run that has not finished says so, and still starts") {
   TempFolder tmp("cli_init_unfinished");
   const std::string pre = tmp.str("pre");
