@@ -43,16 +43,15 @@ Command add_eval(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "evaluate a trained run on its test split at several sequence lengths");
   struct Args {
     std::string run;
-    std::vector<int64_t> lengths;
+    std::vector<std::string> lengths;  // as given: split by integer_items
     std::vector<std::string> sets;
     std::string device;
     int64_t stride = -1, max_tokens = -1, batch = -1;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--run,-r", a->run, "run folder (written by relpos train)")->required();
-  cmd->add_option("--lengths,-l", a->lengths, "evaluation lengths, e.g. 64,128,256")
-      ->delimiter(',')
-      ->check(integer_in(2));
+  cmd->add_option("--lengths,-l", a->lengths,
+                  "evaluation lengths, e.g. 64,128,256 (default: eval.lengths)");
   cmd->add_option("--stride", a->stride,
                   "clm: also a sliding-window perplexity with this stride, 0 = off "
                   "(default: eval.stride)")
@@ -69,6 +68,9 @@ Command add_eval(CLI::App& app) {
                   "are the run's)");
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (same as --set device=...)");
   return {cmd, [a]() {
+            const std::vector<int64_t> lengths = integer_items(
+                "--lengths", a->lengths, "relpos eval --help lists the options and their values",
+                2);
             for (const auto& s : a->sets) check_eval_override(s);
             auto sets = a->sets;
             if (!a->device.empty()) sets.push_back("device=" + a->device);
@@ -85,7 +87,7 @@ Command add_eval(CLI::App& app) {
               // save_extrapolation repairs or reports the file
             }
             auto opts = extrapolation_options(run.config.config);
-            if (!a->lengths.empty()) opts.lengths = a->lengths;
+            if (!lengths.empty()) opts.lengths = lengths;
             // -1: not given (the validators refuse every other value below the minimum).
             if (a->stride != -1) opts.stride = a->stride;
             if (a->max_tokens != -1) opts.max_tokens = a->max_tokens;

@@ -32,8 +32,10 @@ CLI::Validator integer_in(int64_t min, int64_t max) {
         errno = 0;
         char* end = nullptr;
         const long long v = std::strtoll(text.c_str(), &end, 10);
+        // CLI11 turns an empty value into 0 without a word.
+        if (text.empty()) return "got an empty value; expected " + expected;
         // Not an integer at all: CLI11's conversion reports it ("Could not convert: ...").
-        if (text.empty() || end != text.c_str() + text.size()) return {};
+        if (end != text.c_str() + text.size()) return {};
         if (errno == ERANGE || v < min || v > max)
           return fmt::format("got {}; expected {}", text, expected);
         return {};
@@ -61,6 +63,66 @@ CLI::Validator non_empty(const std::string& what) {
         return text.empty() ? "got an empty value; expected " + what : std::string();
       },
       "", "non_empty");
+}
+
+std::vector<std::string> list_items(const std::string& option, const std::vector<std::string>& given,
+                                    const std::string& hint) {
+  std::vector<std::string> items;
+  for (const auto& text : given) {
+    if (text.empty())
+      throw ConfigError(option + ": got an empty value; expected a comma-separated list",
+                        hint);
+    for (size_t start = 0;;) {
+      const size_t comma = text.find(',', start);
+      const std::string item =
+          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (item.empty())
+        throw ConfigError(fmt::format("{}: got '{}', which has an empty item; expected a "
+                                      "comma-separated list",
+                                      option, text),
+                          hint);
+      items.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return items;
+}
+
+std::vector<int64_t> integer_items(const std::string& option, const std::vector<std::string>& given,
+                                   const std::string& hint, int64_t min) {
+  std::vector<int64_t> values;
+  for (const auto& text : given)
+    for (const auto& item : list_items(option, {text}, hint)) {
+      errno = 0;
+      char* end = nullptr;
+      const long long v = std::strtoll(item.c_str(), &end, 10);
+      if (end != item.c_str() + item.size() || errno == ERANGE || v < min)
+        throw ConfigError(
+            fmt::format("{}: got {}; expected an integer{}{}", option, item,
+                        min == std::numeric_limits<int64_t>::min() ? "" : fmt::format(" >= {}", min),
+                        item == text ? "" : " (in '" + text + "')"),
+            hint);
+      values.push_back(v);
+    }
+  return values;
+}
+
+void check_unique(const std::vector<int64_t>& items, const std::string& what, const std::string& noun) {
+  for (size_t i = 0; i < items.size(); ++i)
+    if (std::find(items.begin(), items.begin() + i, items[i]) != items.begin() + i)
+      throw ConfigError(fmt::format("{}: {} is listed twice (expected each {} once)", what,
+                                    items[i], noun),
+                        "list each " + noun + " once");
+}
+
+void check_unique(const std::vector<std::string>& items, const std::string& what,
+                  const std::string& noun) {
+  for (size_t i = 0; i < items.size(); ++i)
+    if (std::find(items.begin(), items.begin() + i, items[i]) != items.begin() + i)
+      throw ConfigError(fmt::format("{}: '{}' is listed twice (expected each {} once)", what,
+                                    items[i], noun),
+                        "list each " + noun + " once");
 }
 
 LoadedConfig ConfigArgs::load() const {

@@ -96,6 +96,36 @@ TEST_CASE("relpos eval: numeric options below their minimum or beyond int64 are 
   CHECK_FALSE(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
 }
 
+TEST_CASE("relpos eval: an empty --lengths, or an empty item in it, is an error naming --lengths") {
+  TempFolder tmp("cli_eval_lists");
+  const std::string run = tiny_trained_run(tmp);
+  check_refused(
+      {
+          // Was: "eval: length 0 is too short" (no 0 was given).
+          {{"eval", "--run", run, "--lengths", ""},
+           "--lengths: got an empty value; expected a comma-separated list"},
+          // Was: accepted as 32,64.
+          {{"eval", "--run", run, "--lengths", "16,,32"},
+           "--lengths: got '16,,32', which has an empty item; expected a comma-separated list"},
+          {{"eval", "--run", run, "--lengths", "16,"},
+           "--lengths: got '16,', which has an empty item; expected a comma-separated list"},
+          {{"eval", "--run", run, "--lengths", ",16"},
+           "--lengths: got ',16', which has an empty item; expected a comma-separated list"},
+          {{"eval", "--run", run, "--lengths", "16", "--lengths", "8,16"},
+           "eval: length 16 is listed twice"},
+          // An empty number used to become 0 without a word.
+          {{"eval", "--run", run, "--lengths", "16", "--batch", ""},
+           "--batch: got an empty value; expected an integer >= 1"},
+      },
+      tmp.str("log"));
+  CHECK_FALSE(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
+  // Several --lengths add up; a length of two digits or more is one item.
+  auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16", "--lengths", "8,32"},
+                                tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+  for (const std::string T : {"T=8 ", "T=16 ", "T=32 "}) CHECK_MESSAGE(contains(out, T), out);
+}
+
 TEST_CASE("load_run: a checkpoint with a parameter the model lacks is an error, not ignored") {
   TempFolder tmp("cli_strict_checkpoint");
   const std::string run = tiny_trained_run(tmp);
@@ -151,6 +181,21 @@ TEST_CASE("relpos bench: every option is checked before any configuration runs")
            "bench: --json " + tmp.str("absent/x.json") + ": cannot write: No such file or directory"},
           {{"bench", "--variants", "none,bogus", "--lengths", "16"},
            "command line (--variants bogus): position.type: unknown position variant"},
+          // Empty items used to be dropped, and a repeated one measured twice.
+          {{"bench", "--variants", "", "--lengths", "16"},
+           "--variants: got an empty value; expected a comma-separated list"},
+          {{"bench", "--variants", "none,", "--lengths", "16"},
+           "--variants: got 'none,', which has an empty item; expected a comma-separated list"},
+          {{"bench", "--variants", "none", "--lengths", "16,,32"},
+           "--lengths: got '16,,32', which has an empty item; expected a comma-separated list"},
+          {{"bench", "--variants", "none,none", "--lengths", "16"},
+           "bench: --variants: 'none' is listed twice (expected each variant once)"},
+          {{"bench", "--variants", "none", "--lengths", "16,32,16"},
+           "bench: --lengths: 16 is listed twice (expected each length once)"},
+          {{"bench", "--variants", "none", "--lengths", "16", "--lengths", "16"},
+           "bench: --lengths: 16 is listed twice (expected each length once)"},
+          {{"bench", "--variants", "none", "--lengths", "16,x"},
+           "--lengths: got x; expected an integer (in '16,x')"},
       },
       tmp.str("log"), "[1/");
 }
