@@ -53,7 +53,7 @@ Command add_eval(CLI::App& app) {
   cmd->add_option("--lengths,-l", a->lengths,
                   "evaluation lengths, e.g. 64,128,256 (default: eval.lengths)");
   cmd->add_option("--stride", a->stride,
-                  "clm: also a sliding-window perplexity with this stride, 0 = off "
+                  "clm runs only: also a sliding-window perplexity with this stride, 0 = off "
                   "(default: eval.stride)")
       ->check(integer_in(0));
   cmd->add_option("--max-tokens", a->max_tokens,
@@ -75,6 +75,13 @@ Command add_eval(CLI::App& app) {
             auto sets = a->sets;
             if (!a->device.empty()) sets.push_back("device=" + a->device);
             auto run = load_run(a->run, sets);
+            // Other tasks have no sliding window: the stride would be ignored without a word.
+            if (a->stride > 0 && run.config.config.task.type != "clm")
+              throw ConfigError(
+                  fmt::format("eval: --stride {} applies to clm runs only (a sliding-window "
+                              "perplexity); this run's task is {}",
+                              a->stride, run.config.config.task.type),
+                  "leave --stride out: only a clm run has a sliding-window perplexity");
             configure_threads(run.config.config.threads);
             apply_cpu_allocator(run.config.config.cpu_allocator);
             // The table goes into the run's run.h5: no other relpos process may write it now

@@ -126,6 +126,20 @@ TEST_CASE("relpos eval: an empty --lengths, or an empty item in it, is an error 
   for (const std::string T : {"T=8 ", "T=16 ", "T=32 "}) CHECK_MESSAGE(contains(out, T), out);
 }
 
+TEST_CASE("relpos eval: --stride on a run whose task is not clm is an error naming the task") {
+  TempFolder tmp("cli_eval_stride");
+  const std::string run = tiny_trained_run(tmp);  // an mlm run
+  // Was: ignored without a word, as only clm has a sliding window.
+  check_refused({{{"eval", "--run", run, "--lengths", "16", "--stride", "8"},
+                  "eval: --stride 8 applies to clm runs only (a sliding-window perplexity); this "
+                  "run's task is mlm"}},
+                tmp.str("log"));
+  CHECK_FALSE(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
+  auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16", "--stride", "0"},
+                                tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);  // 0: no sliding window, which is what an mlm run has
+}
+
 TEST_CASE("load_run: a checkpoint with a parameter the model lacks is an error, not ignored") {
   TempFolder tmp("cli_strict_checkpoint");
   const std::string run = tiny_trained_run(tmp);
