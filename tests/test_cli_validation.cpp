@@ -278,7 +278,7 @@ TEST_CASE("relpos sweep and train: launch and grid options are checked and named
   CHECK_FALSE(fs::exists(tmp.str("job.sh")));
 }
 
-TEST_CASE("relpos analyze: a missing folder and bad --group-by keys are named") {
+TEST_CASE("relpos analyze: a missing folder, bad --group-by keys and a negative --step are named") {
   TempFolder tmp("cli_analyze");
   const std::string run = tiny_trained_run(tmp);
   check_refused(
@@ -288,6 +288,16 @@ TEST_CASE("relpos analyze: a missing folder and bad --group-by keys are named") 
            "--group-by: no run's config has the key 'bogus.key'"},
           {{"analyze", run, "--no-figures", "--group-by", "model.layers,model.layers"},
            "--group-by: the key 'model.layers' is listed twice"},
+          // These used to mean the default grouping and the last snapshot, without a word.
+          {{"analyze", run, "--no-figures", "--group-by", ""},
+           "--group-by: got an empty value; expected a comma-separated list"},
+          {{"analyze", run, "--no-figures", "--group-by", ","},
+           "--group-by: got ',', which has an empty item; expected a comma-separated list"},
+          {{"analyze", run, "--no-figures", "--group-by", "model.layers,"},
+           "--group-by: got 'model.layers,', which has an empty item; expected a comma-separated "
+           "list"},
+          {{"analyze", run, "--no-figures", "--step", "-5"}, "--step: got -5; expected an integer >= 0"},
+          {{"analyze", run, "--no-figures", "--step", "-1"}, "--step: got -1; expected an integer >= 0"},
       },
       tmp.str("log"));
   auto [code, out] = run_relpos({"analyze", run, "--no-figures", "--group-by", "model.layers"},
