@@ -299,7 +299,8 @@ Command add_bench(CLI::App& app) {
       ->check(integer_in(0));
   cmd->add_option("--threads", a->threads, "intra-op threads (default: config `threads`, 0 = auto)")
       ->check(integer_in(0));
-  cmd->add_option("--device", a->device, "cpu | cuda | cuda:N (default: config `device`)");
+  cmd->add_option("--device", a->device, "cpu | cuda | cuda:N (default: config `device`)")
+      ->check(non_empty("cpu, cuda or cuda:N"));  // "" used to mean "not given"
   cmd->add_option("--repeat", a->repeats, "run every configuration this many times, interleaved")
       ->capture_default_str()
       ->check(integer_in(1, 1000));

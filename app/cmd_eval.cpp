@@ -66,7 +66,8 @@ Command add_eval(CLI::App& app) {
                   "override an evaluation setting of the run's config: eval.*, device, threads, "
                   "cpu_allocator, precision, position.learned.beyond=clamp (the model and data "
                   "are the run's)");
-  cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (same as --set device=...)");
+  cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (same as --set device=...)")
+      ->check(non_empty("cpu, cuda or cuda:N"));  // "" used to mean "not given"
   return {cmd, [a]() {
             const std::vector<int64_t> lengths = integer_items(
                 "--lengths", a->lengths, "relpos eval --help lists the options and their values",

@@ -366,6 +366,28 @@ TEST_CASE("relpos: output that cannot be written is an error, not exit status 0"
   CHECK_MESSAGE(err.empty(), err);
 }
 
+TEST_CASE("relpos train/eval/bench: an empty --device or a malformed cuda:N is an error") {
+  TempFolder tmp("cli_device");
+  const std::string out = tmp.str("out");
+  const std::string expected = "--device: got an empty value; expected cpu, cuda or cuda:N";
+  check_refused(
+      {
+          // An empty --device used to mean "not given".
+          {{"train", "--device", "", "--out", out}, expected},
+          {{"eval", "--run", tmp.str("run"), "--device", ""}, expected},
+          {{"bench", "--variants", "none", "--lengths", "16", "--device", ""}, expected},
+          // These used to pass validation (anything after "cuda:" did).
+          {{"config", "--set", "device=cuda:abc"},
+           "command line (--set device=cuda:abc): device: unknown device (got 'cuda:abc'; "
+           "expected cpu, cuda or cuda:N with N a GPU index >= 0)"},
+          {{"train", "--device", "cuda:-1", "--out", out},
+           "command line (--set device=cuda:-1): device: unknown device (got 'cuda:-1'; expected "
+           "cpu, cuda or cuda:N with N a GPU index >= 0)"},
+      },
+      tmp.str("log"));
+  CHECK_FALSE(fs::exists(out));
+}
+
 TEST_CASE("relpos train: --init-from a run that has not finished says so, and still starts") {
   TempFolder tmp("cli_init_unfinished");
   const std::string pre = tmp.str("pre");
