@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <iostream>
-#include <sstream>
 
 #include "analysis/run_source.h"
 #include "app/commands.h"
@@ -19,14 +18,6 @@ struct AnalyzeArgs {
   bool no_figures = false;
   std::string group_by;
 };
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string k; std::getline(in, k, ',');)
-    if (!k.empty()) out.push_back(k);
-  return out;
-}
 
 void print_run(const analysis::RunResult& r) {
   std::cout << fmt::format("{}: {} snapshot(s)", r.info.dir, r.steps.size());
@@ -52,15 +43,25 @@ Command add_analyze(CLI::App& app) {
                   "valid_<metric> — valid_accuracy for mlm/classify, valid_ppl for clm, valid_f1 "
                   "for span_qa, valid_seq_accuracy for synthetic — else the first present of "
                   "valid_accuracy, valid_f1, valid_em, valid_ppl, valid_loss)");
+  // -1 (not given): the last snapshot. A negative step given used to mean that too.
   cmd->add_option("--step", a->step,
-                  "snapshot drawn in the weight/attention figures (default: last)");
+                  "training step of the snapshot drawn in the weight/attention figures (default: "
+                  "the last snapshot)")
+      ->check(integer_in(0));
   cmd->add_option("--radius", a->radius, "relative-weight figures span r in [-R, R]")
       ->check(at_least_one());
   cmd->add_flag("--no-figures", a->no_figures, "metrics and tables only (no gnuplot needed)");
-  cmd->add_option("--group-by", a->group_by,
+  auto* group_by = cmd->add_option("--group-by", a->group_by,
                   "config keys that label rows of cross-run tables, comma-separated "
                   "(default: the position types)");
-  return {cmd, [a]() {
+  return {cmd, [a, group_by]() {
+            // '' and ',' used to fall back to the default grouping without a word.
+            const std::vector<std::string> keys =
+                group_by->count() == 0
+                    ? std::vector<std::string>{}
+                    : list_items("--group-by", {a->group_by},
+                                 "give config keys, e.g. --group-by position.type,model.layers, "
+                                 "or leave it out for the position types");
             analysis::AnalyzeOptions o;
             o.metric = a->metric;
             o.figure_step = a->step;
@@ -68,7 +69,7 @@ Command add_analyze(CLI::App& app) {
             o.figures = !a->no_figures;
             bool experiment = false;
             const auto ex =
-                analysis::analyze_folder(a->dir, o, split_commas(a->group_by), &experiment);
+                analysis::analyze_folder(a->dir, o, keys, &experiment);
             for (const auto& r : ex.runs) print_run(r);
             for (const auto& w : ex.warnings) std::cerr << "warning: " << w << "\n";
             std::cout << fmt::format("wrote {}/tables{} and analysis.h5 in {}\n", a->dir,

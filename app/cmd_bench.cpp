@@ -56,6 +56,7 @@ struct BenchArgs {
   ConfigArgs config;
   std::vector<std::string> variants;
   std::vector<int64_t> lengths = {128, 512, 1024};
+  std::vector<std::string> variants_text, lengths_text;  // as given: split by parse_lists()
   std::string direct = "auto";
   int64_t batch = 0, threads = -1;
   std::string device;
@@ -67,6 +68,15 @@ struct BenchArgs {
   bool blas = false;
   bool child = false;
 
+  // --variants and --lengths from their text: an empty item is an error, and so is an item
+  // listed twice (it would be measured twice).
+  void parse_lists() {
+    const std::string hint = "relpos bench --help lists the options and their values";
+    variants = list_items("--variants", variants_text, hint);
+    check_unique(variants, "bench: --variants", "variant");
+    if (!lengths_text.empty()) lengths = integer_items("--lengths", lengths_text, hint);
+    check_unique(lengths, "bench: --lengths", "length");
+  }
   // The config files and --set overrides every child gets (batch, threads, device included).
   std::vector<std::string> config_sets() const {
     std::vector<std::string> sets = config.sets;
@@ -271,9 +281,11 @@ Command add_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   a->config.add_to(cmd, "configs/base.yaml then configs/bench.yaml, the bench model; a --config "
                         "replaces both");
-  cmd->add_option("--variants", a->variants, "variants to measure (default: every registered one)")
-      ->delimiter(',');
-  cmd->add_option("--lengths", a->lengths, "sequence lengths T")->delimiter(',')->capture_default_str();
+  cmd->add_option("--variants", a->variants_text,
+                  "variants to measure, comma-separated (default: every registered one)");
+  cmd->add_option("--lengths", a->lengths_text,
+                  fmt::format("sequence lengths T, comma-separated (default: {})",
+                              fmt::join(a->lengths, ",")));
   cmd->add_option("--direct", a->direct,
                   "variants also measured on the direct [T,T,d] path: auto, none or a list")
       ->capture_default_str();
@@ -287,7 +299,8 @@ Command add_bench(CLI::App& app) {
       ->check(integer_in(0));
   cmd->add_option("--threads", a->threads, "intra-op threads (default: config `threads`, 0 = auto)")
       ->check(integer_in(0));
-  cmd->add_option("--device", a->device, "cpu | cuda | cuda:N (default: config `device`)");
+  cmd->add_option("--device", a->device, "cpu | cuda | cuda:N (default: config `device`)")
+      ->check(non_empty("cpu, cuda or cuda:N"));  // "" used to mean "not given"
   cmd->add_option("--repeat", a->repeats, "run every configuration this many times, interleaved")
       ->capture_default_str()
       ->check(integer_in(1, 1000));
@@ -311,6 +324,7 @@ Command add_bench(CLI::App& app) {
       ->group("");
   cmd->add_flag("--child", a->child, "measure one configuration (internal)")->group("");
   return {cmd, [a]() {
+    a->parse_lists();
     if (a->child) return run_child_mode(*a);
     if (a->blas) {
       const LoadedConfig loaded = a->load();

@@ -43,18 +43,17 @@ Command add_eval(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "evaluate a trained run on its test split at several sequence lengths");
   struct Args {
     std::string run;
-    std::vector<int64_t> lengths;
+    std::vector<std::string> lengths;  // as given: split by integer_items
     std::vector<std::string> sets;
     std::string device;
     int64_t stride = -1, max_tokens = -1, batch = -1;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--run,-r", a->run, "run folder (written by relpos train)")->required();
-  cmd->add_option("--lengths,-l", a->lengths, "evaluation lengths, e.g. 64,128,256")
-      ->delimiter(',')
-      ->check(integer_in(2));
+  cmd->add_option("--lengths,-l", a->lengths,
+                  "evaluation lengths, e.g. 64,128,256 (default: eval.lengths)");
   cmd->add_option("--stride", a->stride,
-                  "clm: also a sliding-window perplexity with this stride, 0 = off "
+                  "clm runs only: also a sliding-window perplexity with this stride, 0 = off "
                   "(default: eval.stride)")
       ->check(integer_in(0));
   cmd->add_option("--max-tokens", a->max_tokens,
@@ -67,12 +66,23 @@ Command add_eval(CLI::App& app) {
                   "override an evaluation setting of the run's config: eval.*, device, threads, "
                   "cpu_allocator, precision, position.learned.beyond=clamp (the model and data "
                   "are the run's)");
-  cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (same as --set device=...)");
+  cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (same as --set device=...)")
+      ->check(non_empty("cpu, cuda or cuda:N"));  // "" used to mean "not given"
   return {cmd, [a]() {
+            const std::vector<int64_t> lengths = integer_items(
+                "--lengths", a->lengths, "relpos eval --help lists the options and their values",
+                2);
             for (const auto& s : a->sets) check_eval_override(s);
             auto sets = a->sets;
             if (!a->device.empty()) sets.push_back("device=" + a->device);
             auto run = load_run(a->run, sets);
+            // Other tasks have no sliding window: the stride would be ignored without a word.
+            if (a->stride > 0 && run.config.config.task.type != "clm")
+              throw ConfigError(
+                  fmt::format("eval: --stride {} applies to clm runs only (a sliding-window "
+                              "perplexity); this run's task is {}",
+                              a->stride, run.config.config.task.type),
+                  "leave --stride out: only a clm run has a sliding-window perplexity");
             configure_threads(run.config.config.threads);
             apply_cpu_allocator(run.config.config.cpu_allocator);
             // The table goes into the run's run.h5: no other relpos process may write it now
@@ -85,7 +95,7 @@ Command add_eval(CLI::App& app) {
               // save_extrapolation repairs or reports the file
             }
             auto opts = extrapolation_options(run.config.config);
-            if (!a->lengths.empty()) opts.lengths = a->lengths;
+            if (!lengths.empty()) opts.lengths = lengths;
             // -1: not given (the validators refuse every other value below the minimum).
             if (a->stride != -1) opts.stride = a->stride;
             if (a->max_tokens != -1) opts.max_tokens = a->max_tokens;

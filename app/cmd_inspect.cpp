@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/data/text_util.h"  // file_kind
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
 #include "core/util/errors.h"
@@ -23,6 +24,16 @@ Command add_inspect(CLI::App& app) {
             if (std::filesystem::is_directory(*file))
               throw ConfigError(fmt::format("inspect: {} is a folder", *file),
                                 "give a file in it: DIR/run.h5 or DIR/checkpoint.pt");
+            // Opening a FIFO blocks until a writer comes, and a device never ends: refused
+            // before anything opens it (a missing file is named by the reader).
+            std::error_code ec;
+            const auto type = std::filesystem::status(*file, ec).type();
+            if (type != std::filesystem::file_type::regular &&
+                type != std::filesystem::file_type::not_found)
+              throw ConfigError(fmt::format("inspect: {}: not a regular file ({}; expected a "
+                                            "run.h5 or checkpoint.pt file)",
+                                            *file, file_kind(*file)),
+                                "give a file: DIR/run.h5 or DIR/checkpoint.pt");
             // By content first (a renamed file is still recognised); a .pt that is not a zip
             // archive is a damaged checkpoint, and is reported as one rather than as HDF5.
             const bool checkpoint =

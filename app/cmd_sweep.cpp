@@ -35,7 +35,10 @@ Command add_sweep(CLI::App& app) {
   cmd->add_option("--grid,-g", a->grid, "an axis: key=v1,v2,... (repeatable; default: sweep.grid)");
   cmd->add_option("--jobs,-j", a->jobs, "runs at once (default: sweep.jobs)")
       ->check(at_least_one());
-  cmd->add_option("--threads", a->threads, "threads per run (default, or 0: cores / jobs)")
+  cmd->add_option("--threads", a->threads,
+                  "threads per run (default, or 0: the config's `threads`; when that is 0, the "
+                  "automatic count: the physical cores this process may run on split between "
+                  "the --jobs runs, at least 1 each)")
       ->check(integer_in(0));
   cmd->add_option("--out,-o", a->out, "experiment folder; one run folder per point")
       ->required()

@@ -87,7 +87,8 @@ Command add_train(CLI::App& app) {
   cmd->add_flag("--overwrite", opts->overwrite, "replace a run already in --out");
   cmd->add_option("--init-from", opts->init_from,
                   "initialise parameters shared by name from this run folder (fine-tuning)");
-  cmd->add_option("--device", *device, "cpu, cuda or cuda:N (same as --set device=...)");
+  cmd->add_option("--device", *device, "cpu, cuda or cuda:N (same as --set device=...)")
+      ->check(non_empty("cpu, cuda or cuda:N"));  // "" used to mean "not given"
   cmd->add_flag("--quiet,-q", opts->quiet, "no progress line");
   cmd->add_option("--nproc", l->nproc,
                   "data-parallel: start this many ranks on this machine (train.batch_size is the "

@@ -29,6 +29,27 @@ CLI::Validator number_at_least(double min);
 // A value that must not be empty (a file name: --emit-slurm "" must not mean "not given").
 CLI::Validator non_empty(const std::string& what);
 
+// The items of a comma-separated list option, over every time it was given (--lengths 64,128
+// --lengths 256). CLI11's own splitting drops empty items, so such an option is read as text
+// and split here: an empty value or item ('', '64,,128', a trailing comma) is a ConfigError
+// naming the option ("--lengths: got '64,,128', which has an empty item; expected a
+// comma-separated list"), with `hint`.
+std::vector<std::string> list_items(const std::string& option, const std::vector<std::string>& given,
+                                    const std::string& hint);
+
+// list_items, each an integer >= min: "--lengths: got 1; expected an integer >= 2", and
+// " (in '16,1')" after it when the value has several items.
+std::vector<int64_t> integer_items(const std::string& option, const std::vector<std::string>& given,
+                                   const std::string& hint,
+                                   int64_t min = std::numeric_limits<int64_t>::min());
+
+// Throws ConfigError "<what>: 16 is listed twice (expected each <noun> once)" ('none' for a
+// text item) for the first item that repeats an earlier one (bench: --lengths 16,16 would
+// measure T=16 twice).
+void check_unique(const std::vector<int64_t>& items, const std::string& what, const std::string& noun);
+void check_unique(const std::vector<std::string>& items, const std::string& what,
+                  const std::string& noun);
+
 using Runner = std::function<int()>;
 struct Command {
   CLI::App* cmd;

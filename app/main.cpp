@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "app/commands.h"
@@ -30,8 +32,10 @@ CLI::Validator integer_in(int64_t min, int64_t max) {
         errno = 0;
         char* end = nullptr;
         const long long v = std::strtoll(text.c_str(), &end, 10);
+        // CLI11 turns an empty value into 0 without a word.
+        if (text.empty()) return "got an empty value; expected " + expected;
         // Not an integer at all: CLI11's conversion reports it ("Could not convert: ...").
-        if (text.empty() || end != text.c_str() + text.size()) return {};
+        if (end != text.c_str() + text.size()) return {};
         if (errno == ERANGE || v < min || v > max)
           return fmt::format("got {}; expected {}", text, expected);
         return {};
@@ -61,6 +65,66 @@ CLI::Validator non_empty(const std::string& what) {
       "", "non_empty");
 }
 
+std::vector<std::string> list_items(const std::string& option, const std::vector<std::string>& given,
+                                    const std::string& hint) {
+  std::vector<std::string> items;
+  for (const auto& text : given) {
+    if (text.empty())
+      throw ConfigError(option + ": got an empty value; expected a comma-separated list",
+                        hint);
+    for (size_t start = 0;;) {
+      const size_t comma = text.find(',', start);
+      const std::string item =
+          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (item.empty())
+        throw ConfigError(fmt::format("{}: got '{}', which has an empty item; expected a "
+                                      "comma-separated list",
+                                      option, text),
+                          hint);
+      items.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return items;
+}
+
+std::vector<int64_t> integer_items(const std::string& option, const std::vector<std::string>& given,
+                                   const std::string& hint, int64_t min) {
+  std::vector<int64_t> values;
+  for (const auto& text : given)
+    for (const auto& item : list_items(option, {text}, hint)) {
+      errno = 0;
+      char* end = nullptr;
+      const long long v = std::strtoll(item.c_str(), &end, 10);
+      if (end != item.c_str() + item.size() || errno == ERANGE || v < min)
+        throw ConfigError(
+            fmt::format("{}: got {}; expected an integer{}{}", option, item,
+                        min == std::numeric_limits<int64_t>::min() ? "" : fmt::format(" >= {}", min),
+                        item == text ? "" : " (in '" + text + "')"),
+            hint);
+      values.push_back(v);
+    }
+  return values;
+}
+
+void check_unique(const std::vector<int64_t>& items, const std::string& what, const std::string& noun) {
+  for (size_t i = 0; i < items.size(); ++i)
+    if (std::find(items.begin(), items.begin() + i, items[i]) != items.begin() + i)
+      throw ConfigError(fmt::format("{}: {} is listed twice (expected each {} once)", what,
+                                    items[i], noun),
+                        "list each " + noun + " once");
+}
+
+void check_unique(const std::vector<std::string>& items, const std::string& what,
+                  const std::string& noun) {
+  for (size_t i = 0; i < items.size(); ++i)
+    if (std::find(items.begin(), items.begin() + i, items[i]) != items.begin() + i)
+      throw ConfigError(fmt::format("{}: '{}' is listed twice (expected each {} once)", what,
+                                    items[i], noun),
+                        "list each " + noun + " once");
+}
+
 LoadedConfig ConfigArgs::load() const {
   std::vector<std::string> files = configs;
   if (files.empty()) files.push_back(config_dir() + "/base.yaml");
@@ -69,7 +133,9 @@ LoadedConfig ConfigArgs::load() const {
 
 }  // namespace relpos::app
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_command(int argc, char** argv) {
   using namespace relpos;
   CLI::App app{"relpos: train and analyse transformers under many position encodings"};
   app.require_subcommand(1);
@@ -131,4 +197,24 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 3;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int code = run_command(argc, argv);
+  // Output that could not be written (a full disk, /dev/full) is lost: exit 0 would say that
+  // the command did what it printed.
+  errno = 0;
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;  // the reason, when the failure was in these last writes
+  if (!std::cout || !flushed || std::ferror(stdout)) {
+    std::cerr << "error: could not write to standard output"
+              << (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) << "\n"
+              << "hint: what it printed is incomplete (a full disk, or a reader that stopped "
+                 "reading)\n";
+    return code != 0 ? code : 2;
+  }
+  return code;
 }

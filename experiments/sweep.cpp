@@ -31,6 +31,7 @@
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"
 #include "core/util/signals.h"
+#include "core/util/threads.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
@@ -89,6 +90,18 @@ std::vector<SweepPoint> expand_grid(const std::vector<GridAxis>& axes) {
     points = next;
   }
   if (points.size() == 1 && points[0].name.empty()) points[0].name = "run";
+  // Two points in one folder: the second would run as a resume of the first (or be skipped as
+  // finished), and the summary would show the same run twice.
+  std::map<std::string, const SweepPoint*> by_folder;
+  for (const auto& p : points) {
+    const auto [it, fresh] = by_folder.emplace(p.name, &p);
+    if (!fresh)
+      throw ConfigError(
+          fmt::format("--grid: the points {} and {} map to the same run folder '{}'",
+                      join_names(it->second->overrides, " "), join_names(p.overrides, " "), p.name),
+          "a run folder's name keeps only letters, digits and + - _ . of each value (others "
+          "become _): give values that differ in those");
+  }
   return points;
 }
 
@@ -160,6 +173,7 @@ std::string quote_args(const std::vector<std::string>& args) {
 struct ResolvedPoint {
   std::string yaml;                 // to_yaml of the point's config
   std::vector<std::string> types;   // its position variants
+  int64_t threads = 0;              // its `threads` (0: automatic)
 };
 
 // Every point's config, loaded and validated (the errors name the point's --grid axis), as its
@@ -180,7 +194,7 @@ std::vector<ResolvedPoint> resolve_points(const SweepOptions& o,
     std::vector<std::string> files = o.configs;
     if (files.empty()) throw ConfigError("sweep: --config FILE is required");
     const Config cfg = load_config(files, o.sets, axes).config;
-    resolved.push_back({to_yaml(cfg), cfg.position.types});
+    resolved.push_back({to_yaml(cfg), cfg.position.types, cfg.threads});
   }
   return resolved;
 }
@@ -238,6 +252,12 @@ void check_existing_runs(const SweepOptions& o, const std::vector<SweepPoint>& p
 
 }  // namespace
 
+int64_t sweep_run_threads(const SweepOptions& o, int64_t config_threads) {
+  if (o.threads > 0) return o.threads;
+  if (config_threads > 0) return config_threads;
+  return automatic_threads_shared(o.jobs);
+}
+
 void create_output_folder(const std::string& dir, const std::string& what) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
@@ -255,12 +275,25 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   auto points = expand_grid(o.grid);
   const std::vector<ResolvedPoint> resolved = resolve_points(o, points);
   check_existing_runs(o, points, resolved);
+  // Each run's threads, passed to it explicitly: a resumed run would otherwise keep the count
+  // its stored config.yaml recorded. A count above the CPUs this process may use would fail
+  // every run still to train (configure_threads refuses it): said once, now.
+  std::vector<int64_t> threads;
+  for (size_t i = 0; i < points.size(); ++i) {
+    threads.push_back(sweep_run_threads(o, resolved[i].threads));
+    if (threads.back() > available_cpus() &&
+        !run_finished((fs::path(o.out_dir) / points[i].name).string()))
+      throw ConfigError(
+          fmt::format("sweep: {}: threads {} is more than the {} CPU(s) this process may run on",
+                      points[i].name, threads.back(), available_cpus()),
+          o.threads > 0 ? "give a smaller --threads, or leave it out"
+                        : "set threads: 0 (automatic: the CPUs are split between the --jobs "
+                          "runs), or a smaller count");
+  }
   install_interrupt_handlers();
   create_output_folder(o.out_dir, "sweep folder");
   // One sweep per folder at a time (each run also locks its own folder).
   FolderLock lock(o.out_dir, "sweep");
-  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t threads = o.threads > 0 ? o.threads : std::max<int64_t>(1, cores / o.jobs);
 
   std::vector<SweepRunStatus> runs;
   for (const auto& p : points) {
@@ -273,17 +306,21 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   {
     // The commands this sweep runs; a finished run is named, not listed as if run again.
     std::ofstream cmds(fs::path(o.out_dir) / "commands.txt", std::ios::app);
-    for (const auto& r : runs) {
-      if (r.skipped)
-        cmds << "# already finished, not run again: " << r.dir << "\n";
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].skipped)
+        cmds << "# already finished, not run again: " << runs[i].dir << "\n";
       else
-        cmds << quote_args(train_args(o, r.point, r.dir, false, threads)) << "\n";
+        cmds << quote_args(train_args(o, runs[i].point, runs[i].dir, false, threads[i])) << "\n";
     }
   }
   const size_t todo = std::count_if(runs.begin(), runs.end(), [](auto& r) { return !r.skipped; });
-  if (!o.quiet)
-    std::cerr << fmt::format("sweep: {} runs ({} already finished), {} at a time, {} thread(s) each -> {}\n",
-                             runs.size(), runs.size() - todo, o.jobs, threads, o.out_dir);
+  if (!o.quiet) {
+    const auto [fewest, most] = std::minmax_element(threads.begin(), threads.end());
+    const std::string each = *fewest == *most ? fmt::format("{} thread(s) each", *fewest)
+                                              : fmt::format("{} to {} threads each", *fewest, *most);
+    std::cerr << fmt::format("sweep: {} runs ({} already finished), {} at a time, {} -> {}\n",
+                             runs.size(), runs.size() - todo, o.jobs, each, o.out_dir);
+  }
   std::map<pid_t, size_t> active;
   std::map<pid_t, std::chrono::steady_clock::time_point> started;
   size_t next = 0, done = 0;
@@ -305,7 +342,7 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
       if (r.skipped) continue;
       fs::create_directories(r.dir);
       const bool resume = fs::exists(run_checkpoint_path(r.dir));
-      const pid_t pid = spawn(train_args(o, r.point, r.dir, resume, threads),
+      const pid_t pid = spawn(train_args(o, r.point, r.dir, resume, threads[next - 1]),
                               (fs::path(r.dir) / "train.log").string());
       active[pid] = next - 1;
       started[pid] = std::chrono::steady_clock::now();
@@ -440,10 +477,16 @@ std::string shell_word(const std::string& w) {
 }  // namespace
 
 std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& points) {
-  resolve_points(o, points);  // a point whose config does not load is an error now, not on the cluster
+  // A point whose config does not load is an error now, not on the cluster.
+  const std::vector<ResolvedPoint> resolved = resolve_points(o, points);
   // Absolute paths: the job runs wherever SLURM starts it.
   const std::string out = fs::absolute(o.out_dir).lexically_normal().string();
-  const int64_t cpus = o.threads > 0 ? o.threads : 4;
+  // CPUs per element: --threads, else the most a point's config asks for, else 4. A run gets
+  // the element's CPUs as its threads unless its config names a count (sweep_run_threads).
+  int64_t cpus = o.threads;
+  if (cpus <= 0)
+    for (const auto& r : resolved) cpus = std::max(cpus, r.threads);
+  if (cpus <= 0) cpus = 4;
   std::string s = "#!/bin/bash\n";
   s += "# SLURM array job written by `relpos sweep --emit-slurm`: one array element per grid point,\n";
   s += "# each running the `relpos train` command of `relpos sweep` (docs/scaling.md).\n";
@@ -471,7 +514,10 @@ std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& p
     for (const auto& x : points[i].overrides) fresh += " --set " + shell_word(x);
     if (!o.init_from.empty())
       fresh += " --init-from " + shell_word(fs::absolute(init_from_dir(o, points[i])).string());
-    const std::string threads = " --set \"threads=$THREADS\"";
+    const std::string threads =
+        o.threads <= 0 && resolved[i].threads > 0
+            ? fmt::format(" --set threads={}", resolved[i].threads)
+            : std::string(" --set \"threads=$THREADS\"");
     s += fmt::format("  {})  # {}\n", i, points[i].name);
     s += fmt::format("    if [ -f {}/result.json ]; then echo \"{} already finished\"; exit 0; fi\n", dir,
                      points[i].name);

@@ -33,7 +33,7 @@ struct SweepOptions {
   std::vector<GridAxis> grid;
   std::string out_dir;
   int64_t jobs = 1;                   // runs at once
-  int64_t threads = 0;                // intra-op threads per run; 0 = cores / jobs
+  int64_t threads = 0;                // intra-op threads per run; 0: sweep_run_threads()
   std::string relpos_binary;          // the executable to run (default: this process's own)
   std::string init_from;              // --init-from for every point; "{point}" -> point name
   bool quiet = false;
@@ -52,6 +52,12 @@ struct SweepRunStatus {
 // messages ("sweep folder"). Throws RunError: "DIR: exists and is not a folder", or
 // "DIR: cannot create the sweep folder: <OS reason>".
 void create_output_folder(const std::string& dir, const std::string& what);
+
+// The intra-op threads the sweep gives one run: o.threads when it is set (--threads), else the
+// point's config's `threads` when it is a count (config_threads > 0), else automatic for a run
+// that shares this process's CPUs with o.jobs - 1 others (automatic_threads_shared: the
+// automatic count for one job; the physical cores split between the jobs, at least 1 each).
+int64_t sweep_run_threads(const SweepOptions& o, int64_t config_threads);
 
 // Runs every point; returns their status. Throws RunError when a run failed or the sweep
 // was interrupted (after the children have saved their checkpoints).

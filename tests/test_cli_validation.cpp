@@ -2,6 +2,7 @@
 // out of range, an option that would be ignored, or an override `eval` must not apply is an
 // `error:` line naming the option, exit status 2, and nothing run or written.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <csignal>
@@ -95,6 +96,50 @@ TEST_CASE("relpos eval: numeric options below their minimum or beyond int64 are 
   CHECK_FALSE(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
 }
 
+TEST_CASE("relpos eval: an empty --lengths, or an empty item in it, is an error naming --lengths") {
+  TempFolder tmp("cli_eval_lists");
+  const std::string run = tiny_trained_run(tmp);
+  check_refused(
+      {
+          // Was: "eval: length 0 is too short" (no 0 was given).
+          {{"eval", "--run", run, "--lengths", ""},
+           "--lengths: got an empty value; expected a comma-separated list"},
+          // Was: accepted as 32,64.
+          {{"eval", "--run", run, "--lengths", "16,,32"},
+           "--lengths: got '16,,32', which has an empty item; expected a comma-separated list"},
+          {{"eval", "--run", run, "--lengths", "16,"},
+           "--lengths: got '16,', which has an empty item; expected a comma-separated list"},
+          {{"eval", "--run", run, "--lengths", ",16"},
+           "--lengths: got ',16', which has an empty item; expected a comma-separated list"},
+          {{"eval", "--run", run, "--lengths", "16", "--lengths", "8,16"},
+           "eval: length 16 is listed twice"},
+          // An empty number used to become 0 without a word.
+          {{"eval", "--run", run, "--lengths", "16", "--batch", ""},
+           "--batch: got an empty value; expected an integer >= 1"},
+      },
+      tmp.str("log"));
+  CHECK_FALSE(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
+  // Several --lengths add up; a length of two digits or more is one item.
+  auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16", "--lengths", "8,32"},
+                                tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+  for (const std::string T : {"T=8 ", "T=16 ", "T=32 "}) CHECK_MESSAGE(contains(out, T), out);
+}
+
+TEST_CASE("relpos eval: --stride on a run whose task is not clm is an error naming the task") {
+  TempFolder tmp("cli_eval_stride");
+  const std::string run = tiny_trained_run(tmp);  // an mlm run
+  // Was: ignored without a word, as only clm has a sliding window.
+  check_refused({{{"eval", "--run", run, "--lengths", "16", "--stride", "8"},
+                  "eval: --stride 8 applies to clm runs only (a sliding-window perplexity); this "
+                  "run's task is mlm"}},
+                tmp.str("log"));
+  CHECK_FALSE(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
+  auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16", "--stride", "0"},
+                                tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);  // 0: no sliding window, which is what an mlm run has
+}
+
 TEST_CASE("load_run: a checkpoint with a parameter the model lacks is an error, not ignored") {
   TempFolder tmp("cli_strict_checkpoint");
   const std::string run = tiny_trained_run(tmp);
@@ -150,6 +195,21 @@ TEST_CASE("relpos bench: every option is checked before any configuration runs")
            "bench: --json " + tmp.str("absent/x.json") + ": cannot write: No such file or directory"},
           {{"bench", "--variants", "none,bogus", "--lengths", "16"},
            "command line (--variants bogus): position.type: unknown position variant"},
+          // Empty items used to be dropped, and a repeated one measured twice.
+          {{"bench", "--variants", "", "--lengths", "16"},
+           "--variants: got an empty value; expected a comma-separated list"},
+          {{"bench", "--variants", "none,", "--lengths", "16"},
+           "--variants: got 'none,', which has an empty item; expected a comma-separated list"},
+          {{"bench", "--variants", "none", "--lengths", "16,,32"},
+           "--lengths: got '16,,32', which has an empty item; expected a comma-separated list"},
+          {{"bench", "--variants", "none,none", "--lengths", "16"},
+           "bench: --variants: 'none' is listed twice (expected each variant once)"},
+          {{"bench", "--variants", "none", "--lengths", "16,32,16"},
+           "bench: --lengths: 16 is listed twice (expected each length once)"},
+          {{"bench", "--variants", "none", "--lengths", "16", "--lengths", "16"},
+           "bench: --lengths: 16 is listed twice (expected each length once)"},
+          {{"bench", "--variants", "none", "--lengths", "16,x"},
+           "--lengths: got x; expected an integer (in '16,x')"},
       },
       tmp.str("log"), "[1/");
 }
@@ -196,6 +256,14 @@ TEST_CASE("relpos sweep and train: launch and grid options are checked and named
             "--out", out},
            "command line (--grid position.type=none,bogus): position.type: unknown position "
            "variant (got 'bogus'"},
+          // Two points in one run folder: refused before the folder or the script is written.
+          {{"sweep", "--grid", "data.corpus=a/b,a:b", "--out", out},
+           "--grid: the points data.corpus=a/b and data.corpus=a:b map to the same run folder "
+           "'corpusa_b'"},
+          {{"sweep", "--grid", "data.corpus=a/b,a:b", "--emit-slurm", tmp.str("job.sh"), "--out",
+            out},
+           "--grid: the points data.corpus=a/b and data.corpus=a:b map to the same run folder "
+           "'corpusa_b'"},
           {{"train", "--node-rank", "5", "--out", out}, "train: --node-rank 5: expected 0..0"},
           {{"train", "--nproc", "2", "--master-port", "-1", "--out", out},
            "--master-port: got -1; expected an integer from 1 to 65535"},
@@ -210,7 +278,7 @@ TEST_CASE("relpos sweep and train: launch and grid options are checked and named
   CHECK_FALSE(fs::exists(tmp.str("job.sh")));
 }
 
-TEST_CASE("relpos analyze: a missing folder and bad --group-by keys are named") {
+TEST_CASE("relpos analyze: a missing folder, bad --group-by keys and a negative --step are named") {
   TempFolder tmp("cli_analyze");
   const std::string run = tiny_trained_run(tmp);
   check_refused(
@@ -220,6 +288,16 @@ TEST_CASE("relpos analyze: a missing folder and bad --group-by keys are named") 
            "--group-by: no run's config has the key 'bogus.key'"},
           {{"analyze", run, "--no-figures", "--group-by", "model.layers,model.layers"},
            "--group-by: the key 'model.layers' is listed twice"},
+          // These used to mean the default grouping and the last snapshot, without a word.
+          {{"analyze", run, "--no-figures", "--group-by", ""},
+           "--group-by: got an empty value; expected a comma-separated list"},
+          {{"analyze", run, "--no-figures", "--group-by", ","},
+           "--group-by: got ',', which has an empty item; expected a comma-separated list"},
+          {{"analyze", run, "--no-figures", "--group-by", "model.layers,"},
+           "--group-by: got 'model.layers,', which has an empty item; expected a comma-separated "
+           "list"},
+          {{"analyze", run, "--no-figures", "--step", "-5"}, "--step: got -5; expected an integer >= 0"},
+          {{"analyze", run, "--no-figures", "--step", "-1"}, "--step: got -1; expected an integer >= 0"},
       },
       tmp.str("log"));
   auto [code, out] = run_relpos({"analyze", run, "--no-figures", "--group-by", "model.layers"},
@@ -240,6 +318,74 @@ TEST_CASE("relpos inspect: a folder, and a damaged .pt reported as a checkpoint,
           {{"inspect", zeros_pt}, "'" + zeros_pt + "' is not a relpos checkpoint, or it is truncated"},
       },
       tmp.str("log"), "HDF5");
+}
+
+TEST_CASE("relpos inspect: a FIFO or a device is refused before it is opened") {
+  // Was: inspect opened the FIFO to look for a checkpoint's magic bytes and waited for a writer.
+  TempFolder tmp("cli_inspect_fifo");
+  std::vector<CliCase> cases;
+  for (const std::string name : {"f.h5", "f.pt"}) {
+    const std::string fifo = tmp.str(name);
+    REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+    cases.push_back({{"inspect", fifo}, "inspect: " + fifo + ": not a regular file (a FIFO; "
+                                        "expected a run.h5 or checkpoint.pt file)"});
+  }
+  if (fs::exists("/dev/zero"))
+    cases.push_back({{"inspect", "/dev/zero"}, "inspect: /dev/zero: not a regular file (a "
+                                               "character device; expected a run.h5 or "
+                                               "checkpoint.pt file)"});
+  check_refused(cases, tmp.str("log"));  // run_relpos gives each 120 s: a hang fails, not blocks
+}
+
+TEST_CASE("relpos: output that cannot be written is an error, not exit status 0") {
+  if (!fs::exists("/dev/full")) {
+    MESSAGE("no /dev/full here: the write-error check is skipped");
+    return;
+  }
+  TempFolder tmp("cli_dev_full");
+  const std::string run = tiny_trained_run(tmp);
+  const std::string log = tmp.str("err.log");
+  // stdout to /dev/full (every write fails with ENOSPC), stderr to the log.
+  auto to_full = [&](const std::string& args, const std::string& out = "/dev/full") {
+    const std::string cmd = std::string(RELPOS_BINARY) + " " + args + " > " + out + " 2> " + log;
+    const int status = std::system(cmd.c_str());
+    std::ifstream in(log);
+    const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, err);
+  };
+  for (const std::string& args :
+       std::vector<std::string>{"config", "inspect " + run + "/run.h5", "list", "--help"}) {
+    CAPTURE(args);
+    auto [code, err] = to_full(args);
+    CHECK(code == 2);  // was 0
+    // (with the OS's reason when the failed write was the last one: a long output fails earlier)
+    CHECK_MESSAGE(contains(err, "error: could not write to standard output"), err);
+  }
+  auto [code, err] = to_full("config", "/dev/null");
+  CHECK(code == 0);
+  CHECK_MESSAGE(err.empty(), err);
+}
+
+TEST_CASE("relpos train/eval/bench: an empty --device or a malformed cuda:N is an error") {
+  TempFolder tmp("cli_device");
+  const std::string out = tmp.str("out");
+  const std::string expected = "--device: got an empty value; expected cpu, cuda or cuda:N";
+  check_refused(
+      {
+          // An empty --device used to mean "not given".
+          {{"train", "--device", "", "--out", out}, expected},
+          {{"eval", "--run", tmp.str("run"), "--device", ""}, expected},
+          {{"bench", "--variants", "none", "--lengths", "16", "--device", ""}, expected},
+          // These used to pass validation (anything after "cuda:" did).
+          {{"config", "--set", "device=cuda:abc"},
+           "command line (--set device=cuda:abc): device: unknown device (got 'cuda:abc'; "
+           "expected cpu, cuda or cuda:N with N a GPU index >= 0)"},
+          {{"train", "--device", "cuda:-1", "--out", out},
+           "command line (--set device=cuda:-1): device: unknown device (got 'cuda:-1'; expected "
+           "cpu, cuda or cuda:N with N a GPU index >= 0)"},
+      },
+      tmp.str("log"));
+  CHECK_FALSE(fs::exists(out));
 }
 
 TEST_CASE("relpos train: --init-from a run that has not finished says so, and still starts") {

@@ -306,7 +306,15 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"snapshots.steps=5,2000"},
        "snapshots.steps: snapshot step outside the run (got 2000; expected steps in [0, 1000])"},
       {{"threads=-1"}, "threads: out of range"},
-      {{"device=tpu"}, "device: unknown device (got 'tpu'; expected cpu, cuda or cuda:N)"},
+      {{"device=tpu"},
+       "device: unknown device (got 'tpu'; expected cpu, cuda or cuda:N with N a GPU index >= 0)"},
+      // These used to pass: anything after "cuda:" did.
+      {{"device=cuda:abc"}, "device: unknown device (got 'cuda:abc'; expected cpu, cuda or cuda:N"},
+      {{"device=cuda:-1"}, "device: unknown device (got 'cuda:-1'; expected cpu, cuda or cuda:N"},
+      {{"device=cuda:1.5"}, "device: unknown device (got 'cuda:1.5'; expected cpu, cuda or cuda:N"},
+      {{"device=cuda:1x"}, "device: unknown device (got 'cuda:1x'; expected cpu, cuda or cuda:N"},
+      {{"device=cuda:+1"}, "device: unknown device (got 'cuda:+1'; expected cpu, cuda or cuda:N"},
+      {{"device=CPU"}, "device: unknown device (got 'CPU'; expected cpu, cuda or cuda:N"},
       {{"cpu_allocator=jemalloc"},
        "cpu_allocator: unknown CPU allocator (got 'jemalloc'; expected cache or system)"},
       {{"precision=fp16"}, "precision: unknown value (got 'fp16'; expected one of fp32 | bf16)"},
@@ -327,6 +335,9 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
   CHECK_NOTHROW(load({"model.embedding_width=128"}));
   CHECK_NOTHROW(load({"task.type=recall", "task.synthetic_vocab=128", "task.recall_queries=0"}));
   CHECK_NOTHROW(load({"snapshots.steps=0,1000", "device=cuda:1"}));
+  CHECK_NOTHROW(load({"device=cuda:0"}));
+  CHECK_NOTHROW(load({"device=cuda:12"}));
+  CHECK_NOTHROW(load({"device=cuda"}));
   CHECK_NOTHROW(load({"data.tokenizer=wordpiece", "data.vocab_file=vocab.txt"}));
 }
 

@@ -1,5 +1,6 @@
 // Sweeps: the grid's points and folder names, and which run folders a sweep skips (docs/experiments.md).
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/system.h"
+#include "core/util/threads.h"
 #include "experiments/experiment.h"
 #include "experiments/report_util.h"
 #include "experiments/sweep.h"
@@ -52,6 +54,21 @@ TEST_CASE("sweep: a malformed --grid is an error naming it") {
                        "--grid: the key 'seed' has two axes (a later one would override the "
                        "earlier one's values)",
                        ConfigError);
+}
+
+TEST_CASE("sweep: two grid points that map to one run folder are an error naming both") {
+  // Was: both ran in data.corpus=a_b's folder, the second as a resume of the first.
+  CHECK_THROWS_WITH_AS(expand_grid({parse_grid_axis("data.corpus=a/b,a:b")}),
+                       "--grid: the points data.corpus=a/b and data.corpus=a:b map to the same "
+                       "run folder 'corpusa_b'",
+                       ConfigError);
+  // Across axes: (x-y, z) and (x, y-z) are both x-y-z.
+  CHECK_THROWS_WITH_AS(expand_grid({parse_grid_axis("position.type=x-y,x"),
+                                    parse_grid_axis("task.type=z,y-z")}),
+                       "--grid: the points position.type=x-y task.type=z and position.type=x "
+                       "task.type=y-z map to the same run folder 'x-y-z'",
+                       ConfigError);
+  CHECK(expand_grid({parse_grid_axis("data.corpus=a/b,a+b")}).size() == 2);
 }
 
 TEST_CASE("sweep: finished runs are skipped, and a folder with result.json but no run.h5 is retrained") {
@@ -229,4 +246,93 @@ TEST_CASE("sweep --init-from a sentencepiece run: finished fine-tunes are skippe
   REQUIRE_NOTHROW(again = run_sweep(o));
   REQUIRE(again.size() == 1);
   CHECK(again[0].skipped);
+}
+
+namespace {
+
+// This thread (and the children it starts) may run on its first allowed CPU only, until scope
+// exit: what `taskset -c N` does to a command.
+struct OneCpu {
+  cpu_set_t saved;
+  bool pinned = false;
+  OneCpu() {
+    CPU_ZERO(&saved);
+    if (sched_getaffinity(0, sizeof saved, &saved) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &saved)) {
+        CPU_SET(c, &one);
+        break;
+      }
+    pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+  ~OneCpu() {
+    if (pinned) sched_setaffinity(0, sizeof saved, &saved);
+  }
+};
+
+// The last `threads=N` (the one that wins) of each command in a sweep's commands.txt.
+std::vector<std::string> commands_threads(const std::string& sweep_dir) {
+  std::ifstream in(fs::path(sweep_dir) / "commands.txt");
+  std::vector<std::string> found;
+  for (std::string line; std::getline(in, line);) {
+    const auto p = line.rfind("threads=");
+    if (p != std::string::npos) found.push_back(line.substr(p, line.find(' ', p) - p));
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: a run keeps its config's threads, and automatic threads split the CPUs this process may use") {
+  SweepOptions o;
+  o.jobs = 1;
+  CHECK(sweep_run_threads(o, 1) == 1);  // the config's count, whatever the machine
+  CHECK(sweep_run_threads(o, 3) == 3);
+  CHECK(sweep_run_threads(o, 0) == automatic_threads());  // threads: 0 means what it means in train
+  o.jobs = 2;
+  CHECK(sweep_run_threads(o, 0) == std::max(1, physical_cores() / 2));
+  o.threads = 2;  // --threads
+  CHECK(sweep_run_threads(o, 1) == 2);
+
+  TempFolder tmp("sweep_threads");
+  auto sets = tiny_run(tmp.str("cache"), 2);
+  sets.back() = "threads=0";  // tiny_run's last override is threads=1
+  REQUIRE(sets.back() == "threads=0");
+  auto sweep = [&](const std::string& out, const std::string& jobs,
+                   const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"sweep", "--config", config_path("base.yaml"), "--out", out,
+                                  "--grid", "seed=1,2", "--jobs", jobs};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_relpos(args, tmp.str("log"));
+  };
+  {
+    // As under `taskset -c 0`: the sweep used to divide hardware_concurrency() between the jobs
+    // and give every run more threads than the one CPU it may use, so every run failed.
+    OneCpu one;
+    REQUIRE(one.pinned);
+    REQUIRE(available_cpus() == 1);
+    CHECK(automatic_threads_shared(1) == 1);
+    CHECK(automatic_threads_shared(4) == 1);
+    auto [code, out] = sweep(tmp.str("auto"), "2", {});
+    CHECK_MESSAGE(code == 0, out);
+    CHECK(run_finished(tmp.str("auto/seed1")));
+    CHECK(run_finished(tmp.str("auto/seed2")));
+    CHECK(commands_threads(tmp.str("auto")) == std::vector<std::string>{"threads=1", "threads=1"});
+
+    // An explicit count above that one CPU would fail every run: an error before any starts.
+    auto [code2, out2] = sweep(tmp.str("two"), "1", {"--set", "threads=2"});
+    CHECK(code2 == 2);
+    CHECK_MESSAGE(contains(out2, "error: sweep: seed1: threads 2 is more than the 1 CPU(s) this "
+                                 "process may run on"),
+                  out2);
+    CHECK_FALSE(fs::exists(tmp.str("two")));
+  }
+  // `--set threads=1` is kept: it used to be overridden by cores / jobs.
+  auto [code, out] = sweep(tmp.str("one"), "1", {"--set", "threads=1"});
+  CHECK_MESSAGE(code == 0, out);
+  CHECK(commands_threads(tmp.str("one")) == std::vector<std::string>{"threads=1", "threads=1"});
+  CHECK(load_run_config(tmp.str("one/seed2")).config.threads == 1);
 }

@@ -228,8 +228,13 @@ void validate(const Config& c, const SourceMap* src) {
   if (c.cpu_allocator != "cache" && c.cpu_allocator != "system")
     config_fail(src, "cpu_allocator", "unknown CPU allocator", "'" + c.cpu_allocator + "'",
                 "cache or system");
-  if (!(c.device == "cpu" || c.device == "cuda" || c.device.rfind("cuda:", 0) == 0))
-    config_fail(src, "device", "unknown device", "'" + c.device + "'", "cpu, cuda or cuda:N");
+  // cuda:N with N a GPU index: digits only ("cuda:abc" and "cuda:-1" used to pass here and
+  // reach LibTorch's parser). Whether GPU N exists is checked where the device is opened.
+  const bool gpu_index = c.device.size() > 5 && c.device.rfind("cuda:", 0) == 0 &&
+                         c.device.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (!(c.device == "cpu" || c.device == "cuda" || gpu_index))
+    config_fail(src, "device", "unknown device", "'" + c.device + "'",
+                "cpu, cuda or cuda:N with N a GPU index >= 0");
 }
 
 }  // namespace relpos

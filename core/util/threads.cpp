@@ -59,6 +59,11 @@ int automatic_threads() {
   return std::max(1, physical_cores());
 }
 
+int automatic_threads_shared(int64_t processes) {
+  if (processes <= 1) return automatic_threads();
+  return static_cast<int>(std::max<int64_t>(1, physical_cores() / processes));
+}
+
 ThreadSettings configure_threads(int64_t requested) {
   if (requested < 0)
     throw ConfigError("threads: out of range (got " + std::to_string(requested) +

@@ -26,6 +26,11 @@ int physical_cores();
 // (the measurement behind it is in docs/performance.md).
 int automatic_threads();
 
+// The automatic thread count of each of `processes` processes that run at once on this
+// process's CPUs (a sweep's --jobs): automatic_threads() for one; for more, the physical cores
+// among those CPUs split between them, at least 1 each (as data-parallel ranks split them).
+int automatic_threads_shared(int64_t processes);
+
 // Sets LibTorch's intra-op threads and OpenBLAS's threads to `requested` (0: automatic), and
 // flushes subnormal floats to zero on those threads. Throws ConfigError for a negative count or
 // one above available_cpus().
