@@ -295,6 +295,14 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
        [&] { train_here(lm_sets(rare_text, the_vocab), f + "no_target_run"); },
        {"step ", ": the batch has no target token, so its loss is not finite (nan): every token "
         "of its rows is [UNK] or another special token; stopped; the last good checkpoint"}},
+      {"a batch far past the machine's memory (it used to be killed by the kernel)", "ConfigError",
+       [&] {
+         auto s = tiny_run(tmp.str("cache"), 4);
+         s.push_back("train.batch_size=100000000");
+         train_here(s, f + "huge_batch_run");
+       },
+       {"train.batch_size 100000000 at task.seq_len ", " does not fit in memory: one layer's "
+        "attention scores need at least ", " GB (batch 100000000, "}},
       {"an empty validation split (no probe for snapshots)", "DataError",
        [&] {
          auto s = tiny_run(tmp.str("cache"), 4);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/bench/child_process.h"
 #include "core/data/task.h"
 #include "core/data/tasks.h"
 #include "core/data/text_util.h"
@@ -25,6 +26,7 @@
 #include "core/model/model.h"
 #include "core/train/objective.h"
 #include "core/train/optim.h"
+#include "core/train/extrapolation.h"
 #include "core/train/prefetch.h"
 #include "core/train/progress.h"
 #include "core/train/run_folder.h"
@@ -278,6 +280,19 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   }
   if (dp.is_main()) keep_run_tokenizer(data->tokenizer(), dir);
 
+  // mlm and clm rows are always task.seq_len long, so one layer's attention scores bound the
+  // memory from below: a batch far past the machine's memory is an error here, not a process
+  // the kernel kills minutes later (other tasks pad to the longest row: no bound from seq_len).
+  if (device.is_cpu() && (cfg.task.type == "mlm" || cfg.task.type == "clm")) {
+    const int64_t rows = (cfg.train.batch_size + dp.world_size() - 1) / dp.world_size();
+    const std::string note = attention_memory_note(rows, cfg.model.heads, cfg.task.seq_len,
+                                                   physical_memory_mb() * 1024.0 * 1024.0);
+    if (!note.empty())
+      throw ConfigError(fmt::format("train.batch_size {} at task.seq_len {} does not fit in "
+                                    "memory: {}",
+                                    cfg.train.batch_size, cfg.task.seq_len, note),
+                        "a smaller train.batch_size or task.seq_len");
+  }
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   Model model = build_model(cfg, data->vocab_size(), device);
   auto optimizer = make_optimizer(*model, cfg.train);
