@@ -1,7 +1,9 @@
 #include "experiments/report_util.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -66,6 +68,24 @@ std::string write_experiment_report(const ExperimentContext& ctx, const std::str
   md += fmt::format("Produced by `relpos reproduce {} --scale {}` on {}, commit `{}`, {}.\n",
                     ctx.options().name, ctx.options().scale, machine_summary(), git_commit(),
                     utc_timestamp());
+  // A reproduce run again over finished runs trains nothing: their numbers come from the
+  // commits of the earlier invocations, which commands.txt records ("# <time>  commit <hash>").
+  std::vector<std::string> earlier;
+  {
+    std::ifstream log(dir / "commands.txt");
+    for (std::string line; std::getline(log, line);) {
+      const size_t at = line.rfind("# ", 0) == 0 ? line.find("  commit ") : std::string::npos;
+      if (at == std::string::npos) continue;
+      const std::string hash = line.substr(at + 9, line.find(' ', at + 9) - (at + 9));
+      if (hash != git_commit() && std::find(earlier.begin(), earlier.end(), hash) == earlier.end())
+        earlier.push_back(hash);
+    }
+  }
+  if (!earlier.empty())
+    md += fmt::format("Earlier invocations in commands.txt ran at commit(s) `{}`: runs they "
+                      "finished were not trained again, so their numbers come from that code "
+                      "(each stage's run table names the commit of every run).\n",
+                      fmt::join(earlier, "`, `"));
   md += "Every command run is listed in [commands.txt](commands.txt); each stage folder has its "
         "own report.md with per-run figures.\n";
   const fs::path md_path = dir / "report.md";

@@ -161,6 +161,31 @@ TEST_CASE("reproduce: --set STAGE:key=value reaches that stage's runs only") {
   CHECK_THROWS_AS(ExperimentContext(o, {}), ConfigError);
 }
 
+TEST_CASE("reproduce: the report names the commits of earlier invocations over finished runs") {
+  TempFolder tmp("report_commits");
+  ReproduceOptions o;
+  o.name = "quickstart";
+  o.out_dir = tmp.str("exp");
+  o.quiet = true;
+  fs::create_directories(o.out_dir);
+  // An earlier invocation trained the runs; this one only analyses them again.
+  std::ofstream(fs::path(o.out_dir) / "commands.txt")
+      << "# 2026-01-01T00:00:00Z  commit 0123456789abcdef  on some CPU\n"
+      << "relpos reproduce quickstart --scale mini\n"
+      << "# 2026-01-02T00:00:00Z  commit 0123456789abcdef  on some CPU\n";
+  ExperimentContext ctx(o);
+  const auto read_text = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string md = read_text(write_experiment_report(ctx, "T", "intro", {}));
+  CHECK(md.find("Earlier invocations in commands.txt ran at commit(s) `0123456789abcdef`: runs "
+                "they finished were not trained again") != std::string::npos);
+  fs::remove(fs::path(o.out_dir) / "commands.txt");
+  CHECK(read_text(write_experiment_report(ctx, "T", "intro", {})).find("Earlier") ==
+        std::string::npos);
+}
+
 TEST_CASE("tisa2021: positional parameters at the experiment's size and at ALBERT-base size") {
   // ALBERT-base (Lan et al. 2020): one block shared by 12 layers, D = 768, H = 12, E = 128.
   // Learned: a 512 × E table = 65,536; TISA: 3 parameters per kernel, 5 kernels, 12 heads, one
