@@ -84,9 +84,25 @@ std::vector<std::string> group_order(const std::vector<RunResult>& runs) {
   return g;
 }
 
+// Metric names in table order: by name, and "name@<length>" columns by their number (8, 16,
+// ..., 128 rather than 128, 16, 32, ...).
+struct MetricOrder {
+  static std::pair<std::string, int64_t> key(const std::string& m) {
+    const size_t at = m.rfind('@');
+    if (at == std::string::npos || at + 1 >= m.size() || m.size() - at > 19 ||
+        m.find_first_not_of("0123456789", at + 1) != std::string::npos)
+      return {m, -1};
+    return {m.substr(0, at), std::stoll(m.substr(at + 1))};
+  }
+  bool operator()(const std::string& a, const std::string& b) const {
+    const auto ka = key(a), kb = key(b);
+    return ka != kb ? ka < kb : a < b;
+  }
+};
+
 void results_table(const std::vector<RunResult>& runs, const fs::path& tables) {
   std::vector<RunRecord> records;
-  std::set<std::string> metrics;
+  std::set<std::string, MetricOrder> metrics;
   bool params = false, time = false;
   std::set<std::string> inv;
   for (const auto& r : runs) {

@@ -194,6 +194,27 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   fs::remove_all(dir);
 }
 
+TEST_CASE("an experiment's per-length metric columns are in order of length") {
+  const fs::path dir = test::analysis_scratch("length_columns");
+  MemorySource s = sample_run(dir / "run0");
+  for (const char* m : {"valid_seq_accuracy@128", "valid_seq_accuracy@16", "valid_seq_accuracy@8",
+                        "valid_seq_accuracy@32"})
+    s.run.metrics[m] = {{100}, {0.5}};
+  AnalyzeOptions o;
+  o.figures = false;
+  analyze_experiment({&s}, dir.string(), o);
+  const auto results = lines(dir / "tables" / "results.md");
+  REQUIRE(results.size() >= 3);
+  const std::string& header = results[2];
+  const size_t p8 = header.find("@8 "), p16 = header.find("@16 "), p32 = header.find("@32 "),
+               p128 = header.find("@128 ");
+  REQUIRE(p128 != std::string::npos);
+  CHECK(p8 < p16);
+  CHECK(p16 < p32);
+  CHECK(p32 < p128);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("base64 follows RFC 4648's test vectors") {
   CHECK(base64("") == "");
   CHECK(base64("f") == "Zg==");
