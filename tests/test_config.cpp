@@ -282,6 +282,9 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"data.test_fraction=-0.1"}, "data.test_fraction: out of range"},
       {{"data.max_documents=-1"}, "data.max_documents: out of range"},
       {{"data.max_chars=-1"}, "data.max_chars: out of range"},
+      {{"task.type=classify", "data.corpus=sentiment", "data.label_names=[neg, neg]"},
+       "data.label_names: a name is given to two classes (got 'neg' for classes 0 and 1; "
+       "expected one distinct name per class)"},
       {{"data.tokenizer=wordpiece"},
        "data.vocab_file: the wordpiece tokenizer needs a BERT vocab.txt"},
       {{"train.steps=0"}, "train.steps: out of range"},

@@ -144,6 +144,12 @@ void validate(const Config& c, const SourceMap* src) {
     config_fail(src, "data.label_names", "one name per class",
                 fmt::format("{} names ({})", d.label_names.size(), join_names(d.label_names)),
                 fmt::format("task.num_classes = {} names", t.num_classes));
+  for (size_t i = 0; i < d.label_names.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (d.label_names[i] == d.label_names[j])
+        config_fail(src, "data.label_names", "a name is given to two classes",
+                    fmt::format("'{}' for classes {} and {}", d.label_names[i], j, i),
+                    "one distinct name per class");
   if (d.tsv_text_columns.size() > 2)
     config_fail(src, "data.tsv_text_columns", "too many text columns",
                 join_names(d.tsv_text_columns), "one or two column names");
