@@ -282,6 +282,9 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"data.test_fraction=-0.1"}, "data.test_fraction: out of range"},
       {{"data.max_documents=-1"}, "data.max_documents: out of range"},
       {{"data.max_chars=-1"}, "data.max_chars: out of range"},
+      {{"task.type=classify"},
+       "data.corpus: corpus does not fit the task (got 'sotu' for task 'classify', set at "
+       "command line (--set task.type=classify); expected a labelled corpus"},
       {{"task.type=classify", "data.corpus=sentiment", "data.label_names=[neg, neg]"},
        "data.label_names: a name is given to two classes (got 'neg' for classes 0 and 1; "
        "expected one distinct name per class)"},

@@ -170,7 +170,9 @@ void validate(const Config& c, const SourceMap* src) {
     if (lm && corpus == "wordnet_qa") need = "text: sotu, sentiment, a text file or a folder";
     if (!need.empty())
       config_fail(src, key, "corpus does not fit the task",
-                  fmt::format("'{}' for task '{}'", corpus, t.type), need);
+                  fmt::format("'{}' for task '{}', set at {}", corpus, t.type,
+                              src ? src->describe("task.type") : "<config>"),
+                  need);
     const bool synthetic = !lm && t.type != "classify" && t.type != "span_qa";
     if (key != std::string("data.corpus") && !corpus.empty() && synthetic)
       config_fail(src, key, "the synthetic tasks generate their own data",
