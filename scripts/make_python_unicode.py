@@ -32,11 +32,12 @@ def ranges(pred, lo=0):
     return out
 
 
-def table(name, rs):
-    lines = [f"const Range {name}[] = {{"]
+def c_array(type_name, name, items):
+    """A C++ array definition, its initialisers wrapped at 96 columns."""
+    lines = [f"const {type_name} {name}[] = {{"]
     row = ""
-    for a, b in rs:
-        item = f"{{0x{a:X}, 0x{b:X}}}, "
+    for item in items:
+        item += ", "
         if len(row) + len(item) > 96:
             lines.append("    " + row.rstrip())
             row = ""
@@ -45,6 +46,10 @@ def table(name, rs):
         lines.append("    " + row.rstrip())
     lines.append("};")
     return "\n".join(lines)
+
+
+def table(name, rs):
+    return c_array("Range", name, (f"{{0x{a:X}, 0x{b:X}}}" for a, b in rs))
 
 
 def runs(pairs):
@@ -63,18 +68,8 @@ def runs(pairs):
 
 
 def run_table(name, rs):
-    lines = [f"const LowerRun {name}[] = {{"]
-    row = ""
-    for a, b, stride, delta in rs:
-        item = f"{{0x{a:X}, 0x{b:X}, {stride}, {delta}}}, "
-        if len(row) + len(item) > 96:
-            lines.append("    " + row.rstrip())
-            row = ""
-        row += item
-    if row:
-        lines.append("    " + row.rstrip())
-    lines.append("};")
-    return "\n".join(lines)
+    return c_array("LowerRun", name,
+                   (f"{{0x{a:X}, 0x{b:X}, {stride}, {delta}}}" for a, b, stride, delta in rs))
 
 
 SIGMA = 0x3A3
