@@ -1,6 +1,7 @@
 // relpos train: one training run into a run folder (see core/train/trainer.h); with --nproc N,
 // N data-parallel ranks on this machine (core/dist/launch.h, docs/scaling.md).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <iostream>
@@ -65,8 +66,12 @@ int launch(const ConfigArgs& args, const TrainOptions& o, const std::string& dev
                       "continue with: " + resume);
   // A rank may have failed before rank 0 wrote any checkpoint (a missing corpus, a bad folder).
   const bool has_checkpoint = std::filesystem::exists(run_checkpoint_path(o.out_dir));
-  throw RunError(fmt::format("data-parallel run failed: rank {} failed first ({})", r.first_failed,
-                             r.summary()),
+  const std::string first =
+      r.still_running.empty()
+          ? fmt::format("rank {} failed first", r.first_failed)
+          : fmt::format("rank {} lost its peer first, while rank{} {} still ran (hung?)", r.first_failed,
+                        r.still_running.size() > 1 ? "s" : "", fmt::join(r.still_running, ", "));
+  throw RunError(fmt::format("data-parallel run failed: {} ({})", first, r.summary()),
                  has_checkpoint ? "the ranks' own errors are printed above; after fixing the cause, "
                                   "continue from the last checkpoint with: " + resume
                                 : "the ranks' own errors are printed above; no checkpoint was "

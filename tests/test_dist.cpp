@@ -226,6 +226,11 @@ TEST_CASE("dist: a killed rank stops the run with an error naming it, and --resu
   CHECK(r.err.find("SIGKILL") != std::string::npos);
   CHECK(r.err.find("--resume") != std::string::npos);
   CHECK(r.wall_s < 60);  // no waiting for the 600 s collective timeout
+  // Rank 0 left on its own, with its own error naming the step and the operation (exit code 4),
+  // before the launcher had to stop it.
+  CHECK(r.err.find("rank 0 of 2: the gradient all-reduce of step") != std::string::npos);
+  CHECK(r.err.find("rank 0 exit 4") != std::string::npos);
+  CHECK(r.err.find("stopped by the launcher") == std::string::npos);
   REQUIRE(fs::exists(run_checkpoint_path(tmp.str("dp"))));
   CHECK_FALSE(run_finished(tmp.str("dp")));
 
@@ -238,6 +243,30 @@ TEST_CASE("dist: a killed rank stops the run with an error naming it, and --resu
   REQUIRE(dp.size() == one.size());
   for (size_t i = 0; i < one.size(); ++i) CHECK(dp[i] == doctest::Approx(one[i]).epsilon(1e-5));
   CHECK(max_weight_difference(tmp.str("one"), tmp.str("dp")) < 2e-5);
+}
+
+TEST_CASE("dist: a hung rank makes the others give up after RELPOS_DIST_TIMEOUT, and the launcher stops it") {
+  RELPOS_SKIP_WITHOUT_GLOO();
+  Scratch tmp("hang");
+  // Rank 1 stops itself (SIGSTOP) at step 2: its sockets stay open, so rank 0 can only learn of
+  // it from the collective's timeout (3 s here instead of 600).
+  auto args = train_args(tmp.str("dp"), tmp.str("cache"));
+  args.insert(args.end(), {"--nproc", "2"});
+  const ChildResult r =
+      run_child(RELPOS_BINARY, args, {120, 0}, {"RELPOS_FAULT=1:2:hang", "RELPOS_DIST_TIMEOUT=3"});
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  // Steps are 1-based in messages: the all-reduce of the step rank 1 never reached.
+  CHECK(r.err.find("rank 0 of 2: the gradient all-reduce of step 3") != std::string::npos);
+  CHECK(r.err.find("RELPOS_DIST_TIMEOUT=3s") != std::string::npos);
+  // The report points at the hung rank, not at the one that timed out waiting for it.
+  CHECK(r.err.find("rank 0 lost its peer first, while rank 1 still ran (hung?)") != std::string::npos);
+  CHECK(r.err.find("rank 0 exit 4") != std::string::npos);
+  // The stopped rank cannot act on SIGTERM: the launcher's SIGKILL ends it.
+  CHECK(r.err.find("rank 1 killed by SIGKILL") != std::string::npos);
+  CHECK(r.err.find("stopped by the launcher") != std::string::npos);
+  CHECK(r.wall_s < 100);  // liveness only: it ends (timeout 3 s + grace 10 s + 5 s), never hangs
+  CHECK_FALSE(run_finished(tmp.str("dp")));
 }
 
 TEST_CASE("dist: a global batch that does not split over the ranks is refused before any rank starts") {

@@ -425,3 +425,63 @@ TEST_CASE("model: a model too big for memory is a config error naming its sizes"
                                          "model.width 16777216, model.ff_width 4"),
                        ConfigError);
 }
+
+// DESIGN.md §2: the position-only scores of an input encoding are (P W_Q^h)(P W_K^h)ᵀ/√d at
+// layer 0, with P the encoding's rows (through the factorized projection's weight, no bias, when
+// E < D) and no LayerNorm or bias. Written here as loops over i, j, h and the channels.
+TEST_CASE("model: input position scores of learned and sinusoidal equal (P W_Q)(P W_K)^T/sqrt(d)") {
+  const int64_t T = 6, H = 2, d = 8;
+  for (const char* type : {"learned+tisa", "sinusoidal"}) {
+    for (int64_t E : {0, 8}) {
+      CAPTURE(type);
+      CAPTURE(E);
+      const Config cfg = small_config(type, false, {"model.embedding_width=" + std::to_string(E)});
+      Model m = build(cfg);
+      auto& tr = *m->transformer;
+      torch::NoGradGuard guard;
+      const int64_t width = E > 0 ? E : H * d;
+      // P (T,width): the learned table's rows, or sin/cos(i / 10000^(2m/width)) (scale 1).
+      std::vector<std::vector<double>> P(T, std::vector<double>(width));
+      const auto named = tr.position->named_parameters();
+      const bool learned = std::string(type).rfind("learned", 0) == 0;
+      const auto table = learned ? named["learned.table"].to(torch::kDouble) : torch::Tensor();
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t c = 0; c < width; ++c) {
+          const double ang = i / std::pow(10000.0, static_cast<double>(c - c % 2) / width);
+          P[i][c] = learned ? table[i][c].item<double>() : (c % 2 == 0 ? std::sin(ang) : std::cos(ang));
+        }
+      if (E > 0) {  // project E -> D with the projection's weight only
+        const auto Wp = tr.embedding_projection->weight.to(torch::kDouble);  // (D,E)
+        std::vector<std::vector<double>> Q(T, std::vector<double>(H * d, 0.0));
+        for (int64_t i = 0; i < T; ++i)
+          for (int64_t c = 0; c < H * d; ++c)
+            for (int64_t e = 0; e < E; ++e) Q[i][c] += Wp[c][e].item<double>() * P[i][e];
+        P = Q;
+      }
+      const auto Wq = tr.block(0)->attention->query->weight.to(torch::kDouble);  // (D,D)
+      const auto Wk = tr.block(0)->attention->key->weight.to(torch::kDouble);    // (D,D)
+      std::vector<std::vector<double>> q(T, std::vector<double>(H * d, 0.0)), k = q;
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t c = 0; c < H * d; ++c)
+          for (int64_t e = 0; e < H * d; ++e) {
+            q[i][c] += Wq[c][e].item<double>() * P[i][e];
+            k[i][c] += Wk[c][e].item<double>() * P[i][e];
+          }
+      const auto scores = tr.input_position_scores(T);
+      REQUIRE(scores.size() == (learned ? 2u : 1u));
+      if (learned) CHECK(!scores[1].defined());  // tisa adds nothing to the input
+      REQUIRE(scores[0].sizes() == torch::IntArrayRef({H, T, T}));
+      double worst = 0.0;
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < T; ++i)
+          for (int64_t j = 0; j < T; ++j) {
+            double s = 0.0;
+            for (int64_t c = h * d; c < (h + 1) * d; ++c) s += q[i][c] * k[j][c];
+            s /= std::sqrt(static_cast<double>(d));
+            worst = std::max(worst, std::abs(scores[0][h][i][j].item<double>() - s));
+          }
+      CHECK(worst < 1e-4);
+      CHECK(scores[0].abs().max().item<double>() > 1e-2);  // not vacuously small
+    }
+  }
+}

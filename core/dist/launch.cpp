@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -169,6 +170,8 @@ LaunchResult launch_local(const LaunchOptions& o) {
     if (res.first_failed < 0 && consequence_rank >= 0 && since(consequence_at) > kSettleSeconds) {
       res.first_failed = consequence_rank;
       failed_at = consequence_at;
+      for (const auto& [pid, rank] : alive) res.still_running.push_back(rank);
+      std::sort(res.still_running.begin(), res.still_running.end());
     }
     if (interrupt_requested() && !forwarded) {
       signal_all(SIGTERM);  // one signal each: the ranks agree on a step and rank 0 checkpoints

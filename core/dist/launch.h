@@ -36,6 +36,10 @@ struct LaunchResult {
   std::vector<RankExit> ranks;   // in the order they ended
   int64_t first_failed = -1;     // the rank that failed first; -1 when all succeeded
   bool interrupted = false;      // the launcher got SIGINT/SIGTERM and forwarded it
+  // When the first failure was only a consequence (a rank that lost its peer: exit
+  // kPeerLostExitCode or SIGPIPE) and no other rank failed within 2 s: the ranks still running
+  // then. They are the likely cause (a hang: the others timed out waiting for them).
+  std::vector<int64_t> still_running;
   bool ok() const { return first_failed < 0 && !interrupted; }
   std::string summary() const;   // "rank 1 killed by SIGKILL after 2.1s; rank 0 exit 2 ..."
 };
