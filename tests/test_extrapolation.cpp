@@ -7,8 +7,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/io/run_file.h"
+#include "core/io/schema.h"
 #include "core/train/extrapolation.h"
 #include "core/train/objective.h"
 #include "core/train/run_model.h"
@@ -307,5 +310,16 @@ TEST_CASE("eval (classify, span_qa): every test example is scored at each length
       for (const auto& [k, v] : direct) CHECK(row.metrics.at(k) == doctest::Approx(v).epsilon(1e-9));
     }
     CHECK(rows[0].metrics.count(task[0] == "task.type=span_qa" ? "f1" : "accuracy") == 1);
+    if (task[0] != "task.type=classify") continue;
+    // Classification F1 and MCC: at each length, and logged by training like every validation
+    // metric (metrics.jsonl, run.h5 /metrics, result.json).
+    for (const std::string k : {"f1", "mcc"}) {
+      CAPTURE(k);
+      for (const auto& row : rows) CHECK(row.metrics.count(k) == 1);
+      CHECK_FALSE(test::logged(dir, "valid_" + k).empty());
+      CHECK(RunFileReader::open(run_h5_path(dir))->exists(schema::metric_group("valid_" + k)));
+      std::ifstream in(run_result_path(dir));
+      CHECK(nlohmann::json::parse(in).at("valid").contains(k));
+    }
   }
 }
