@@ -1,14 +1,18 @@
 // `relpos eval` for a causal LM: perplexity over nonoverlapping chunks and with a sliding window
-// (Press et al.: each window after the first scores only its last `stride` tokens), against a
-// loop that runs the model on one window at a time and sums log-probabilities itself.
+// (Press et al.: each window after the first scores only its last `stride` tokens), and for an
+// MLM: masked-token loss and accuracy, each against a loop that runs the model on one window at
+// a time and sums log-probabilities itself.
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/io/run_file.h"
+#include "core/io/schema.h"
 #include "core/train/extrapolation.h"
 #include "core/train/objective.h"
 #include "core/train/run_model.h"
@@ -246,6 +250,63 @@ TEST_CASE("eval (mlm): the windows scored do not depend on the batch size") {
   CHECK(m[0].at("accuracy") == doctest::Approx(m[1].at("accuracy")).epsilon(1e-9));
 }
 
+TEST_CASE("eval (mlm): masked-token loss and accuracy equal a loop over the task's windows, one "
+          "forward pass each") {
+  test::TempFolder tmp("extrapolation_mlm_loop");
+  const std::string dir = tmp.str("run");
+  auto sets = test::tiny_run(tmp.str("cache"), 3);
+  sets.insert(sets.end(), {"position.type=alibi", "task.seq_len=16"});
+  REQUIRE(test::train_here(sets, dir).finished);
+  LoadedRun run = load_run(dir);
+  ExtrapolationOptions eo;
+  eo.lengths = {16, 40};
+  eo.max_tokens = 200;  // 12 windows at 16, 5 at 40
+  eo.batch_size = 5;    // 5 rows at 16 (batches 5, 5, 2), 2 at 40 (2, 2, 1)
+  const auto rows = evaluate_lengths(run, eo);
+  REQUIRE(rows.size() == 2);
+
+  const auto& stream = run.data->stream(Split::Test);
+  const int64_t cls = run.data->tokenizer().special().cls;
+  torch::NoGradGuard guard;
+  for (const auto& row : rows) {
+    const int64_t L = row.length, windows = eo.max_tokens / L;
+    CAPTURE(L);
+    REQUIRE(row.applicable);
+    REQUIRE(static_cast<int64_t>(stream.size()) >= windows * (L - 1));
+    // One window per batch: evaluation masks are fixed per window (docs/data.md), whatever the
+    // batch they come in.
+    const auto one = run.data->eval_batches(Split::Test, 1, windows, L);
+    REQUIRE(static_cast<int64_t>(one.size()) == windows);
+    double nll = 0, right = 0, n = 0;
+    for (int64_t w = 0; w < windows; ++w) {
+      const Batch& b = one[w];
+      REQUIRE(b.tokens.sizes() == torch::IntArrayRef({1, L}));
+      // The documented row: [CLS] + the L-1 stream tokens from w·(L-1) (windows consecutive,
+      // not overlapping); a scored position's target is the stream token it hides, and an
+      // unscored one shows that token unchanged.
+      CHECK(b.tokens[0][0].item<int64_t>() == cls);
+      CHECK(b.targets[0][0].item<int64_t>() == -100);
+      const auto logits = run.model->lm_logits(run.model->hidden(b.tokens));  // (1,L,V)
+      const auto logp = torch::log_softmax(logits.to(torch::kDouble), -1);    // (1,L,V)
+      for (int64_t t = 1; t < L; ++t) {
+        const int64_t original = stream[w * (L - 1) + t - 1];
+        const int64_t y = b.targets[0][t].item<int64_t>();
+        if (y == -100) {
+          CHECK(b.tokens[0][t].item<int64_t>() == original);
+          continue;
+        }
+        CHECK(y == original);
+        nll -= logp[0][t][y].item<double>();
+        right += logits[0][t].argmax().item<int64_t>() == y;
+        n += 1;
+      }
+    }
+    REQUIRE(n > 0);
+    CHECK(row.metrics.at("loss") == doctest::Approx(nll / n).epsilon(1e-6));
+    CHECK(row.metrics.at("accuracy") == doctest::Approx(right / n).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("eval (synthetic): every test length by default, and a length the task lacks is named") {
   Config c = load_config({test::config_path("base.yaml")},
                          {"task.type=copy", "task.seq_len=40", "task.min_len=4", "task.max_len=8",
@@ -307,5 +368,16 @@ TEST_CASE("eval (classify, span_qa): every test example is scored at each length
       for (const auto& [k, v] : direct) CHECK(row.metrics.at(k) == doctest::Approx(v).epsilon(1e-9));
     }
     CHECK(rows[0].metrics.count(task[0] == "task.type=span_qa" ? "f1" : "accuracy") == 1);
+    if (task[0] != "task.type=classify") continue;
+    // Classification F1 and MCC: at each length, and logged by training like every validation
+    // metric (metrics.jsonl, run.h5 /metrics, result.json).
+    for (const std::string k : {"f1", "mcc"}) {
+      CAPTURE(k);
+      for (const auto& row : rows) CHECK(row.metrics.count(k) == 1);
+      CHECK_FALSE(test::logged(dir, "valid_" + k).empty());
+      CHECK(RunFileReader::open(run_h5_path(dir))->exists(schema::metric_group("valid_" + k)));
+      std::ifstream in(run_result_path(dir));
+      CHECK(nlohmann::json::parse(in).at("valid").contains(k));
+    }
   }
 }

@@ -168,8 +168,16 @@ void MetricAccumulator::add(Model& model, const Batch& b) {
                                     F::CrossEntropyFuncOptions().reduction(torch::kSum))
                        .item<double>();
       loss_count_ += b.targets.size(0);
-      correct_ += (logits.argmax(-1) == b.targets).sum().item<double>();
+      auto predicted = logits.argmax(-1);  // (B)
+      correct_ += (predicted == b.targets).sum().item<double>();
       total_ += b.targets.size(0);
+      if (confusion_.classes() == 0) confusion_ = ConfusionMatrix(logits.size(1));
+      TORCH_CHECK(confusion_.classes() == logits.size(1), "classifier metrics: ", logits.size(1),
+                  " classes after ", confusion_.classes(), " in an earlier batch");
+      auto gold = b.targets.to(torch::kCPU).contiguous();  // (B)
+      predicted = predicted.to(torch::kCPU).contiguous();  // (B)
+      const auto g = gold.accessor<int64_t, 1>(), p = predicted.accessor<int64_t, 1>();
+      for (int64_t i = 0; i < g.size(0); ++i) confusion_.add(g[i], p[i]);
       break;
     }
     case HeadKind::Span: {
@@ -210,6 +218,10 @@ std::map<std::string, double> MetricAccumulator::result() const {
   if (seq_total_ > 0) m["seq_accuracy"] = seq_correct_ / seq_total_;
   for (const auto& [len, counts] : by_length_)
     m["seq_accuracy@" + std::to_string(len)] = counts.first / counts.second;
+  if (confusion_.total() > 0) {
+    m["f1"] = classification_f1(confusion_);
+    m["mcc"] = matthews_correlation(confusion_);
+  }
   if (qa_count_ > 0) {
     m["em"] = 100.0 * em_sum_ / qa_count_;
     m["f1"] = 100.0 * f1_sum_ / qa_count_;

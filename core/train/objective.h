@@ -2,7 +2,9 @@
 //   Lm head (mlm, clm, synthetic): cross-entropy over positions with a target (!= -100);
 //     accuracy = correct predictions / targets; clm adds ppl = exp(loss); synthetic tasks add
 //     seq_accuracy = rows whose every target is right.
-//   Classifier: cross-entropy, accuracy.
+//   Classifier: cross-entropy, accuracy, f1 and mcc from the confusion matrix of the argmax
+//     predictions (2 classes: F1 of class 1 and the binary MCC; more: macro-F1 and Gorodkin's
+//     R_K; edge cases in core/train/classification_metrics.h).
 //   Span: (CE(start) + CE(end)) / 2; accuracy (start and end both right), em and f1 (SQuAD
 //     v1.1 normalization) of the best span (best_spans, at most task.max_answer_len tokens).
 #pragma once
@@ -14,6 +16,7 @@
 #include "core/data/task.h"
 #include "core/data/tasks.h"  // is_synthetic_task
 #include "core/model/model.h"
+#include "core/train/classification_metrics.h"
 
 namespace relpos {
 
@@ -73,6 +76,7 @@ class MetricAccumulator {
   double correct_ = 0, total_ = 0;
   double seq_correct_ = 0, seq_total_ = 0;
   double em_sum_ = 0, f1_sum_ = 0, qa_count_ = 0;
+  ConfusionMatrix confusion_;  // classifier: sized by the first batch's logits
   std::map<int64_t, std::pair<double, double>> by_length_;  // length -> (rows right, rows)
 };
 

@@ -13,6 +13,21 @@ torch::Tensor cpu_float(const torch::Tensor& t) {
   return t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
 }
 
+// Attention probabilities (B,H,T,T) averaged over the probes, each query row over the probes
+// where that query is a real token (key_mask (B,T), undefined: no padding): a padding query
+// row attends like any other and would pull the map toward what padding does. A row that is
+// padding in every probe keeps the plain mean over the probes, so every row still sums to 1.
+torch::Tensor probe_attention_mean(const torch::Tensor& probs, const torch::Tensor& key_mask) {
+  if (!key_mask.defined()) return probs.mean(0);  // (H,T,T)
+  const int64_t B = probs.size(0), T = probs.size(2);
+  TORCH_CHECK(key_mask.sizes() == torch::IntArrayRef({B, T}), "probe key mask must be (", B, ",", T,
+              "), got ", key_mask.sizes());
+  auto real = key_mask.to(probs.dtype()).view({B, 1, T, 1});    // (B,1,T,1)
+  auto count = real.sum(0);                                     // (1,T,1)
+  auto over_real = (probs * real).sum(0) / count.clamp_min(1);  // (H,T,T)
+  return torch::where(count > 0, over_real, probs.mean(0));     // (H,T,T)
+}
+
 }  // namespace
 
 SnapshotContent compute_snapshot(Model& model, const Batch& probe_cpu, const SnapshotConfig& cfg,
@@ -31,7 +46,8 @@ SnapshotContent compute_snapshot(Model& model, const Batch& probe_cpu, const Sna
 
   SnapshotContent out;
   std::vector<torch::Tensor> attention;
-  for (const auto& r : records) attention.push_back(r.probs.mean(0));  // (H,T,T)
+  for (const auto& r : records)
+    attention.push_back(probe_attention_mean(r.probs, probe.key_mask));  // (H,T,T)
   out.attention = cpu_float(torch::stack(attention));                  // (L,H,T,T)
 
   auto& transformer = model->transformer;

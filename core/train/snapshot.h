@@ -15,7 +15,9 @@
 namespace relpos {
 
 struct SnapshotContent {
-  torch::Tensor attention;                     // (L,H,T,T) float32, CPU
+  torch::Tensor attention;                     // (L,H,T,T) float32, CPU; each query row
+                                               // averaged over the probes where it is a real
+                                               // token (all probes where it is in none)
   std::vector<NamedTensor> position_scores;    // per encoding: (L,H,T,T), or (1,H,T,T) at layer 0
                                                // for encodings that add to the input
   std::map<std::string, std::vector<NamedTensor>> position;  // encoding -> exported tensors
