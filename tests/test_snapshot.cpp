@@ -73,3 +73,63 @@ TEST_CASE("snapshot attention of a padded probe: each query row averages the pro
     CHECK(torch::allclose(got.narrow(2, 0, 2), plain.narrow(2, 0, 2), 1e-5, 1e-6));
   }
 }
+
+TEST_CASE("snapshot position scores of a padded probe: entry (i, j) averages the probes where "
+          "query i and key j are both real") {
+  const Config cfg = test::small_config(
+      "shaw", false, {"task.type=classify", "data.corpus=sentiment", "task.num_classes=2"});
+  Model model = test::small_model(cfg);
+  const int64_t P = 3, T = 8, L = cfg.model.layers, H = cfg.model.heads;
+  const std::vector<int64_t> lengths = {6, 4, 2};  // positions 6-7 are padding in every probe
+  torch::manual_seed(5);
+  Batch probe;
+  probe.tokens = torch::randint(5, 40, {P, T}, torch::kLong);  // (P,T)
+  probe.key_mask = torch::zeros({P, T}, torch::kBool);         // (P,T)
+  for (int64_t b = 0; b < P; ++b) {
+    probe.key_mask[b].narrow(0, 0, lengths[b]).fill_(true);
+    probe.tokens[b].narrow(0, lengths[b], T - lengths[b]).fill_(0);  // [PAD]
+  }
+  probe.pool_index = torch::zeros({P}, torch::kLong);  // (P)
+  const SnapshotContent snap = compute_snapshot(model, probe, cfg.snapshots, torch::kCPU);
+  REQUIRE(snap.position_scores.size() == 1);
+  const auto got = snap.position_scores[0].value.to(torch::kDouble);  // (L,H,T,T)
+  REQUIRE(got.sizes() == torch::IntArrayRef({L, H, T, T}));
+
+  // shaw's score term q_i·a_{c(j-i)}/√d of each probe run on its own: (P) x (L,H,T,T).
+  std::vector<torch::Tensor> single;
+  {
+    torch::NoGradGuard guard;
+    for (int64_t b = 0; b < P; ++b) {
+      std::vector<AttentionRecord> records;
+      ForwardOptions o;
+      o.key_mask = probe.key_mask.narrow(0, b, 1);  // (1,T)
+      o.records = &records;
+      model->hidden(probe.tokens.narrow(0, b, 1), o);
+      std::vector<torch::Tensor> layers;
+      for (const auto& r : records) layers.push_back(r.terms.at(0)[0].to(torch::kDouble));  // (H,T,T)
+      single.push_back(torch::stack(layers));  // (L,H,T,T)
+    }
+  }
+  double worst = 0;
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j) {
+          double sum = 0;
+          int64_t n = 0;
+          for (int64_t b = 0; b < P; ++b)
+            if (i < lengths[b] && j < lengths[b]) {
+              sum += single[b][l][h][i][j].item<double>();
+              ++n;
+            }
+          if (n == 0) {  // no probe has both real: the plain mean
+            for (int64_t b = 0; b < P; ++b) sum += single[b][l][h][i][j].item<double>();
+            n = P;
+          }
+          worst = std::max(worst, std::abs(got[l][h][i][j].item<double>() - sum / n));
+        }
+  CHECK(worst < 1e-5);
+  // The plain mean differs where some probe pads the query or the key (here at (3, 1)).
+  const auto plain = (single[0] + single[1] + single[2]) / 3.0;  // (L,H,T,T)
+  CHECK(std::abs(got[0][0][3][1].item<double>() - plain[0][0][3][1].item<double>()) > 1e-4);
+}

@@ -28,6 +28,22 @@ torch::Tensor probe_attention_mean(const torch::Tensor& probs, const torch::Tens
   return torch::where(count > 0, over_real, probs.mean(0));     // (H,T,T)
 }
 
+// A variant's position-only score term (B,H,T,T), or (1,H,T,T) for a bias that does not depend
+// on the tokens, averaged over the probes: entry (i, j) over the probes where both query i and key
+// j are real tokens, since a content-dependent term (shaw, huang, transformer_xl) at a padding
+// query or key says nothing about the model. Where no probe has both real, the plain mean.
+torch::Tensor probe_pair_mean(const torch::Tensor& term, const torch::Tensor& key_mask) {
+  if (!key_mask.defined() || term.size(0) == 1) return term.mean(0);  // (H,T,T)
+  const int64_t B = term.size(0), T = term.size(2);
+  TORCH_CHECK(key_mask.sizes() == torch::IntArrayRef({B, T}), "probe key mask must be (", B, ",", T,
+              "), got ", key_mask.sizes());
+  auto real = key_mask.to(term.dtype());                             // (B,T)
+  auto both = (real.unsqueeze(2) * real.unsqueeze(1)).unsqueeze(1);  // (B,1,T,T)
+  auto count = both.sum(0);                                          // (1,T,T)
+  auto over_real = (term * both).sum(0) / count.clamp_min(1);        // (H,T,T)
+  return torch::where(count > 0, over_real, term.mean(0));           // (H,T,T)
+}
+
 }  // namespace
 
 SnapshotContent compute_snapshot(Model& model, const Batch& probe_cpu, const SnapshotConfig& cfg,
@@ -58,7 +74,7 @@ SnapshotContent compute_snapshot(Model& model, const Batch& probe_cpu, const Sna
     for (const auto& r : records) {
       const auto& term = r.terms.at(e);
       if (!term.defined()) break;
-      layers.push_back(term.mean(0));  // (H,T,T) (a (1,H,T,T) bias averages to itself)
+      layers.push_back(probe_pair_mean(term, probe.key_mask));  // (H,T,T)
     }
     if (layers.size() == records.size() && !layers.empty()) {
       out.position_scores.push_back(
