@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 #include <torch/cuda.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
 
 #include <chrono>
@@ -125,15 +124,6 @@ std::vector<int64_t> debug_nonfinite_steps() {
     out.push_back(v);
   }
   return out;
-}
-
-// The global L2 norm of the gradients (what clip_grad_norm_ computes), for the non-finite check
-// when clipping is off.
-double gradient_norm(torch::nn::Module& model) {
-  double sq = 0;
-  for (const auto& p : model.parameters())
-    if (p.grad().defined()) sq += p.grad().detach().to(torch::kDouble).pow(2).sum().item<double>();
-  return std::sqrt(sq);
 }
 
 // Rough size of what a run writes at most at once: checkpoint.pt and its temporary (parameters
@@ -481,17 +471,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       if (valid) last_valid = *valid;
       for (const auto& [k, v] : last_valid) logged["valid_" + k] = v;
       auto it = last_valid.find(pm.name);
-      if (it != last_valid.end()) {
-        const bool better = !state.has_best || (pm.higher_is_better ? it->second > state.best_metric
-                                                                      : it->second < state.best_metric);
-        if (better) {
-          state.best_metric = it->second;
-          state.has_best = true;
-          state.evals_without_improvement = 0;
-        } else {
-          ++state.evals_without_improvement;
-        }
-      }
+      if (it != last_valid.end()) record_evaluation(state, it->second, pm.higher_is_better);
       state.evals_without_improvement =
           dp.broadcast_from_main(state.evals_without_improvement, "the early-stopping count");
     }
@@ -516,8 +496,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       window_start = std::chrono::steady_clock::now();
     }
     if (want_snapshot(step)) take_snapshot(step);
-    const bool stop_early = cfg.train.early_stop > 0 &&
-                            state.evals_without_improvement >= cfg.train.early_stop;
+    const bool stop_early = early_stop_due(state, cfg.train.early_stop);
     if (step % cfg.train.checkpoint_every == 0 || last || stop_early) save(step);
     if (opts.stop_after > 0 && step >= opts.stop_after && !last) {
       if (last_checkpoint != step) save(step);
@@ -580,9 +559,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     const bool no_targets = !finite && dp.last_global_items() == 0;
     double grad_norm = 0;
     if (finite) {
-      grad_norm = cfg.train.grad_clip > 0
-                      ? torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.train.grad_clip)
-                      : gradient_norm(*model);
+      grad_norm = clip_gradients(*model, cfg.train.grad_clip);
       finite = std::isfinite(grad_norm);
     }
     if (!finite) {
