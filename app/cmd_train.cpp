@@ -78,6 +78,23 @@ int launch(const ConfigArgs& args, const TrainOptions& o, const std::string& dev
                                   "written, so run the same command again after fixing the cause");
 }
 
+// The run folder from --out and --resume [DIR]: either names it; both must name the same one.
+void resolve_run_folder(TrainOptions& o, const std::string& resume_dir) {
+  if (!resume_dir.empty()) {
+    std::error_code ec;
+    if (!o.out_dir.empty() && o.out_dir != resume_dir &&
+        !std::filesystem::equivalent(o.out_dir, resume_dir, ec))
+      throw ConfigError(fmt::format("train: --resume {} and --out {} name different folders",
+                                    resume_dir, o.out_dir),
+                        "give the run folder once: relpos train --resume DIR");
+    o.out_dir = resume_dir;
+  }
+  if (o.out_dir.empty())
+    throw ConfigError(o.resume ? "train: --resume needs the run folder: --resume DIR (or --out DIR)"
+                               : "train: --out DIR is required",
+                      o.resume ? "relpos train --resume DIR" : "the folder the run writes into");
+}
+
 }  // namespace
 
 Command add_train(CLI::App& app) {
@@ -86,9 +103,14 @@ Command add_train(CLI::App& app) {
   auto opts = std::make_shared<TrainOptions>();
   auto device = std::make_shared<std::string>();
   auto l = std::make_shared<LaunchArgs>();
+  auto resume_dir = std::make_shared<std::string>();
   args->add_to(cmd);
-  cmd->add_option("--out,-o", opts->out_dir, "run folder to write")->required();
-  cmd->add_flag("--resume", opts->resume, "continue the run in --out from its checkpoint");
+  cmd->add_option("--out,-o", opts->out_dir, "run folder to write (or to resume)");
+  // `--resume DIR` and `--resume --out DIR` are the same; an empty value means "not given".
+  auto* resume = cmd->add_option("--resume", *resume_dir,
+                                 "continue a run from its checkpoint: --resume DIR, or --resume "
+                                 "with --out DIR")
+                     ->expected(0, 1);
   cmd->add_flag("--overwrite", opts->overwrite, "replace a run already in --out");
   cmd->add_option("--init-from", opts->init_from,
                   "initialise parameters shared by name from this run folder (fine-tuning)");
@@ -112,7 +134,9 @@ Command add_train(CLI::App& app) {
                       "with --nproc or --nnodes: a free port on node 0, 1..65535 (default with "
                       "one node: a free port of this machine)")
           ->check(integer_in(1, 65535));
-  return {cmd, [args, opts, device, l, node_rank, master_addr, master_port]() {
+  return {cmd, [args, opts, device, l, node_rank, master_addr, master_port, resume, resume_dir]() {
+            opts->resume = resume->count() > 0;
+            resolve_run_folder(*opts, *resume_dir);
             // The launch options mean something only to a data-parallel launch: never ignored.
             if (node_rank->count() > 0 && l->node_rank >= l->nnodes)
               throw ConfigError(fmt::format("train: --node-rank {}: expected 0..{} (--nnodes is {})",

@@ -409,3 +409,32 @@ TEST_CASE("relpos train: --init-from a run that has not finished says so, and st
   CHECK_MESSAGE(code == 0, out);
   CHECK_MESSAGE(!contains(out, "has not finished"), out);
 }
+
+TEST_CASE("relpos train: --resume DIR or --resume --out DIR continues a run, two folders are refused") {
+  TempFolder tmp("cli_resume_dir");
+  const auto sets = tiny_run(tmp.str("cache"), 4);
+  const std::string a = tmp.str("a"), b = tmp.str("b");
+  train_here(sets, a, /*stop_after=*/2);
+  train_here(sets, b, /*stop_after=*/2);
+  check_refused({{{"train", "--resume", a, "--out", b, "--quiet"},
+                  "train: --resume " + a + " and --out " + b + " name different folders"},
+                 {{"train", "--resume", "--quiet"},
+                  "train: --resume needs the run folder: --resume DIR (or --out DIR)"},
+                 {{"train", "--quiet"}, "train: --out DIR is required"}},
+                tmp.str("log"));
+  CHECK_FALSE(run_finished(a));  // the refused commands changed nothing
+  CHECK(load_saved(a).state.step == 2);
+
+  auto [code, out] = run_relpos({"train", "--resume", a, "--quiet"}, tmp.str("log_a"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK(run_finished(a));
+  // Both options naming the same folder (spelled differently) is the same as either.
+  std::tie(code, out) =
+      run_relpos({"train", "--out", b, "--resume", b + "/", "--quiet"}, tmp.str("log_b"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK(run_finished(b));
+  // Resumed either way, the runs end as an uninterrupted one does.
+  train_here(sets, tmp.str("whole"));
+  CHECK(logged(a, "train_loss") == logged(tmp.str("whole"), "train_loss"));
+  CHECK(logged(b, "train_loss") == logged(tmp.str("whole"), "train_loss"));
+}

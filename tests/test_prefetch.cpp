@@ -38,6 +38,7 @@ class RecordingTask : public TaskData {
   const std::vector<int64_t>& stream(Split) const override { return empty_; }
   std::string describe() const override { return "recording"; }
   std::vector<int64_t> split_documents(Split) const override { return {}; }
+  std::vector<std::string> split_document_names(Split) const override { return {}; }
 
   std::vector<int64_t> built() const {
     std::lock_guard<std::mutex> g(mu_);

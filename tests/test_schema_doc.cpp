@@ -1,7 +1,8 @@
 // docs/hdf5-schema.md against the code: the table "Position tensors by variant" must list every
 // dataset each registered variant exports, with its axis names and its shape (the shape
 // formulas of the document evaluated for a concrete config), and every real export must round-
-// trip through a run-file snapshot.
+// trip through a run-file snapshot; the table "Groups and datasets" must list the /split and
+// /init_from records with the types and axis names the writer gives them.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "core/config/config.h"
 #include "core/io/run_file.h"
@@ -220,4 +222,71 @@ TEST_CASE(
       }
     }
   }
+}
+
+namespace {
+
+// The rows of the table under "## Groups and datasets": path -> {type, shape, dims}.
+std::map<std::string, std::vector<std::string>> documented_paths() {
+  std::ifstream in(std::string(RELPOS_SOURCE_DIR) + "/docs/hdf5-schema.md");
+  REQUIRE(in.good());
+  std::map<std::string, std::vector<std::string>> out;
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) in_section = line == "## Groups and datasets";
+    if (!in_section || line.rfind("| `", 0) != 0) continue;
+    const auto c = cells(line);
+    REQUIRE(c.size() >= 4);
+    out[unquote(c[0])] = {c[1], c[2], unquote(c[3])};
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "schema doc: the split and --init-from records are documented as the writer writes them") {
+  const auto doc = documented_paths();
+  const std::string any_split = schema::split_group("<split>");
+  const std::vector<std::tuple<std::string, std::string, std::string>> expected = {
+      {schema::join(any_split, schema::kSplitIds), "int64", schema::kDimsDocument},
+      {schema::join(any_split, schema::kSplitNames), "string", schema::kDimsDocument},
+      {schema::init_from_path(schema::kInitLoaded), "string", schema::kDimsParameter},
+      {schema::init_from_path(schema::kInitInitialised), "string", schema::kDimsParameter},
+      {schema::init_from_path(schema::kInitShapeMismatched), "string", schema::kDimsParameter},
+      {schema::init_from_path(schema::kInitUnused), "string", schema::kDimsParameter}};
+  for (const auto& [path, type, dims] : expected) {
+    CAPTURE(path);
+    REQUIRE_MESSAGE(doc.count(path), path << " is missing from \"Groups and datasets\"");
+    CHECK(doc.at(path)[0] == type);
+    CHECK(doc.at(path)[1] == "(N)");
+    CHECK(doc.at(path)[2] == dims);
+  }
+  for (const char* group : {schema::kSplit, schema::kInitFrom}) {
+    CAPTURE(group);
+    REQUIRE(doc.count(std::string(group) + "/"));
+    CHECK(doc.at(std::string(group) + "/")[0] == "group");
+  }
+
+  // What the writer writes has those dims, and reads back.
+  test::ScratchDir dir("schema_doc_records");
+  const std::string path = dir.file("records.h5");
+  {
+    auto w = RunFileWriter::create(path, RunAttributes{});
+    w->write_split({7, "corpus.txt", {{"train", {0, 2}, {"a", "c"}}, {"test", {1}, {"b"}}}});
+    w->write_init_from({"pre", {"x.weight"}, {"p.table", "q"}, {"p.table"}, {}});
+  }
+  auto r = RunFileReader::open(path);
+  CHECK(r->attribute(schema::kSplit, schema::kAttrSplitSeed) == "7");
+  CHECK(r->attribute(schema::kSplit, schema::kAttrSplitCorpus) == "corpus.txt");
+  CHECK(r->dataset(schema::split_ids_path("train")).dims ==
+        std::vector<std::string>{schema::kDimsDocument});
+  CHECK(r->attribute(schema::split_names_path("test"), schema::kAttrDims) == schema::kDimsDocument);
+  CHECK(r->strings(schema::split_names_path("train")) == std::vector<std::string>{"a", "c"});
+  CHECK(r->attribute(schema::kInitFrom, schema::kAttrInitSource) == "pre");
+  CHECK(r->strings(schema::init_from_path(schema::kInitInitialised)) ==
+        std::vector<std::string>{"p.table", "q"});
+  CHECK(r->strings(schema::init_from_path(schema::kInitUnused)).empty());
+  CHECK(r->attribute(schema::init_from_path(schema::kInitUnused), schema::kAttrDims) ==
+        schema::kDimsParameter);
 }

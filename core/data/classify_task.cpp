@@ -86,6 +86,11 @@ class ClassifyTaskData : public TaskData {
   }
   std::string describe() const override { return describe_; }
   std::vector<int64_t> split_documents(Split split) const override { return ids(split); }
+  std::vector<std::string> split_document_names(Split split) const override {
+    std::vector<std::string> out;
+    for (int64_t id : ids(split)) out.push_back(docs_[id].name);
+    return out;
+  }
 
  private:
   const std::vector<int64_t>& ids(Split s) const {

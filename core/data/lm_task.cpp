@@ -70,6 +70,7 @@ class LmTaskData : public TaskData {
       docs = pieces_of(docs);
     }
     split_ = split_corpus(docs, nullptr, cfg.data, "corpus " + corpus.name);
+    for (const auto& d : docs) names_.push_back(d.name);
     std::vector<std::string> train_texts;
     for (int64_t id : split_.train) train_texts.push_back(docs[id].text);
     tok_ = make_tokenizer(cfg, train_texts);
@@ -154,6 +155,11 @@ class LmTaskData : public TaskData {
            : split == Split::Valid ? split_.valid
                                    : split_.test;
   }
+  std::vector<std::string> split_document_names(Split split) const override {
+    std::vector<std::string> out;
+    for (int64_t id : split_documents(split)) out.push_back(names_[id]);
+    return out;
+  }
 
  private:
   // Stream tokens one row of length T consumes.
@@ -193,6 +199,7 @@ class LmTaskData : public TaskData {
   bool mlm_;
   std::unique_ptr<Tokenizer> tok_;
   DocumentSplit split_;
+  std::vector<std::string> names_;  // of every document (or piece), in corpus order
   std::vector<int64_t> streams_[3];
   std::string describe_;
 };

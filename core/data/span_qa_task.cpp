@@ -164,6 +164,11 @@ class SpanQaTaskData : public TaskData {
            : split == Split::Valid ? split_.valid
                                    : split_.test;
   }
+  std::vector<std::string> split_document_names(Split split) const override {
+    std::vector<std::string> out;
+    for (int64_t id : split_documents(split)) out.push_back(corpus_.documents[id].name);
+    return out;
+  }
 
  private:
   const std::vector<int64_t>& examples(Split s) const { return examples_[static_cast<int>(s)]; }

@@ -76,6 +76,7 @@ class SyntheticTaskData : public TaskData {
   }
   std::string describe() const override { return describe_; }
   std::vector<int64_t> split_documents(Split) const override { return {}; }
+  std::vector<std::string> split_document_names(Split) const override { return {}; }
 
  private:
   Batch make_batch(const std::vector<SyntheticExample>& rows, std::vector<int64_t> lengths) const {

@@ -98,8 +98,11 @@ class TaskData {
 
   // A short description for logs and the run file: corpus, sizes of the splits, tokenizer.
   virtual std::string describe() const = 0;
-  // Document ids of each split, written into the run so the split is on record.
+  // Document ids of each split (indices in corpus order, ascending), written into the run
+  // (DIR/split.json, run.h5's /split) so the split is on record; the synthetic tasks have none.
   virtual std::vector<int64_t> split_documents(Split split) const = 0;
+  // The names of those documents, one per id ("imdb:17", a file name, an article title).
+  virtual std::vector<std::string> split_document_names(Split split) const = 0;
 };
 
 // Loads (fetching/caching what is needed) the corpus and tokenizer of `cfg` and builds its

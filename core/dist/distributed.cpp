@@ -63,6 +63,8 @@ class DiscardingRunFile : public RunFileWriter {
   void write_weights(const std::vector<NamedTensor>&, int64_t) override {}
   void write_eval(const std::string&, const std::vector<NamedTensor>&,
                   const std::map<std::string, std::string>&) override {}
+  void write_init_from(const InitFromRecord&) override {}
+  void write_split(const SplitRecord&) override {}
   void set_config(const std::string&) override {}
   void flush() override {}
   void close() override {}

@@ -291,29 +291,27 @@ void load_model_parameters(const std::string& path, torch::nn::Module& model) {
   });
 }
 
-std::vector<std::string> load_matching_parameters(const std::string& path, torch::nn::Module& model,
-                                                  std::vector<std::string>* skipped) {
+ParameterMatch load_matching_parameters(const std::string& path, torch::nn::Module& model) {
   InputArchive archive = open_archive(path, model_device(model));
   return reading(path, [&] {
     const auto params = read_tensors(archive, kKeyParameters);
-    std::vector<std::string> not_loaded;
-    std::set<std::string> used;
+    ParameterMatch m;
+    std::set<std::string> in_model;
     torch::NoGradGuard guard;
     for (auto& item : model.named_parameters()) {
+      in_model.insert(item.key());
       auto it = params.find(item.key());
       if (it == params.end() || it->second.sizes() != item.value().sizes()) {
-        not_loaded.push_back(item.key());
+        m.initialised.push_back(item.key());
+        if (it != params.end()) m.shape_mismatched.push_back(item.key());
         continue;
       }
       item.value().copy_(it->second);
-      used.insert(item.key());
+      m.loaded.push_back(item.key());
     }
-    if (skipped) {
-      skipped->clear();
-      for (const auto& [name, t] : params)
-        if (!used.count(name)) skipped->push_back(name);
-    }
-    return not_loaded;
+    for (const auto& [name, t] : params)  // a std::map: sorted
+      if (!in_model.count(name)) m.unused.push_back(name);
+    return m;
   });
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace relpos {
 
@@ -51,12 +52,21 @@ TrainState load_checkpoint(const std::string& path, torch::nn::Module& model,
 // lacks, or a shape that differs is a SchemaError naming each (the model is left unchanged then).
 void load_model_parameters(const std::string& path, torch::nn::Module& model);
 
+// What load_matching_parameters did with each parameter, by LibTorch parameter path: `loaded`
+// and `initialised` (kept as the model initialised it) in the model's order, together every
+// parameter of the model; `shape_mismatched`, the part of `initialised` that the checkpoint
+// holds under the same name with another shape; `unused`, the checkpoint's parameters whose
+// names the model lacks (sorted).
+struct ParameterMatch {
+  std::vector<std::string> loaded;
+  std::vector<std::string> initialised;
+  std::vector<std::string> shape_mismatched;
+  std::vector<std::string> unused;
+};
+
 // Loads only the parameters of `path` whose names and shapes match `model` (fine-tuning from a
-// pre-trained run, switching position variants). Returns the names that were NOT loaded
-// (initialised fresh) and fills `skipped` with the checkpoint's names the model has no use for.
-std::vector<std::string> load_matching_parameters(const std::string& path,
-                                                  torch::nn::Module& model,
-                                                  std::vector<std::string>* skipped);
+// pre-trained run, switching position variants) and says which those were.
+ParameterMatch load_matching_parameters(const std::string& path, torch::nn::Module& model);
 
 // What a checkpoint holds, as text for `relpos inspect`: its format version and size, the train
 // state, the optimizer's parameter groups, and every parameter and buffer with its element type

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "core/io/schema.h"
 #include "core/util/errors.h"
@@ -190,6 +191,47 @@ void write_tensor(H5::Group& group, const std::string& name, const torch::Tensor
   H5::DataSet ds = group.createDataSet(name, s.file_type, space_of(shape), plist);
   if (s.tensor.numel() > 0) ds.write(s.tensor.data_ptr(), s.mem_type);
   write_string_attr(ds, schema::kAttrDims, join_dims(axis_names));
+}
+
+void write_strings(H5::Group& group, const std::string& name,
+                   const std::vector<std::string>& values, const std::string& dim) {
+  check_link_name(name, "dataset");
+  remove_link(group, name);
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  type.setCset(H5T_CSET_UTF8);
+  const hsize_t n[1] = {values.size()};
+  H5::DataSet ds = group.createDataSet(name, type, H5::DataSpace(1, n));
+  std::vector<const char*> data;
+  for (const auto& v : values) data.push_back(v.c_str());
+  if (!data.empty()) ds.write(data.data(), type);
+  write_string_attr(ds, schema::kAttrDims, dim);
+}
+
+std::vector<std::string> read_strings(const H5::DataSet& ds, const std::string& where) {
+  const H5::DataType type = ds.getDataType();
+  const H5::DataSpace space = ds.getSpace();
+  if (type.getClass() != H5T_STRING || space.getSimpleExtentNdims() > 1)
+    throw SchemaError(fmt::format("{}: expected a 1-D dataset of strings, found {} of {} axes",
+                                  where, type_name(type), space.getSimpleExtentNdims()));
+  const size_t n = static_cast<size_t>(space.getSimpleExtentNpoints());
+  std::vector<std::string> out;
+  if (n == 0) return out;
+  const H5::StrType mem(H5::PredType::C_S1, H5T_VARIABLE);
+  if (ds.getStrType().isVariableStr()) {
+    std::vector<char*> data(n, nullptr);
+    ds.read(data.data(), mem);
+    for (char* v : data) out.emplace_back(v ? v : "");
+    H5Dvlen_reclaim(mem.getId(), space.getId(), H5P_DEFAULT, data.data());
+  } else {  // fixed length (h5py can write these): NUL-padded
+    const size_t width = type.getSize();
+    std::vector<char> data(n * width);
+    ds.read(data.data(), ds.getStrType());
+    for (size_t i = 0; i < n; ++i) {
+      const char* v = data.data() + i * width;
+      out.emplace_back(v, strnlen(v, width));
+    }
+  }
+  return out;
 }
 
 torch::Tensor read_tensor(const H5::DataSet& ds, const std::string& where) {

@@ -49,6 +49,13 @@ void write_tensor(H5::Group& group, const std::string& name, const torch::Tensor
 // uint8, ...); throws SchemaError for types a tensor cannot hold.
 torch::Tensor read_tensor(const H5::DataSet& ds, const std::string& where);
 
+// A 1-D dataset of variable-length UTF-8 strings with a `dims` attribute of one axis name
+// (contiguous: a checksum would cover the heap references only). Replaces an existing one.
+void write_strings(H5::Group& group, const std::string& name,
+                   const std::vector<std::string>& values, const std::string& dim);
+// Reads a 1-D (or scalar) string dataset; throws SchemaError naming `where` for another type.
+std::vector<std::string> read_strings(const H5::DataSet& ds, const std::string& where);
+
 // "a,b,c" <-> {"a","b","c"}; "" <-> {}.
 std::string join_dims(const std::vector<std::string>& dims);
 std::vector<std::string> split_dims(const std::string& dims);

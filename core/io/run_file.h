@@ -31,6 +31,29 @@ struct NamedTensor {
   std::vector<std::string> dims;
 };
 
+// /init_from: where a run started with `relpos train --init-from` took its parameters from.
+// Parameter paths are LibTorch's (those of /weights).
+struct InitFromRecord {
+  std::string source;                         // the run folder given to --init-from
+  std::vector<std::string> loaded;            // copied from its checkpoint
+  std::vector<std::string> initialised;       // initialised fresh (new, or another shape)
+  std::vector<std::string> shape_mismatched;  // of `initialised`: in the checkpoint, other shape
+  std::vector<std::string> unused;            // in the checkpoint, not in this model
+};
+
+// /split: the run's train/valid/test split of the corpus's documents (the split units of
+// docs/data.md), by index in corpus order and by name.
+struct SplitRecord {
+  struct Part {
+    std::string split;               // "train", "valid" or "test"
+    std::vector<int64_t> ids;        // document indices, ascending
+    std::vector<std::string> names;  // the documents' names, one per id
+  };
+  int64_t split_seed = 0;
+  std::string corpus;  // data.corpus as given
+  std::vector<Part> parts;
+};
+
 class RunFileWriter {
  public:
   // Creates (truncate) or reopens (append, for --resume) a run file. open_append first repairs
@@ -62,6 +85,14 @@ class RunFileWriter {
   virtual void write_eval(const std::string& group, const std::vector<NamedTensor>& columns,
                           const std::map<std::string, std::string>& attrs) = 0;
 
+  // /init_from: attribute `source`, and one 1-D string dataset per list of the record.
+  // Replaces an earlier record. Flushes.
+  virtual void write_init_from(const InitFromRecord& record) = 0;
+
+  // /split: attributes `split_seed`, `corpus`; per part, /split/<split>/ids (int64) and
+  // /split/<split>/names (strings). Replaces an earlier record. Flushes.
+  virtual void write_split(const SplitRecord& record) = 0;
+
   // Replaces the root `config` attribute (a resumed run with changed train.*/eval.* settings,
   // so that run.h5 and config.yaml stay the same record). Flushes.
   virtual void set_config(const std::string& config_yaml) = 0;
@@ -90,6 +121,8 @@ class RunFileReader {
   virtual bool exists(const std::string& path) const = 0;
   // Any dataset as a CPU tensor (float32, float64 or int64 as stored), with its dims attribute.
   virtual NamedTensor dataset(const std::string& path) const = 0;
+  // A 1-D string dataset (/init_from/loaded, /split/train/names), in order.
+  virtual std::vector<std::string> strings(const std::string& path) const = 0;
   // Child names of a group, sorted.
   virtual std::vector<std::string> children(const std::string& group) const = 0;
 };

@@ -57,6 +57,12 @@ class MirroredRunFileWriter : public RunFileWriter {
                   const std::map<std::string, std::string>& attrs) override {
     both([&](RunFileWriter& w) { w.write_eval(group, columns, attrs); });
   }
+  void write_init_from(const InitFromRecord& record) override {
+    both([&](RunFileWriter& w) { w.write_init_from(record); });
+  }
+  void write_split(const SplitRecord& record) override {
+    both([&](RunFileWriter& w) { w.write_split(record); });
+  }
   void set_config(const std::string& config_yaml) override {
     both([&](RunFileWriter& w) { w.set_config(config_yaml); });
   }

@@ -92,7 +92,8 @@ OpenedRunFile open_run_file(const std::string& path, bool writable) {
 namespace {
 
 // Opens every object and attribute below `group` once; with `values`, reads every attribute's
-// value too (the variable-length strings live in a global heap that nothing else checks).
+// value and every string dataset too (the variable-length strings live in a global heap that
+// nothing else checks).
 void walk(const H5::Group& group, bool values) {
   auto attributes = [values](const H5::H5Object& obj) {
     for (int i = 0, n = obj.getNumAttrs(); i < n; ++i) {
@@ -111,7 +112,7 @@ void walk(const H5::Group& group, bool values) {
     } else if (type == H5O_TYPE_DATASET) {
       const H5::DataSet ds = group.openDataSet(name);
       ds.getSpace().getSimpleExtentNdims();
-      ds.getDataType().getClass();
+      if (ds.getDataType().getClass() == H5T_STRING && values) h5::read_strings(ds, name);
       attributes(ds);
     }
   }

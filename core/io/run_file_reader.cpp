@@ -122,6 +122,16 @@ class H5RunFileReader : public RunFileReader {
     });
   }
 
+  std::vector<std::string> strings(const std::string& path) const override {
+    return guarded(fmt::format("dataset '{}'", path), [&] {
+      if (!h5::path_exists(file_, path) || file_.childObjType(path) != H5O_TYPE_DATASET)
+        throw SchemaError(fmt::format("run file '{}' has no dataset '{}'", path_, path),
+                          "`relpos inspect FILE` lists what the file holds");
+      return h5::read_strings(file_.openDataSet(path),
+                              fmt::format("run file '{}', dataset '{}'", path_, path));
+    });
+  }
+
   std::vector<std::string> children(const std::string& group) const override {
     return guarded(fmt::format("group '{}'", group), [&] {
       if (!h5::path_exists(file_, group) || file_.childObjType(group) != H5O_TYPE_GROUP)

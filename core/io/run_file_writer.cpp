@@ -157,6 +157,41 @@ class H5RunFileWriter : public RunFileWriter {
     });
   }
 
+  void write_init_from(const InitFromRecord& r) override {
+    guarded("write the --init-from record", [&] {
+      remove(sc::kInitFrom);
+      H5::Group g = h5::ensure_group(*file_, sc::kInitFrom);
+      h5::write_string_attr(g, sc::kAttrInitSource, r.source);
+      h5::write_strings(g, sc::kInitLoaded, r.loaded, sc::kDimsParameter);
+      h5::write_strings(g, sc::kInitInitialised, r.initialised, sc::kDimsParameter);
+      h5::write_strings(g, sc::kInitShapeMismatched, r.shape_mismatched, sc::kDimsParameter);
+      h5::write_strings(g, sc::kInitUnused, r.unused, sc::kDimsParameter);
+      file_->flush(H5F_SCOPE_GLOBAL);
+    });
+  }
+
+  void write_split(const SplitRecord& r) override {
+    for (const auto& p : r.parts)
+      TORCH_CHECK(p.ids.size() == p.names.size(), "split '", p.split, "': ", p.ids.size(),
+                  " ids and ", p.names.size(), " names");
+    guarded("write the data split", [&] {
+      remove(sc::kSplit);
+      H5::Group g = h5::ensure_group(*file_, sc::kSplit);
+      h5::write_int_attr(g, sc::kAttrSplitSeed, r.split_seed);
+      h5::write_string_attr(g, sc::kAttrSplitCorpus, r.corpus);
+      for (const auto& p : r.parts) {
+        h5::check_link_name(p.split, "split");
+        H5::Group part = g.createGroup(p.split);
+        const auto n = static_cast<int64_t>(p.ids.size());
+        const torch::Tensor ids = torch::from_blob(const_cast<int64_t*>(p.ids.data()), {n},
+                                                   torch::kInt64);  // (N)
+        h5::write_tensor(part, sc::kSplitIds, ids, {sc::kDimsDocument}, h5::Store::Int64);
+        h5::write_strings(part, sc::kSplitNames, p.names, sc::kDimsDocument);
+      }
+      file_->flush(H5F_SCOPE_GLOBAL);
+    });
+  }
+
   void set_config(const std::string& config_yaml) override {
     guarded("write the config attribute", [&] {
       H5::Group root = file_->openGroup("/");

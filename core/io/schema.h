@@ -34,6 +34,8 @@ inline constexpr const char* kProbe = "/probe";
 inline constexpr const char* kSnapshots = "/snapshots";
 inline constexpr const char* kWeights = "/weights";
 inline constexpr const char* kEval = "/eval";
+inline constexpr const char* kInitFrom = "/init_from";  // runs started with --init-from only
+inline constexpr const char* kSplit = "/split";
 
 // Datasets and subgroups (names relative to their group).
 inline constexpr const char* kMetricStep = "step";        // /metrics/<name>/step    int64 (N)
@@ -44,6 +46,18 @@ inline constexpr const char* kSnapshotPrefix = "step_";   // /snapshots/step_<N>
 inline constexpr const char* kAttention = "attention";    // float32 (L,H,T,T)
 inline constexpr const char* kPositionScores = "position_scores";  // group of (L',H,T,T)
 inline constexpr const char* kPosition = "position";               // group of groups per variant
+// /init_from: attribute `source` (string); string datasets (parameter paths), each (N).
+inline constexpr const char* kAttrInitSource = "source";
+inline constexpr const char* kInitLoaded = "loaded";
+inline constexpr const char* kInitInitialised = "initialised";
+inline constexpr const char* kInitShapeMismatched = "shape_mismatched";
+inline constexpr const char* kInitUnused = "unused";
+// /split: attributes `split_seed` (int64) and `corpus` (string); /split/<train|valid|test>/
+// with `ids` int64 (N) and `names` string (N).
+inline constexpr const char* kAttrSplitSeed = "split_seed";
+inline constexpr const char* kAttrSplitCorpus = "corpus";
+inline constexpr const char* kSplitIds = "ids";
+inline constexpr const char* kSplitNames = "names";
 // Evaluation groups under /eval with a documented meaning.
 inline constexpr const char* kEvalExtrapolation = "extrapolation";  // one row per eval length
 
@@ -51,6 +65,8 @@ inline constexpr const char* kEvalExtrapolation = "extrapolation";  // one row p
 inline constexpr const char* kDimsMetric = "point";
 inline constexpr const char* kDimsProbe = "probe,token";
 inline constexpr const char* kDimsAttention = "layer,head,query,key";
+inline constexpr const char* kDimsParameter = "parameter";  // the /init_from lists
+inline constexpr const char* kDimsDocument = "document";    // /split/<split>/{ids,names}
 inline constexpr const char* kDimsEvalRow = "row";  // eval columns written without axis names
 // Axis name i of a dataset written without axis names (e.g. /weights): "dim<i>".
 inline constexpr const char* kDimsGenericPrefix = "dim";
@@ -98,6 +114,14 @@ inline std::string position_path(int64_t step, const std::string& variant,
   return join(position_variant_group(step, variant), name);
 }
 inline std::string weight_path(const std::string& parameter) { return join(kWeights, parameter); }
+inline std::string init_from_path(const std::string& list) { return join(kInitFrom, list); }
+inline std::string split_group(const std::string& split) { return join(kSplit, split); }
+inline std::string split_ids_path(const std::string& split) {
+  return join(split_group(split), kSplitIds);
+}
+inline std::string split_names_path(const std::string& split) {
+  return join(split_group(split), kSplitNames);
+}
 inline std::string eval_group(const std::string& group) { return join(kEval, group); }
 inline std::string eval_column_path(const std::string& group, const std::string& column) {
   return join(eval_group(group), column);

@@ -21,6 +21,7 @@ std::string run_checkpoint_path(const std::string& dir) { return (fs::path(dir) 
 std::string run_h5_path(const std::string& dir) { return (fs::path(dir) / "run.h5").string(); }
 std::string run_result_path(const std::string& dir) { return (fs::path(dir) / "result.json").string(); }
 std::string run_metrics_path(const std::string& dir) { return (fs::path(dir) / "metrics.jsonl").string(); }
+std::string run_split_path(const std::string& dir) { return (fs::path(dir) / "split.json").string(); }
 // result.json alone is not enough: committed results (results/<name>/) keep result.json but not
 // run.h5, and a sweep over such a folder must train again rather than skip to an analysis that
 // has nothing to read.
@@ -129,7 +130,7 @@ std::unique_ptr<FolderLock> prepare_out_dir(const TrainOptions& o) {
       for (const auto& p :
            {run_config_path(o.out_dir), run_checkpoint_path(o.out_dir), run_h5_path(o.out_dir),
             run_h5_path(o.out_dir) + ".shadow", run_result_path(o.out_dir),
-            run_metrics_path(o.out_dir), run_tokenizer_path(o.out_dir),
+            run_metrics_path(o.out_dir), run_split_path(o.out_dir), run_tokenizer_path(o.out_dir),
             (dir / "eval_extrapolation.csv").string()})
         fs::remove(p, ec);
   }

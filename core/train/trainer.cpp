@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 #include <torch/cuda.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
 
 #include <chrono>
@@ -23,6 +22,7 @@
 #include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
+#include "core/io/schema.h"
 #include "core/model/model.h"
 #include "core/train/objective.h"
 #include "core/train/optim.h"
@@ -30,6 +30,7 @@
 #include "core/train/prefetch.h"
 #include "core/train/progress.h"
 #include "core/train/run_folder.h"
+#include "core/train/run_record.h"
 #include "core/train/snapshot.h"
 #include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
@@ -88,25 +89,6 @@ std::string metrics_summary(const std::map<std::string, double>& m, const std::s
   return fmt::format("valid {} {:.4f}", primary, it->second);
 }
 
-void write_result(const std::string& dir, const TrainResult& r, double total_seconds,
-                  const std::string& init_note) {
-  std::string s = "{\n";
-  s += fmt::format("  \"steps\": {},\n", r.steps);
-  s += fmt::format("  \"train_seconds\": {:.3f},\n", total_seconds);
-  s += fmt::format("  \"stopped_early\": {},\n", r.stopped_early ? "true" : "false");
-  s += fmt::format("  \"skipped_batches\": {},\n", r.skipped_batches);
-  if (!init_note.empty()) s += fmt::format("  \"init_from\": \"{}\",\n", init_note);
-  s += "  \"valid\": {";
-  bool first = true;
-  for (const auto& [k, v] : r.valid) {
-    s += fmt::format("{}\n    \"{}\": {}", first ? "" : ",", k,
-                     std::isfinite(v) ? fmt::format("{}", v) : "null");
-    first = false;
-  }
-  s += "\n  }\n}\n";
-  write_text_atomic(run_result_path(dir), s);
-}
-
 // Steps (1-based, as in messages) whose loss is replaced by NaN, from
 // $RELPOS_DEBUG_NONFINITE_STEPS ("3,7"): a documented test hook (docs/reliability.md) for the
 // non-finite handling, which no real config reaches at a chosen step.
@@ -125,15 +107,6 @@ std::vector<int64_t> debug_nonfinite_steps() {
     out.push_back(v);
   }
   return out;
-}
-
-// The global L2 norm of the gradients (what clip_grad_norm_ computes), for the non-finite check
-// when clipping is off.
-double gradient_norm(torch::nn::Module& model) {
-  double sq = 0;
-  for (const auto& p : model.parameters())
-    if (p.grad().defined()) sq += p.grad().detach().to(torch::kDouble).pow(2).sum().item<double>();
-  return std::sqrt(sq);
 }
 
 // Rough size of what a run writes at most at once: checkpoint.pt and its temporary (parameters
@@ -313,7 +286,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   }
 
   TrainState state;
-  std::string init_note;
+  std::optional<InitFromRecord> init_record;  // --init-from: what was loaded, for the run's record
+  bool has_split_record = false;              // a resumed run.h5 that has /split already
   if (opts.resume) {
     state = load_checkpoint(run_checkpoint_path(dir), *model, *optimizer);
     // A run cannot be cut back: it would "finish" at the checkpoint's step without saying so.
@@ -333,30 +307,40 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       write_text_atomic(run_config_path(dir), recorded_yaml);
       progress.message(fmt::format("resume: config.yaml updated: {}", fmt::join(resume_changes, "; ")));
     }
+    // A resumed fine-tune keeps its --init-from record for result.json (run.h5 has it).
+    if (dp.is_main() && fs::exists(run_h5_path(dir))) {
+      const auto reader = RunFileReader::open(run_h5_path(dir));
+      init_record = read_init_from(*reader);
+      has_split_record = reader->exists(schema::kSplit);
+    }
     progress.message(fmt::format("resuming {} at step {}", dir, state.step));
   } else {
     if (!opts.init_from.empty()) {
-      std::vector<std::string> skipped;
-      auto fresh = load_matching_parameters(run_checkpoint_path(opts.init_from), *model, &skipped);
-      const size_t total = model->named_parameters().size();
+      const ParameterMatch m =
+          load_matching_parameters(run_checkpoint_path(opts.init_from), *model);
+      const size_t total = m.loaded.size() + m.initialised.size();
       // A fine-tune adds a head or a position encoding; when most of the model is new, the two
       // models differ (width, layers, shared layers) and the "fine-tune" would start from scratch.
-      if (2 * fresh.size() > total)
+      if (2 * m.initialised.size() > total)
         throw ConfigError(
             fmt::format("--init-from {}: only {} of the {} parameters of this model are in its "
                         "checkpoint with the same shape (new: {})",
-                        opts.init_from, total - fresh.size(), total, join_names(fresh)),
+                        opts.init_from, m.loaded.size(), total, join_names(m.initialised)),
             "--init-from needs the same model.* sizes as the run it starts from; a change of "
             "position variant or task head is fine");
-      init_note = opts.init_from;
+      init_record =
+          InitFromRecord{opts.init_from, m.loaded, m.initialised, m.shape_mismatched, m.unused};
       if (!run_finished(opts.init_from))
         progress.message(fmt::format("warning: --init-from {}: that run has not finished its "
                                      "training (no result.json); its last checkpoint is used",
                                      opts.init_from));
-      progress.message(fmt::format("initialised from {}: {} parameters loaded, {} new{}{}",
-                                   opts.init_from, model->named_parameters().size() - fresh.size(),
-                                   fresh.size(), fresh.empty() ? "" : " (" + join_names(fresh) + ")",
-                                   skipped.empty() ? "" : "; not used: " + join_names(skipped)));
+      progress.message(fmt::format(
+          "initialised from {}: {} parameters loaded, {} new{}{}{} (recorded in run.h5's "
+          "/init_from)",
+          opts.init_from, m.loaded.size(), m.initialised.size(),
+          m.initialised.empty() ? "" : " (" + join_names(m.initialised) + ")",
+          m.shape_mismatched.empty() ? "" : "; of another shape: " + join_names(m.shape_mismatched),
+          m.unused.empty() ? "" : "; not used: " + join_names(m.unused)));
     }
     if (dp.is_main()) write_text_atomic(run_config_path(dir), recorded_yaml);
   }
@@ -392,6 +376,13 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
         fmt::join(metrics_log->damaged_lines(), "; ")));
 
   if (!opts.resume) run_file->write_probe(probe.tokens, probe.key_mask);
+  // The split on record (split.json and /split), also for runs that predate the record.
+  if (dp.is_main() && (!opts.resume || !fs::exists(run_split_path(dir)) || !has_split_record)) {
+    const SplitRecord split = make_split_record(*data, data_cfg.data);
+    write_split_json(dir, split, data_cfg.data);
+    run_file->write_split(split);
+  }
+  if (init_record && !opts.resume) run_file->write_init_from(*init_record);
   auto want_snapshot = [&](int64_t step) { return std::binary_search(snaps.begin(), snaps.end(), step); };
   auto take_snapshot = [&](int64_t step) {
     if (!dp.is_main()) return;
@@ -481,17 +472,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       if (valid) last_valid = *valid;
       for (const auto& [k, v] : last_valid) logged["valid_" + k] = v;
       auto it = last_valid.find(pm.name);
-      if (it != last_valid.end()) {
-        const bool better = !state.has_best || (pm.higher_is_better ? it->second > state.best_metric
-                                                                      : it->second < state.best_metric);
-        if (better) {
-          state.best_metric = it->second;
-          state.has_best = true;
-          state.evals_without_improvement = 0;
-        } else {
-          ++state.evals_without_improvement;
-        }
-      }
+      if (it != last_valid.end()) record_evaluation(state, it->second, pm.higher_is_better);
       state.evals_without_improvement =
           dp.broadcast_from_main(state.evals_without_improvement, "the early-stopping count");
     }
@@ -516,16 +497,21 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
       window_start = std::chrono::steady_clock::now();
     }
     if (want_snapshot(step)) take_snapshot(step);
-    const bool stop_early = cfg.train.early_stop > 0 &&
-                            state.evals_without_improvement >= cfg.train.early_stop;
+    const bool stop_early = early_stop_due(state, cfg.train.early_stop);
     if (step % cfg.train.checkpoint_every == 0 || last || stop_early) save(step);
     if (opts.stop_after > 0 && step >= opts.stop_after && !last) {
       if (last_checkpoint != step) save(step);
       return After::StopAfter;
     }
     if (stop_early) {
-      progress.message(fmt::format("early stop at step {}: no better valid {} in {} evaluations",
-                                   step, pm.name, cfg.train.early_stop));
+      result.stop_reason = fmt::format(
+          "early stop at step {}: valid {} not better than its best, {}, in {} evaluations in a "
+          "row (train.early_stop = {})",
+          step, pm.name, state.best_metric, state.evals_without_improvement, cfg.train.early_stop);
+      result.early_stop_metric = pm.name;
+      result.early_stop_best = state.best_metric;
+      result.early_stop_evaluations = state.evals_without_improvement;
+      progress.message(result.stop_reason);
       if (!want_snapshot(step)) take_snapshot(step);
       return After::EarlyStop;
     }
@@ -580,9 +566,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     const bool no_targets = !finite && dp.last_global_items() == 0;
     double grad_norm = 0;
     if (finite) {
-      grad_norm = cfg.train.grad_clip > 0
-                      ? torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.train.grad_clip)
-                      : gradient_norm(*model);
+      grad_norm = clip_gradients(*model, cfg.train.grad_clip);
       finite = std::isfinite(grad_norm);
     }
     if (!finite) {
@@ -646,6 +630,8 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     return result;  // unfinished: no result.json, resumable
   }
   result.stopped_early = after == After::EarlyStop;
+  if (!result.stopped_early)
+    result.stop_reason = fmt::format("reached train.steps ({})", cfg.train.steps);
   progress.message(fmt::format("data: training batches took {:.2f}s to build (one step ahead, on a "
                                "background thread); training waited {:.2f}s for them",
                                batches.seconds_built(), batches.seconds_waited()));
@@ -659,7 +645,7 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   result.finished = true;
   result.skipped_batches = state.skipped_batches;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  if (dp.is_main()) write_result(dir, result, elapsed(), init_note);
+  if (dp.is_main()) write_result_json(dir, result, elapsed(), init_record);
   return result;
 }
 

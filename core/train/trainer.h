@@ -3,7 +3,9 @@
 //   DIR/metrics.jsonl    one JSON object per logged step
 //   DIR/checkpoint.pt    the latest checkpoint (atomic)
 //   DIR/run.h5           metrics, probe, snapshots, final weights (docs/hdf5-schema.md)
-//   DIR/result.json      written when the run finished: final metrics, steps, time
+//   DIR/result.json      written when the run finished: final metrics, steps, time, why it
+//                        stopped, and what --init-from loaded
+//   DIR/split.json       the data split: each split's document ids and names (before step 1)
 //   DIR/tokenizer.model  the SentencePiece model the run's ids come from (sentencepiece only)
 #pragma once
 
@@ -30,6 +32,13 @@ struct TrainResult {
   std::map<std::string, double> valid;   // final validation metrics
   double seconds = 0;                    // wall time of this invocation
   bool stopped_early = false;
+  // Why training ended: "reached train.steps (N)", or the early stop with its numbers.
+  std::string stop_reason;
+  // With stopped_early: the primary validation metric, its best value and the evaluations in a
+  // row without a better one (train.early_stop of them).
+  std::string early_stop_metric;
+  double early_stop_best = 0;
+  int64_t early_stop_evaluations = 0;
   bool finished = false;                 // false when stopped by stop_after
   int64_t skipped_batches = 0;           // non-finite batches skipped (train.skip_nonfinite)
 };
@@ -40,6 +49,7 @@ std::string run_checkpoint_path(const std::string& dir);
 std::string run_h5_path(const std::string& dir);
 std::string run_result_path(const std::string& dir);
 std::string run_metrics_path(const std::string& dir);
+std::string run_split_path(const std::string& dir);
 std::string run_tokenizer_path(const std::string& dir);
 // result.json and run.h5 both present.
 bool run_finished(const std::string& dir);

@@ -74,7 +74,12 @@ class Checker:
                 self.weights(f["weights"])
             if "eval" in f:
                 self.eval(f["eval"])
-            unknown = set(f.keys()) - {"metrics", "probe", "snapshots", "weights", "eval"}
+            if "split" in f:
+                self.split(f["split"])
+            if "init_from" in f:
+                self.init_from(f["init_from"])
+            unknown = set(f.keys()) - {"metrics", "probe", "snapshots", "weights", "eval", "split",
+                                       "init_from"}
             self.expect(not unknown, "/", f"unknown groups {sorted(unknown)}")
         return self.errors
 
@@ -138,7 +143,42 @@ class Checker:
                             f"shape {v.shape}, expected (L',{a.shape[1]},{T},{T})")
             for variant in s["position"].values():
                 for t in variant.values():
-                    self.dataset(t, ["float32", "int64"])
+                    self.dataset(t, ["float32"])
+
+    def strings(self, ds, dims):
+        self.datasets += 1
+        self.expect(h5py.check_string_dtype(ds.dtype) is not None, ds.name,
+                    f"dtype {ds.dtype}, expected UTF-8 strings")
+        self.expect(ds.ndim == 1, ds.name, f"{ds.ndim} axes, expected 1")
+        self.expect(self.dims_of(ds) == dims, ds.name, f"dims, expected {dims}")
+
+    def split(self, g):
+        self.expect(np.asarray(g.attrs.get("split_seed")).dtype == np.int64, g.name,
+                    "no int64 attribute split_seed")
+        self.expect(isinstance(g.attrs.get("corpus"), str), g.name, "no string attribute corpus")
+        seen = set()
+        for name, part in g.items():
+            self.expect(name in ("train", "valid", "test"), part.name, "unknown split")
+            self.dataset(part["ids"], ["int64"], 1, ["document"])
+            self.strings(part["names"], ["document"])
+            ids = part["ids"][()]
+            self.expect(np.all(np.diff(ids) > 0), part.name, "ids are not ascending")
+            self.expect(not seen & set(ids.tolist()), part.name, "a document in two splits")
+            seen |= set(ids.tolist())
+            self.expect(part["names"].shape == part["ids"].shape, part.name, "names and ids differ")
+
+    def init_from(self, g):
+        self.expect(isinstance(g.attrs.get("source"), str), g.name, "no string attribute source")
+        lists = {}
+        for name in ("loaded", "initialised", "shape_mismatched", "unused"):
+            if self.expect(name in g, g.name, f"no dataset '{name}'"):
+                self.strings(g[name], ["parameter"])
+                lists[name] = set(g[name].asstr()[()].tolist())
+        if len(lists) == 4:
+            self.expect(not lists["loaded"] & lists["initialised"], g.name,
+                        "a parameter both loaded and initialised")
+            self.expect(lists["shape_mismatched"] <= lists["initialised"], g.name,
+                        "shape_mismatched is not part of initialised")
 
     def weights(self, g):
         self.expect("step" in g.attrs, g.name, "no attribute step")
