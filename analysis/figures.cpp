@@ -234,18 +234,22 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
         if (std::isfinite(v)) head_max = std::max(head_max, v);
       largest = std::max(largest, head_max);
       top = std::max(top, heads.back().cbrange ? heads.back().cbrange->second : head_max);
-      heads.back().cblabel.clear();  // said once in the title: it would collide in a grid
     }
     if (top > 0)
       for (auto& p : heads) p.cbrange = std::make_pair(0.0, top);
-    const std::string scale =
-        top > 0 && top < largest ? fmt::format("one colour scale, top colour ≥ {:.3g}", top)
-                                 : std::string("one colour scale");
-    const auto g = plot_heatmaps(
-        dir, fmt::format("attention_layer{}_heads", l),
-        fmt::format("attention probability, layer {}, per head ({}) — {} (step {})", l, scale,
-                    label, s.step),
-        heads, grid_columns(H), grid_size(H, 420, 380));
+    // The one colour bar says where the scale stops.
+    for (auto& p : heads)
+      p.cblabel = top > 0 && top < largest
+                      ? fmt::format("attention probability (top colour: ≥ {:.3g})", top)
+                      : std::string("attention probability");
+    // Panels of about 300 px (a 128-cell map stays legible), the bar right of the grid.
+    const int cols = grid_columns(H), rows = static_cast<int>((H + cols - 1) / cols);
+    const FigureSize size{75 + 135 + cols * 300 + (cols - 1) * 50,
+                          65 + 82 + rows * 300 + (rows - 1) * 60};
+    const auto g = plot_heatmaps(dir, fmt::format("attention_layer{}_heads", l),
+                                 fmt::format("attention per head, layer {} — {} (step {})", l,
+                                             label, s.step),
+                                 heads, cols, size, true);
     out.push_back(info(g, fmt::format("Attention of each head of layer {}, averaged over the "
                                       "probe set, on one colour scale for all heads.",
                                       l)));

@@ -71,10 +71,12 @@ HeatmapPanel downsample(const HeatmapPanel& p, int64_t max_cells);
 // Draws the panels in a grid of `columns` columns with an overall title (used when there is
 // more than one panel). Panels are downsampled to at most 256 cells per axis (128 in a grid):
 // finer detail is not visible and would make the data file large (a 512×512 map per head).
+// one_colour_bar: the panels share one colour scale (Error when their ranges or palettes
+// differ), drawn as a single bar right of the grid; axis labels on the outer panels only.
 // Throws Error when gnuplot is missing or fails.
 FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
                           const std::vector<HeatmapPanel>& panels, int columns = 1,
-                          FigureSize size = {});
+                          FigureSize size = {}, bool one_colour_bar = false);
 FigureFiles plot_curves(const std::string& dir, const std::string& stem, const std::string& title,
                         const std::vector<CurvesPanel>& panels, int columns = 1,
                         FigureSize size = {});

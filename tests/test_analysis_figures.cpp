@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "analysis/figures.h"
 #include "analysis/gnuplot.h"
 #include "tests/analysis_sample.h"
 
@@ -189,5 +190,83 @@ TEST_CASE("curves with a fixed line number keep their colour across panels") {
   CHECK(script.find("index 1 using 1:2 with lines lt 2 dt 1 title \"beta\"") != std::string::npos);
   CHECK(script.find("index 2 using 1:2 with lines lt 2 dt 1 title \"beta\"") != std::string::npos);
   CHECK(script.find("index 3 using 1:2 with lines lt 2 dt 1 title \"gamma\"") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("per-head grid: one colour bar for all panels, labels on the outer panels") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("one_bar");
+  std::vector<HeatmapPanel> panels(4);
+  for (int k = 0; k < 4; ++k) {
+    HeatmapPanel& p = panels[k];
+    p.title = "head " + std::to_string(k);
+    p.xlabel = "key position j";
+    p.ylabel = "query position i";
+    p.cblabel = "attention probability";
+    p.x = {0, 1};
+    p.y = {0, 1};
+    p.values = Matrix(2, 2);
+    p.values.data = {0.5, 0.5, 0.25 * k, 1 - 0.25 * k};
+    p.cbrange = std::make_pair(0.0, 1.0);
+  }
+  const FigureFiles f = plot_heatmaps(dir.string(), "grid", "attention per head", panels, 2,
+                                      {900, 800}, true);
+  CHECK(fs::file_size(f.png) > 1000);
+  const std::string script = slurp(f.script);
+  // Per output format (PNG, PDF): the bar with the last panel only, the others without.
+  CHECK(count(script, "set colorbox user origin screen") == 1);  // inside the format loop
+  CHECK(count(script, "unset colorbox") == 3);
+  CHECK(count(script, "set rmargin 12") == 0);
+  // y label on the first column (panels 1, 3), x label on the bottom row (panels 3, 4).
+  CHECK(count(script, "set ylabel \"query position i\"") == 2);
+  CHECK(count(script, "set xlabel \"key position j\"") == 2);
+  CHECK(script.find("margins screen") != std::string::npos);
+  // The data are the panels' own, whatever the layout.
+  const auto rows = numbers(f.data);
+  REQUIRE(rows.size() == 12);
+  CHECK(rows[11] == std::vector<double>{1, 0.75, 0.25});
+
+  panels[3].cbrange = std::make_pair(0.0, 0.5);  // a different scale cannot share the bar
+  CHECK_THROWS_WITH(plot_heatmaps(dir.string(), "bad", "bad", panels, 2, {900, 800}, true),
+                    doctest::Contains("panel 4 differs from panel 1"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a title too long for one line breaks before its dash, never inside \"(step N)\"") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("dash_title");
+  HeatmapPanel p;
+  p.x = {0, 1};
+  p.y = {0, 1};
+  p.values = Matrix(2, 2);
+  p.values.data = {1, 2, 3, 4};
+  // 760 px, one panel at 12 pt: (760 - 170) / (0.8 * 12) = 61 characters a line; 66 here.
+  const std::string title = "attention layer 0, mean over 4 heads — huang_m4 seed 1 (step 600)";
+  plot_heatmaps(dir.string(), "dash", title, {p}, 1, {760, 680});
+  const std::string script = slurp((dir / "dash.gp").string());
+  CHECK(script.find("set title \"attention layer 0, mean over 4 heads\\n— huang_m4 seed 1 (step "
+                    "600)\"") != std::string::npos);
+  // Without a dash: words wrap greedily, but "(step 600)" stays whole.
+  // 51 characters, then " (step" would still fit in 61 and " 600)" would not.
+  const std::string plain = "attention layer 0 mean over 4 heads of the model m4 (step 600)";
+  plot_heatmaps(dir.string(), "plain", plain, {p}, 1, {760, 680});
+  const std::string s2 = slurp((dir / "plain.gp").string());
+  CHECK(s2.find("\\n(step 600)\"") != std::string::npos);
   fs::remove_all(dir);
 }
