@@ -116,17 +116,25 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
       std::string notes;
       if (causal && signed_r)
         notes += " Causal model: keys after the query (r > 0) are masked, so only r ≤ 0 is shown.";
-      if (reach_all < static_cast<double>(radius))
+      // Said in the figure too (title), not only in the caption of index.tsv.
+      std::string clip_title;
+      if (reach_all < static_cast<double>(radius)) {
         notes += fmt::format(" The table ends at |r| = {0:g}: every longer distance uses the "
                              "values at ±{0:g} (clipped).",
                              reach_all);
+        clip_title = fmt::format(" — clipped at |r| = {0:g}: longer distances use r = ±{0:g}",
+                                 reach_all);
+        if (causal && signed_r)
+          clip_title = fmt::format(" — clipped at r = −{0:g}: longer distances use r = −{0:g}",
+                                   reach_all);
+      }
       const std::string base = fmt::format("relpos_{}_{}", stem_of(variant), stem_of(name));
       const std::string what = fmt::format("{}/{}", variant, name);
       if (table) {
         const auto v = t.value.to(torch::kFloat64);  // (L,R,d)
         for (int64_t l = 0; l < v.size(0); ++l) {
           HeatmapPanel p;
-          p.title = fmt::format("{} layer {} — {} (step {})", what, l, label, s.step);
+          p.title = fmt::format("{} layer {} — {} (step {}){}", what, l, label, s.step, clip_title);
           p.xlabel = "relative position r = j − i";
           p.ylabel = "channel";
           p.cblabel = "weight";
@@ -162,7 +170,8 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
                                         : std::make_pair(-reach, reach);
         panels.push_back(std::move(p));
       };
-      const std::string title = fmt::format("{} — {} (step {})", what, label, s.step);
+      const std::string title =
+          fmt::format("{} — {} (step {}){}", what, label, s.step, clip_title);
       if (layer_head) {
         for (int64_t l = 0; l < t.value.size(0); ++l)
           add_panel(t.value[l], fmt::format("layer {}", l), "head");
