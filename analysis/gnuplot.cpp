@@ -38,8 +38,10 @@ std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.7g}", v) :
 constexpr const char* kLineColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-// Marker per pass through the colours: filled circle, square, triangle, diamond.
-constexpr int kPointTypes[] = {7, 5, 9, 13};
+// Markers, cycled independently of the colours: 7 is prime to the 10 colours, so the first 70
+// curves of a panel each get a distinct (colour, marker) pair. Filled circle, square, triangle,
+// diamond, downward triangle, pentagon, asterisk.
+constexpr int kPointTypes[] = {7, 5, 9, 13, 11, 15, 3};
 
 std::string palette_line(Palette p) {
   if (p == Palette::viridis)
@@ -107,7 +109,7 @@ struct Script {
       << "# Redraw both " << stem << ".png and " << stem << ".pdf with: gnuplot " << stem << ".gp\n"
       << "set encoding utf8\n";
     for (size_t k = 0; k < std::size(kLineColours); ++k)
-      s << fmt::format("set linetype {} lc rgb '{}' lw 2 pt 7 ps 0.6\n", k + 1, kLineColours[k]);
+      s << fmt::format("set linetype {} lc rgb '{}' lw 2 pt 7 ps 1.1\n", k + 1, kLineColours[k]);
     s << "set linetype cycle " << std::size(kLineColours) << "\n" << preamble;
     s << "do for [fmt in \"png pdf\"] {\n"
       << "  if (fmt eq \"png\") {\n"
@@ -396,7 +398,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
       << "  set xlabel " << quote(p.xlabel) << "\n"
       << "  set ylabel " << quote(p.ylabel) << "\n"
-      << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n"
+      << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n  set bmargin -1\n"
       << "  set grid lc rgb '#d0d0d0' dt 3\n  set offsets 0, 0, graph 0.04, graph 0.04\n  set tics "
          "out\n  set autoscale y2\n"
       << (p.yrange
@@ -415,12 +417,26 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
     else if (p.key.empty())  // outside the plot: a legend never hides a curve
       b << "  set key outside right top vertical Left reverse font \","
         << (p.curves.size() > 8 ? 8 : 9) << "\" samplen 3 spacing 0.9\n";
+    else if (p.key == "below") {  // under the plot, in rows: the plot keeps the figure's width
+      // gnuplot does not make room for both the x label and a key in the bottom margin: the
+      // margin is set here from the rows the entries need (about 7 px a character at 9 pt).
+      size_t longest = 0;
+      for (const auto& cv : p.curves) longest = std::max<size_t>(longest, code_points(cv.label));
+      const double panel_px = s.size.width / static_cast<double>(s.columns) - 40;
+      const size_t n = std::max<size_t>(1, p.curves.size());
+      const size_t fit = static_cast<size_t>(std::max(1.0, panel_px / (7.0 * longest + 60)));
+      const size_t per_row = std::min(n, fit), key_rows = (n + per_row - 1) / per_row;
+      b << fmt::format("  set key bmargin center horizontal Left reverse font \",9\" samplen 2.5 "
+                       "spacing 1 width 1 maxrows {}\n  set bmargin {:.2f}\n",
+                       key_rows, 3.5 + 1.25 * static_cast<double>(key_rows));
+    }
     else
       b << "  set key " << p.key << " font \",9\"\n";
     for (const auto& [x, label] : p.vlines)
+      // Behind the curves: a point at the marked x stays visible.
       b << fmt::format(
                "  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
-               "rgb '#444444' front\n",
+               "rgb '#444444' back\n",
                num(x))
         << fmt::format(
                "  set label {} at {}, graph 0.04 offset 0.5,0 left tc rgb '#444444' "
@@ -433,6 +449,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         << (p.curves.empty() ? "" : ", \\\n       ");
     else if (p.curves.empty())
       b << "NaN notitle";
+    std::string lone;  // curves of one finite point, drawn again on top
     for (size_t c = 0; c < p.curves.size(); ++c, ++block) {
       const Curve& cv = p.curves[c];
       if (cv.x.size() != cv.y.size())
@@ -441,23 +458,26 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       data << "# panel " << k + 1 << ", curve " << c + 1 << ": " << cv.label << "\n# x y\n";
       for (size_t i = 0; i < cv.x.size(); ++i) data << num(cv.x[i]) << ' ' << num(cv.y[i]) << '\n';
       data << "\n\n";
-      const size_t colours = std::size(kLineColours);
+      const size_t colours = std::size(kLineColours), markers = std::size(kPointTypes);
       const size_t line = cv.line >= 0 ? static_cast<size_t>(cv.line) : c;
-      b << (c ? ", \\\n       " : "") << quote(stem + ".dat") << " index " << block << " using 1:2"
-        << (cv.y2 ? " axes x1y2" : "")
+      const std::string where = quote(stem + ".dat") + fmt::format(" index {} using 1:2", block) +
+                                (cv.y2 ? " axes x1y2" : "");
+      const std::string marker = fmt::format("pt {}", kPointTypes[line % markers]);
+      b << (c ? ", \\\n       " : "") << where
         << (cv.style == CurveStyle::lines         ? " with lines"
             : cv.style == CurveStyle::linespoints ? " with linespoints"
-                                                  : " with points ps 1.2")
+                                                  : " with points ps 1.4")
         << (cv.y2
                 ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
                 : fmt::format(" lt {} dt {}{}", line % colours + 1, line / colours + 1,
-                              // Past the colour cycle, the marker tells lines apart too.
-                              cv.style == CurveStyle::lines
-                                  ? std::string()
-                                  : fmt::format(" pt {}", kPointTypes[(line / colours) %
-                                                                      std::size(kPointTypes)])))
+                              cv.style == CurveStyle::lines ? std::string() : " " + marker))
         << " title " << quote(cv.label);
+      const auto finite = std::count_if(cv.y.begin(), cv.y.end(), [](double v) { return std::isfinite(v); });
+      if (finite == 1 && !cv.y2 && cv.style != CurveStyle::points)
+        lone += fmt::format(", \\\n       {} with points lt {} {} ps 2.2 notitle", where,
+                            line % colours + 1, marker);
     }
+    b << lone;
     b << "\n";
   }
   return render(dir, stem, s.text("one block per curve, two columns x y, in plotting order"),

@@ -39,8 +39,10 @@ struct Curve {
   std::vector<double> x, y;  // NaN in y leaves a gap
   bool y2 = false;           // drawn against the right-hand axis
   CurveStyle style = CurveStyle::lines;
-  // Line style number (colour cycle, then dash pattern); -1: the curve's place in its panel.
-  // Give the same number to the same series in several panels so that it keeps its colour.
+  // Line style number: colour n mod 10, marker n mod 7 (so the first 70 numbers are distinct
+  // pairs), dash pattern n / 10; -1: the curve's place in its panel. Give the same number to
+  // the same series in several panels so that it keeps its colour and marker. A curve with a
+  // single finite point is drawn again, larger, on top of the others, so no line hides it.
   int line = -1;
 };
 
@@ -50,7 +52,9 @@ struct CurvesPanel {
   std::vector<std::pair<double, std::string>> vlines;  // dashed vertical line at x, with label
   std::optional<std::pair<double, double>> xrange, yrange;
   bool logx = false;
-  std::string key;         // gnuplot key position ("top left"), "off", or empty: outside right
+  // gnuplot key position ("top left"), "off", "below" (outside, under the plot, in rows), or
+  // empty: outside right
+  std::string key;
   bool zero_line = false;  // a thin horizontal line at y = 0
 };
 
