@@ -180,10 +180,12 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
   c.note = "One pair per run. — : undefined, for fewer than 3 runs with both values or a "
            "constant column.";
   write_table(c, tables.string(), "final_invariance_correlation");
-  if (draw && runs.size() >= 2 && !scatter.empty())
+  if (draw && runs.size() >= 2 && !scatter.empty()) {
+    const std::string what = metric_axis_label(metric, runs.front().info.task);
     figs.push_back(scatter_figure(scatter, "translation invariance of attention (final snapshot)",
-                                  "final " + metric, "final invariance against final " + metric,
+                                  "final " + what, "final invariance against final " + what,
                                   figures.string(), "final_invariance_vs_metric"));
+  }
 }
 
 void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& tables,
@@ -191,7 +193,7 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
   std::vector<std::string> columns;
   std::set<double> length_set;
   std::map<int64_t, int> train_lengths;
-  std::string note;
+  std::string note, task, split;  // task and split: of the first evaluated run, for the axis
   std::map<std::string, std::set<std::string>> not_applicable;  // group -> reasons
   std::map<std::string, std::set<std::string>> clamped;         // group -> notes
   for (const auto& r : runs) {
@@ -200,6 +202,11 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     for (const auto& [name, v] : e.columns)
       if (std::find(columns.begin(), columns.end(), name) == columns.end()) columns.push_back(name);
     length_set.insert(e.length.begin(), e.length.end());
+    if (task.empty()) {
+      const auto t = e.attrs.find("task");
+      task = t != e.attrs.end() ? t->second : r.info.task;
+      if (const auto sp = e.attrs.find("split"); sp != e.attrs.end()) split = sp->second;
+    }
     if (r.info.train_length > 0) ++train_lengths[r.info.train_length];
     if (note.empty())
       for (const auto& [k, v] : e.attrs)
@@ -261,7 +268,8 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     write_table(t, tables.string(), stem);
     if (draw && !lines.empty())
       figs.push_back(extrapolation_figure(lines, col, static_cast<double>(train_length),
-                                          figures.string(), stem));
+                                          figures.string(), stem,
+                                          {"", "", "", "", task, split}));
   }
 }
 
@@ -305,6 +313,9 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
   for (const std::string& name : {p_att, p_scores, p_gram, metric}) {
     auto it = acc.find(name);
     if (it == acc.end()) continue;
+    // The metric's panel is titled in words ("validation masked-token accuracy").
+    const std::string title = name == metric ? metric_axis_label(metric, runs.front().info.task)
+                                             : name;
     std::map<std::string, Series> lines;
     for (const auto& [variant, by_step] : it->second)
       for (const auto& [step, vals] : by_step) {
@@ -313,7 +324,7 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
         first = std::min(first, static_cast<double>(step));
         last = std::max(last, static_cast<double>(step));
       }
-    panels.push_back({name, std::move(lines)});
+    panels.push_back({title, std::move(lines)});
   }
   if (!panels.empty())
     figs.push_back(invariance_by_variant_figure(panels, figures.string(),

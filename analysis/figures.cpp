@@ -116,17 +116,25 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
       std::string notes;
       if (causal && signed_r)
         notes += " Causal model: keys after the query (r > 0) are masked, so only r ≤ 0 is shown.";
-      if (reach_all < static_cast<double>(radius))
+      // Said in the figure too (title), not only in the caption of index.tsv.
+      std::string clip_title;
+      if (reach_all < static_cast<double>(radius)) {
         notes += fmt::format(" The table ends at |r| = {0:g}: every longer distance uses the "
                              "values at ±{0:g} (clipped).",
                              reach_all);
+        clip_title = fmt::format(" — clipped at |r| = {0:g}: longer distances use r = ±{0:g}",
+                                 reach_all);
+        if (causal && signed_r)
+          clip_title = fmt::format(" — clipped at r = −{0:g}: longer distances use r = −{0:g}",
+                                   reach_all);
+      }
       const std::string base = fmt::format("relpos_{}_{}", stem_of(variant), stem_of(name));
       const std::string what = fmt::format("{}/{}", variant, name);
       if (table) {
         const auto v = t.value.to(torch::kFloat64);  // (L,R,d)
         for (int64_t l = 0; l < v.size(0); ++l) {
           HeatmapPanel p;
-          p.title = fmt::format("{} layer {} — {} (step {})", what, l, label, s.step);
+          p.title = fmt::format("{} layer {} — {} (step {}){}", what, l, label, s.step, clip_title);
           p.xlabel = "relative position r = j − i";
           p.ylabel = "channel";
           p.cblabel = "weight";
@@ -162,7 +170,8 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
                                         : std::make_pair(-reach, reach);
         panels.push_back(std::move(p));
       };
-      const std::string title = fmt::format("{} — {} (step {})", what, label, s.step);
+      const std::string title =
+          fmt::format("{} — {} (step {}){}", what, label, s.step, clip_title);
       if (layer_head) {
         for (int64_t l = 0; l < t.value.size(0); ++l)
           add_panel(t.value[l], fmt::format("layer {}", l), "head");
@@ -234,18 +243,22 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
         if (std::isfinite(v)) head_max = std::max(head_max, v);
       largest = std::max(largest, head_max);
       top = std::max(top, heads.back().cbrange ? heads.back().cbrange->second : head_max);
-      heads.back().cblabel.clear();  // said once in the title: it would collide in a grid
     }
     if (top > 0)
       for (auto& p : heads) p.cbrange = std::make_pair(0.0, top);
-    const std::string scale =
-        top > 0 && top < largest ? fmt::format("one colour scale, top colour ≥ {:.3g}", top)
-                                 : std::string("one colour scale");
-    const auto g = plot_heatmaps(
-        dir, fmt::format("attention_layer{}_heads", l),
-        fmt::format("attention probability, layer {}, per head ({}) — {} (step {})", l, scale,
-                    label, s.step),
-        heads, grid_columns(H), grid_size(H, 420, 380));
+    // The one colour bar says where the scale stops.
+    for (auto& p : heads)
+      p.cblabel = top > 0 && top < largest
+                      ? fmt::format("attention probability (top colour: ≥ {:.3g})", top)
+                      : std::string("attention probability");
+    // Panels of about 300 px (a 128-cell map stays legible), the bar right of the grid.
+    const int cols = grid_columns(H), rows = static_cast<int>((H + cols - 1) / cols);
+    const FigureSize size{75 + 135 + cols * 300 + (cols - 1) * 50,
+                          65 + 82 + rows * 300 + (rows - 1) * 60};
+    const auto g = plot_heatmaps(dir, fmt::format("attention_layer{}_heads", l),
+                                 fmt::format("attention per head, layer {} — {} (step {})", l,
+                                             label, s.step),
+                                 heads, cols, size, true);
     out.push_back(info(g, fmt::format("Attention of each head of layer {}, averaged over the "
                                       "probe set, on one colour scale for all heads.",
                                       l)));
@@ -295,22 +308,25 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
 
 FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& metric_name, const Series& metric,
-                             const std::string& dir, const std::string& label) {
+                             const std::string& dir, const std::string& label,
+                             const std::string& task) {
+  const std::string metric_label = metric_axis_label(metric_name, task);
   CurvesPanel p;
   p.title = "translation invariance during training — " + label;
   p.xlabel = "training step";
   p.ylabel = "translation invariance";
-  p.y2label = metric_name;
+  p.y2label = metric_label;
   p.yrange = std::make_pair(0.0, 1.02);
+  p.key = "below";  // a legend right of the plot took a third of the width
   for (const auto& [key, series] : invariance)
     p.curves.push_back({quantity_label(key), series.x, series.y, false, CurveStyle::linespoints});
   if (!metric.x.empty())
     p.curves.push_back(
-        {metric_name + " (right axis)", metric.x, metric.y, true, CurveStyle::lines});
-  const auto f = plot_curves(dir, "invariance_vs_step", p.title, {p}, 1, {960, 600});
+        {metric_label + " (right axis)", metric.x, metric.y, true, CurveStyle::lines});
+  const auto f = plot_curves(dir, "invariance_vs_step", p.title, {p}, 1, {860, 600});
   return info(f, fmt::format("Translation invariance of the attention maps, position scores and "
                              "P·Pᵀ at each snapshot, with {} on the right axis.",
-                             metric_name.empty() ? "no validation metric" : metric_name));
+                             metric_name.empty() ? "no validation metric" : metric_label));
 }
 
 FigureInfo invariance_by_variant_figure(
@@ -330,6 +346,7 @@ FigureInfo invariance_by_variant_figure(
     p.xlabel = "training step";
     const bool invariance = title.rfind("invariance", 0) == 0;
     p.ylabel = invariance ? "translation invariance" : title;
+    p.key = "below";
     if (invariance) p.yrange = std::make_pair(0.0, 1.02);
     if (steps && steps->second > steps->first) p.xrange = steps;
     for (const auto& [variant, series] : by_variant)
@@ -342,25 +359,37 @@ FigureInfo invariance_by_variant_figure(
   const int64_t rows = (static_cast<int64_t>(ps.size()) + columns - 1) / columns;
   const auto f = plot_curves(dir, "invariance_by_variant",
                              "translation invariance during training, by variant", ps, columns,
-                             {static_cast<int>(columns * 640), static_cast<int>(rows * 440 + 60)});
+                             {static_cast<int>(columns * 560), static_cast<int>(rows * 440 + 60)});
   return info(f, fmt::format("Per variant, the mean over its runs at each snapshot: {}.", names));
 }
 
-std::string metric_axis_label(const std::string& metric) {
-  // The evaluation's column names (docs/experiments.md), with the protocol spelled out.
-  static const std::map<std::string, std::string> names = {
-      {"ppl", "perplexity (nonoverlapping chunks)"},
-      {"ppl_sliding", "perplexity (sliding window)"},
-      {"loss", "loss (nats per target)"},
-      {"loss_sliding", "loss, sliding window (nats per target)"},
-      {"accuracy", "accuracy"},
-      {"seq_accuracy", "sequence accuracy"}};
+std::string metric_axis_label(const std::string& metric, const std::string& task) {
   std::string base = metric, prefix;
   for (const char* p : {"valid_", "test_"})
     if (base.rfind(p, 0) == 0) prefix = p, base = base.substr(std::string(p).size());
-  const auto it = names.find(base);
-  if (it == names.end()) return metric;
-  return (prefix == "valid_" ? "validation " : "") + it->second;
+  const bool synthetic = !task.empty() && task != "mlm" && task != "clm" && task != "classify" &&
+                         task != "span_qa";
+  // The evaluation's column names (docs/experiments.md), with the protocol spelled out and,
+  // when the task is known, what is counted.
+  std::string name;
+  if (base == "ppl") name = "perplexity (nonoverlapping chunks)";
+  else if (base == "ppl_sliding") name = "perplexity (sliding window)";
+  else if (base == "loss")
+    name = task == "mlm"   ? "masked-token loss (nats)"
+           : task == "clm" ? "next-token loss (nats)"
+                           : "loss (nats per target)";
+  else if (base == "loss_sliding") name = "loss, sliding window (nats per target)";
+  else if (base == "accuracy")
+    name = task == "mlm"        ? "masked-token accuracy"
+           : task == "clm"      ? "next-token accuracy"
+           : task == "classify" ? "classification accuracy"
+           : synthetic          ? "token accuracy"
+                                : "accuracy";
+  else if (base == "seq_accuracy") name = "sequence accuracy";
+  else if (base == "em" && task == "span_qa") name = "exact match (%)";
+  else if (base == "f1" && task == "span_qa") name = "F1 (%)";
+  else return metric;
+  return (prefix == "valid_" ? "validation " : prefix == "test_" ? "test " : "") + name;
 }
 
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
@@ -368,15 +397,33 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& dir, const std::string& stem,
                                 const ExtrapolationLabels& labels) {
   CurvesPanel p;
-  p.title = labels.title.empty() ? "length extrapolation: " + metric : labels.title;
+  const std::string what = metric_axis_label(metric, labels.task);
+  p.title = labels.title.empty() ? "length extrapolation: " + what : labels.title;
   p.xlabel = labels.xlabel.empty() ? "evaluation length (tokens)" : labels.xlabel;
-  p.ylabel = metric_axis_label(metric);
-  // Accuracies live in [0, 1]; autoscaling with offsets drew axes from -0.2 to 1.2.
-  if (metric.find("accuracy") != std::string::npos) p.yrange = std::make_pair(0.0, 1.02);
-  double lo = INFINITY, hi = -INFINITY;
+  p.ylabel = labels.ylabel.empty()
+                 ? what + (labels.split.empty() ? "" : " on the " + labels.split + " split")
+                 : labels.ylabel;
+  double lo = INFINITY, hi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
   for (const auto& l : lines) {
-    p.curves.push_back({l.label, l.length, l.value, false, CurveStyle::linespoints});
+    // A variant evaluated at one length only (learned, not applicable past its table) is a
+    // lone point: the legend says where, and plot_curves draws it large, on top.
+    std::vector<double> at;
+    for (size_t k = 0; k < l.value.size() && k < l.length.size(); ++k)
+      if (std::isfinite(l.value[k])) at.push_back(l.length[k]);
+    std::string name = l.label;
+    if (at.size() == 1 && l.value.size() > 1) name += fmt::format(" (only at {:g})", at.front());
+    p.curves.push_back({name, l.length, l.value, false, CurveStyle::linespoints});
     for (double x : l.length) lo = std::min(lo, x), hi = std::max(hi, x);
+    for (double y : l.value)
+      if (std::isfinite(y)) ylo = std::min(ylo, y), yhi = std::max(yhi, y);
+  }
+  // Accuracies live in [0, 1] (autoscaling with offsets drew axes from -0.2 to 1.2): the data's
+  // range with a margin, kept inside [0, 1]; the whole [0, 1] only when the data fill most of
+  // it, since values within 0.2..0.5 would otherwise be squeezed into a third of the plot.
+  if (metric.find("accuracy") != std::string::npos && std::isfinite(ylo)) {
+    const double pad = std::max(0.02, 0.08 * (yhi - ylo));
+    p.yrange = yhi - ylo >= 0.6 ? std::make_pair(0.0, 1.02)
+                                : std::make_pair(std::max(0.0, ylo - pad), std::min(1.02, yhi + pad));
   }
   p.logx = std::isfinite(lo) && lo > 0 && hi / lo >= 4;
   if (train_length > 0)
@@ -394,8 +441,8 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
   return info(f, fmt::format("{} at each evaluation length, one line per variant (mean over "
                              "seeds); the dashed line marks the {}. Gaps: not "
                              "applicable at that length.",
-                             metric, labels.train_length.empty() ? "training length"
-                                                                 : labels.train_length));
+                             what, labels.train_length.empty() ? "training length"
+                                                               : labels.train_length));
 }
 
 FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,
@@ -406,6 +453,7 @@ FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,
   p.title = title;
   p.xlabel = xlabel;
   p.ylabel = ylabel;
+  // Each variant its own (colour, marker) pair (plot_curves' line numbers).
   for (const auto& [variant, s] : by_variant)
     p.curves.push_back({variant, s.x, s.y, false, CurveStyle::points});
   const auto f = plot_curves(dir, stem, title, {p}, 1, {860, 600});

@@ -42,10 +42,12 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
 std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const SnapshotOptions& o,
                                                const std::string& dir, const std::string& label);
 
-// Figure 4: one line per invariance quantity (left axis), the metric on the right axis.
+// Figure 4: one line per invariance quantity (left axis), the metric on the right axis, labelled
+// with metric_axis_label(metric_name, task); the legend under the plot.
 FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& metric_name, const Series& metric,
-                             const std::string& dir, const std::string& label);
+                             const std::string& dir, const std::string& label,
+                             const std::string& task = "");
 
 // Figure 4 across the runs of an experiment: one panel per quantity (panel title -> variant ->
 // mean over its runs at each snapshot step), one line per variant. steps: the step axis every
@@ -59,14 +61,19 @@ struct ExtrapolationLine {
   std::string label;
   std::vector<double> length, value;  // NaN: not applicable at that length
 };
-// Labels of the figure; empty fields keep the defaults of the token-length evaluation
-// ("length extrapolation: METRIC", "evaluation length (tokens)", "training length N").
 // An axis label for an evaluation column or metric name ("ppl_sliding" -> "perplexity (sliding
-// window)"); the name itself when it is not one of the evaluation's columns.
-std::string metric_axis_label(const std::string& metric);
+// window)", "valid_accuracy" of an mlm run -> "validation masked-token accuracy"); task: the
+// run's task.type, which says what an accuracy or loss counts (empty: not said). The name
+// itself when it is not one of the evaluation's columns.
+std::string metric_axis_label(const std::string& metric, const std::string& task = "");
 
+// Labels of the figure; empty fields keep the defaults of the token-length evaluation
+// ("length extrapolation: LABEL", "evaluation length (tokens)", "training length N", the y axis
+// "LABEL on the SPLIT split"), LABEL = metric_axis_label(metric, task).
 struct ExtrapolationLabels {
-  std::string title, xlabel, train_length;
+  std::string title, xlabel, train_length, ylabel;
+  std::string task;   // the runs' task.type
+  std::string split;  // the split evaluated ("test"), said on the y axis
 };
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& metric, double train_length,

@@ -38,8 +38,10 @@ std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.7g}", v) :
 constexpr const char* kLineColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-// Marker per pass through the colours: filled circle, square, triangle, diamond.
-constexpr int kPointTypes[] = {7, 5, 9, 13};
+// Markers, cycled independently of the colours: 7 is prime to the 10 colours, so the first 70
+// curves of a panel each get a distinct (colour, marker) pair. Filled circle, square, triangle,
+// diamond, downward triangle, pentagon, asterisk.
+constexpr int kPointTypes[] = {7, 5, 9, 13, 11, 15, 3};
 
 std::string palette_line(Palette p) {
   if (p == Palette::viridis)
@@ -49,18 +51,38 @@ std::string palette_line(Palette p) {
          "1 '#b2182b')";
 }
 
+// The length of a UTF-8 string in code points.
+int code_points(const std::string& w) {
+  int n = 0;
+  for (unsigned char c : w) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 // Breaks `text` at spaces into lines of at most about `max_chars` characters (UTF-8 code points),
-// so that a long title stays inside its figure instead of being clipped at both edges.
+// so that a long title stays inside its figure instead of being clipped at both edges. A short
+// parenthesised group ("(step 600)") is never split, and a title of the form "WHAT — WHOSE"
+// that fits in two lines is broken before its dash.
 std::string wrap_title(const std::string& text, int max_chars) {
-  auto length = [](const std::string& w) {
-    int n = 0;
-    for (unsigned char c : w) n += (c & 0xC0) != 0x80;
-    return n;
-  };
-  std::istringstream words(text);
+  if (code_points(text) <= max_chars) return text;
+  const std::string dash = " — ";
+  if (const size_t at = text.find(dash); at != std::string::npos) {
+    const std::string head = text.substr(0, at), tail = text.substr(at + 1);
+    if (code_points(head) <= max_chars && code_points(tail) <= max_chars) return head + "\n" + tail;
+  }
+  // Words, with a parenthesised group of up to 24 code points glued into one.
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) {
+    const bool open = !words.empty() && words.back().front() == '(' &&
+                      words.back().find(')') == std::string::npos;
+    if (open && code_points(words.back()) + 1 + code_points(w) <= 24)
+      words.back() += " " + w;
+    else
+      words.push_back(w);
+  }
   std::string out, line;
-  for (std::string w; words >> w;) {
-    if (!line.empty() && length(line) + 1 + length(w) > max_chars) {
+  for (const std::string& w : words) {
+    if (!line.empty() && code_points(line) + 1 + code_points(w) > max_chars) {
       out += line + "\n";
       line.clear();
     }
@@ -76,6 +98,8 @@ struct Script {
   int columns = 1;
   FigureSize size;
   std::string preamble;  // settings made once, before the loop
+  std::string layout;    // appended to the multiplot layout (margins and spacing)
+  double panel_margins_px = 170;  // a panel's width outside its plot area (labels, colour bar)
 
   std::string text(const std::string& data_note) const {
     const int rows = static_cast<int>((panels + columns - 1) / columns);
@@ -85,7 +109,7 @@ struct Script {
       << "# Redraw both " << stem << ".png and " << stem << ".pdf with: gnuplot " << stem << ".gp\n"
       << "set encoding utf8\n";
     for (size_t k = 0; k < std::size(kLineColours); ++k)
-      s << fmt::format("set linetype {} lc rgb '{}' lw 2 pt 7 ps 0.6\n", k + 1, kLineColours[k]);
+      s << fmt::format("set linetype {} lc rgb '{}' lw 2 pt 7 ps 1.1\n", k + 1, kLineColours[k]);
     s << "set linetype cycle " << std::size(kLineColours) << "\n" << preamble;
     s << "do for [fmt in \"png pdf\"] {\n"
       << "  if (fmt eq \"png\") {\n"
@@ -98,8 +122,9 @@ struct Script {
       << "  }\n"
       << "  set output " << quote(stem + ".") << " . fmt\n";
     if (panels > 1)
-      s << fmt::format("  set multiplot layout {},{} title {} font \",13\"\n", rows, columns,
-                       quote(wrap_title(title, static_cast<int>(size.width / (0.8 * 13)))));
+      s << fmt::format("  set multiplot layout {},{} title {} font \",13\"{}\n", rows, columns,
+                       quote(wrap_title(title, static_cast<int>(size.width / (0.8 * 13)))),
+                       layout);
     s << body.str();
     if (panels > 1) s << "  unset multiplot\n";
     s << "  set output\n}\n";
@@ -114,7 +139,7 @@ struct Script {
 std::string panel_title(const std::string& panel, const std::string& figure, const Script& s) {
   const std::string t = s.panels > 1 || !panel.empty() ? panel : figure;
   const double font = s.panels > 1 ? 10 : 12;
-  const double plot_px = s.size.width / static_cast<double>(s.columns) - 170;
+  const double plot_px = s.size.width / static_cast<double>(s.columns) - s.panel_margins_px;
   return wrap_title(t, std::max(24, static_cast<int>(plot_px / (0.8 * font))));
 }
 
@@ -260,7 +285,8 @@ HeatmapPanel downsample(const HeatmapPanel& p, int64_t max_cells) {
 }
 
 FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
-                          const std::vector<HeatmapPanel>& input, int columns, FigureSize size) {
+                          const std::vector<HeatmapPanel>& input, int columns, FigureSize size,
+                          bool one_colour_bar) {
   if (input.empty()) throw Error("plot_heatmaps: no panels for " + stem);
   std::vector<HeatmapPanel> panels;
   for (size_t k = 0; k < input.size(); ++k) {
@@ -274,6 +300,32 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
   Script s;
   s.stem = stem, s.title = title, s.panels = panels.size(), s.size = size;
   s.columns = std::max(1, std::min<int>(columns, static_cast<int>(panels.size())));
+  const bool shared = one_colour_bar && panels.size() > 1;
+  std::string cblabel, colour_bar;
+  if (shared) {
+    for (size_t k = 1; k < panels.size(); ++k)
+      if (colour_range(panels[k]) != colour_range(panels[0]) ||
+          panels[k].palette != panels[0].palette)
+        throw Error(fmt::format("heatmap {}: one colour bar for panels with different colour "
+                                "scales (panel {} differs from panel 1)",
+                                stem, k + 1));
+    for (const auto& p : panels)
+      if (cblabel.empty()) cblabel = p.cblabel;
+    // Fixed margins in pixels around the grid of panels, the colour bar right of it: panels
+    // as large as the figure allows, axis labels on the outer panels only.
+    const double w = size.width, h = size.height;
+    const std::string wrapped = wrap_title(title, static_cast<int>(w / (0.8 * 13)));
+    const int title_lines = 1 + static_cast<int>(std::count(wrapped.begin(), wrapped.end(), '\n'));
+    const double left = 75 / w, right = 1 - 135 / w, bottom = 65 / h,
+                 top = 1 - (38.0 + 22.0 * title_lines) / h;
+    s.layout = fmt::format(" margins screen {:.4f}, {:.4f}, {:.4f}, {:.4f} spacing screen {:.4f}, "
+                           "screen {:.4f}",
+                           left, right, bottom, top, 50 / w, 60 / h);
+    s.panel_margins_px = 175.0 / s.columns + 50;
+    colour_bar = fmt::format(
+        "  set colorbox user origin screen {:.4f}, screen {:.4f} size screen {:.4f}, screen {:.4f}\n",
+        right + 20 / w, bottom + 0.15 * (top - bottom), 18 / w, 0.7 * (top - bottom));
+  }
   std::ostringstream data;
   for (size_t k = 0; k < panels.size(); ++k) {
     const HeatmapPanel& p = panels[k];
@@ -291,13 +343,18 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
     const auto [cb_lo, cb_hi] = colour_range(p);
     const auto [x_lo, x_hi] = cell_range(p.x);
     const auto [y_lo, y_hi] = cell_range(p.y);
+    // With one colour bar: y label on the first column, x label where no panel is below, and
+    // the bar, placed right of the grid, drawn with the last panel.
+    const bool first_column = k % static_cast<size_t>(s.columns) == 0;
+    const bool bottom_row = k + static_cast<size_t>(s.columns) >= panels.size();
+    const bool last = k + 1 == panels.size();
     auto& b = s.body;
     b << "  # panel " << k + 1 << "\n"
       << "  set title " << quote(panel_title(p.title, title, s))
       << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
-      << "  set xlabel " << quote(p.xlabel) << "\n"
-      << "  set ylabel " << quote(p.ylabel) << "\n"
-      << "  set cblabel " << quote(p.cblabel) << "\n"
+      << "  set xlabel " << quote(!shared || bottom_row ? p.xlabel : "") << "\n"
+      << "  set ylabel " << quote(!shared || first_column ? p.ylabel : "") << "\n"
+      << "  set cblabel " << quote(shared ? cblabel : p.cblabel) << "\n"
       << "  " << palette_line(p.palette) << "\n"
       << fmt::format("  set cbrange [{}:{}]\n", num(cb_lo), num(cb_hi))
       << "  set format cb \"%g\"\n"
@@ -305,11 +362,14 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
       << (p.top_down ? fmt::format("  set yrange [{}:{}]\n", num(y_hi), num(y_lo))
                      : fmt::format("  set yrange [{}:{}]\n", num(y_lo), num(y_hi)))
       << (p.square ? "  set size ratio -1\n" : "  set size noratio\n")
-      << "  set tics out\n  unset key\n  unset grid\n  set offsets 0, 0, 0, 0\n  set colorbox\n"
-      // Room right of the plot for the colour bar's tick labels and its label (automatic margins
-      // let them run into the next panel or off the figure).
-      << "  set rmargin 12\n  "
-         "unset arrow\n"
+      << "  set tics out\n  unset key\n  unset grid\n  set offsets 0, 0, 0, 0\n";
+    if (shared)
+      b << (last ? colour_bar : std::string("  unset colorbox\n"));
+    else
+      // Room right of the plot for the colour bar's tick labels and its label (automatic
+      // margins let them run into the next panel or off the figure).
+      b << "  set colorbox\n  set rmargin 12\n";
+    b << "  unset arrow\n"
       << "  unset label\n  unset logscale\n  unset y2tics\n  unset y2label\n"
       << "  plot " << quote(stem + ".dat") << " index " << k
       << " nonuniform matrix with image notitle\n";
@@ -338,7 +398,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
       << "  set xlabel " << quote(p.xlabel) << "\n"
       << "  set ylabel " << quote(p.ylabel) << "\n"
-      << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n"
+      << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n  set bmargin -1\n"
       << "  set grid lc rgb '#d0d0d0' dt 3\n  set offsets 0, 0, graph 0.04, graph 0.04\n  set tics "
          "out\n  set autoscale y2\n"
       << (p.yrange
@@ -357,12 +417,26 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
     else if (p.key.empty())  // outside the plot: a legend never hides a curve
       b << "  set key outside right top vertical Left reverse font \","
         << (p.curves.size() > 8 ? 8 : 9) << "\" samplen 3 spacing 0.9\n";
+    else if (p.key == "below") {  // under the plot, in rows: the plot keeps the figure's width
+      // gnuplot does not make room for both the x label and a key in the bottom margin: the
+      // margin is set here from the rows the entries need (about 7 px a character at 9 pt).
+      size_t longest = 0;
+      for (const auto& cv : p.curves) longest = std::max<size_t>(longest, code_points(cv.label));
+      const double panel_px = s.size.width / static_cast<double>(s.columns) - 40;
+      const size_t n = std::max<size_t>(1, p.curves.size());
+      const size_t fit = static_cast<size_t>(std::max(1.0, panel_px / (7.0 * longest + 60)));
+      const size_t per_row = std::min(n, fit), key_rows = (n + per_row - 1) / per_row;
+      b << fmt::format("  set key bmargin center horizontal Left reverse font \",9\" samplen 2.5 "
+                       "spacing 1 width 1 maxrows {}\n  set bmargin {:.2f}\n",
+                       key_rows, 3.5 + 1.25 * static_cast<double>(key_rows));
+    }
     else
       b << "  set key " << p.key << " font \",9\"\n";
     for (const auto& [x, label] : p.vlines)
+      // Behind the curves: a point at the marked x stays visible.
       b << fmt::format(
                "  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
-               "rgb '#444444' front\n",
+               "rgb '#444444' back\n",
                num(x))
         << fmt::format(
                "  set label {} at {}, graph 0.04 offset 0.5,0 left tc rgb '#444444' "
@@ -375,6 +449,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         << (p.curves.empty() ? "" : ", \\\n       ");
     else if (p.curves.empty())
       b << "NaN notitle";
+    std::string lone;  // curves of one finite point, drawn again on top
     for (size_t c = 0; c < p.curves.size(); ++c, ++block) {
       const Curve& cv = p.curves[c];
       if (cv.x.size() != cv.y.size())
@@ -383,23 +458,26 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       data << "# panel " << k + 1 << ", curve " << c + 1 << ": " << cv.label << "\n# x y\n";
       for (size_t i = 0; i < cv.x.size(); ++i) data << num(cv.x[i]) << ' ' << num(cv.y[i]) << '\n';
       data << "\n\n";
-      const size_t colours = std::size(kLineColours);
+      const size_t colours = std::size(kLineColours), markers = std::size(kPointTypes);
       const size_t line = cv.line >= 0 ? static_cast<size_t>(cv.line) : c;
-      b << (c ? ", \\\n       " : "") << quote(stem + ".dat") << " index " << block << " using 1:2"
-        << (cv.y2 ? " axes x1y2" : "")
+      const std::string where = quote(stem + ".dat") + fmt::format(" index {} using 1:2", block) +
+                                (cv.y2 ? " axes x1y2" : "");
+      const std::string marker = fmt::format("pt {}", kPointTypes[line % markers]);
+      b << (c ? ", \\\n       " : "") << where
         << (cv.style == CurveStyle::lines         ? " with lines"
             : cv.style == CurveStyle::linespoints ? " with linespoints"
-                                                  : " with points ps 1.2")
+                                                  : " with points ps 1.4")
         << (cv.y2
                 ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
                 : fmt::format(" lt {} dt {}{}", line % colours + 1, line / colours + 1,
-                              // Past the colour cycle, the marker tells lines apart too.
-                              cv.style == CurveStyle::lines
-                                  ? std::string()
-                                  : fmt::format(" pt {}", kPointTypes[(line / colours) %
-                                                                      std::size(kPointTypes)])))
+                              cv.style == CurveStyle::lines ? std::string() : " " + marker))
         << " title " << quote(cv.label);
+      const auto finite = std::count_if(cv.y.begin(), cv.y.end(), [](double v) { return std::isfinite(v); });
+      if (finite == 1 && !cv.y2 && cv.style != CurveStyle::points)
+        lone += fmt::format(", \\\n       {} with points lt {} {} ps 2.2 notitle", where,
+                            line % colours + 1, marker);
     }
+    b << lone;
     b << "\n";
   }
   return render(dir, stem, s.text("one block per curve, two columns x y, in plotting order"),

@@ -39,8 +39,10 @@ struct Curve {
   std::vector<double> x, y;  // NaN in y leaves a gap
   bool y2 = false;           // drawn against the right-hand axis
   CurveStyle style = CurveStyle::lines;
-  // Line style number (colour cycle, then dash pattern); -1: the curve's place in its panel.
-  // Give the same number to the same series in several panels so that it keeps its colour.
+  // Line style number: colour n mod 10, marker n mod 7 (so the first 70 numbers are distinct
+  // pairs), dash pattern n / 10; -1: the curve's place in its panel. Give the same number to
+  // the same series in several panels so that it keeps its colour and marker. A curve with a
+  // single finite point is drawn again, larger, on top of the others, so no line hides it.
   int line = -1;
 };
 
@@ -50,7 +52,9 @@ struct CurvesPanel {
   std::vector<std::pair<double, std::string>> vlines;  // dashed vertical line at x, with label
   std::optional<std::pair<double, double>> xrange, yrange;
   bool logx = false;
-  std::string key;         // gnuplot key position ("top left"), "off", or empty: outside right
+  // gnuplot key position ("top left"), "off", "below" (outside, under the plot, in rows), or
+  // empty: outside right
+  std::string key;
   bool zero_line = false;  // a thin horizontal line at y = 0
 };
 
@@ -71,10 +75,12 @@ HeatmapPanel downsample(const HeatmapPanel& p, int64_t max_cells);
 // Draws the panels in a grid of `columns` columns with an overall title (used when there is
 // more than one panel). Panels are downsampled to at most 256 cells per axis (128 in a grid):
 // finer detail is not visible and would make the data file large (a 512×512 map per head).
+// one_colour_bar: the panels share one colour scale (Error when their ranges or palettes
+// differ), drawn as a single bar right of the grid; axis labels on the outer panels only.
 // Throws Error when gnuplot is missing or fails.
 FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
                           const std::vector<HeatmapPanel>& panels, int columns = 1,
-                          FigureSize size = {});
+                          FigureSize size = {}, bool one_colour_bar = false);
 FigureFiles plot_curves(const std::string& dir, const std::string& stem, const std::string& title,
                         const std::vector<CurvesPanel>& panels, int columns = 1,
                         FigureSize size = {});

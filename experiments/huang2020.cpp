@@ -68,11 +68,14 @@ ExperimentInfo huang2020_experiment() {
                 };
                 v["qa_em"] = get("em");
                 v["qa_f1"] = get("f1");
+                if (qa_s[i].finished) v["qa_train_s"] = qa_s[i].train_seconds;
               }
               if (i < cls_s.size()) {
                 auto it = cls_s[i].valid.find("accuracy");
                 v["cls_accuracy"] = it == cls_s[i].valid.end() ? NAN : it->second;
+                if (cls_s[i].finished) v["cls_train_s"] = cls_s[i].train_seconds;
               }
+              if (!pre_s[i].finished) v.erase("train_s");
             }
             const TaskConfig& t = ctx.config().task;
             auto table1 = analysis::group_table(
@@ -80,10 +83,15 @@ ExperimentInfo huang2020_experiment() {
                        {"mlm_accuracy", "MLM acc.", 3, true},
                        {"qa_em", "QA EM", 1, true},
                        {"qa_f1", "QA F1", 1, true},
-                       {"cls_accuracy", "classification acc.", 3, true}});
+                       {"cls_accuracy", "classification acc.", 3, true},
+                       {"train_s", "pre-train time (s)", 0, true},
+                       {"qa_train_s", "QA fine-tune time (s)", 0, true},
+                       {"cls_train_s", "classif. fine-tune time (s)", 0, true}});
             table1.note = fmt::format(
                 "Validation splits; mean ± sample std over seeds. MLM: {}. QA: {}. "
-                "Classification: {}.",
+                "Classification: {}. Times: wall-clock seconds of each stage's training "
+                "(train_seconds of its result.json); runs that shared the CPU with others "
+                "(--jobs > 1, other work) took longer, so compare them within one invocation.",
                 validation_data(ctx, "pretrain", ctx.config_file()),
                 validation_data(ctx, "squad", ctx.part_config("squad")),
                 validation_data(ctx, "classify", ctx.part_config("classify")));

@@ -113,7 +113,7 @@ ExperimentInfo synthetic_experiment() {
                                                     std::to_string(t.min_len) + ".." +
                                                     std::to_string(t.max_len) + ")",
                                                 task == "recall" ? "task length n (key-value pairs)" : "task length n (input symbols)",
-                                                "longest training length"});
+                                                "longest training length", "", task, ""});
               // N, 2N (where failures usually start) and the longest test length.
               cols.push_back({task + "@" + std::to_string(t.max_len), task + " N", 2, true});
               if (has_2n)

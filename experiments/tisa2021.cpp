@@ -80,14 +80,19 @@ ExperimentInfo tisa2021_experiment() {
 
             std::vector<analysis::RunRecord> recs = records(summaries(cls));
             auto pre_recs = records(summaries(pre));
-            for (size_t i = 0; i < recs.size() && i < pre_recs.size(); ++i)
+            for (size_t i = 0; i < recs.size() && i < pre_recs.size(); ++i) {
               if (pre_recs[i].values.count("valid_accuracy"))
                 recs[i].values["mlm_accuracy"] = pre_recs[i].values["valid_accuracy"];
+              recs[i].values["pre_train_s"] = pre_recs[i].values["train_s"];
+            }
             auto table = analysis::group_table(
                 recs, {{"params", "positional params", 0, false},
                        {"mlm_accuracy", "MLM accuracy (pre-training)", 3, true},
-                       {"valid_accuracy", "classification accuracy", 3, true}});
-            table.note = "Validation split; mean ± sample std over seeds.";
+                       {"valid_accuracy", "classification accuracy", 3, true},
+                       {"pre_train_s", "pre-train time (s)", 0, true},
+                       {"train_s", "fine-tune time (s)", 0, true}});
+            table.note = "Validation split; mean ± sample std over seeds. Times: wall-clock "
+                         "seconds of each stage's training (train_seconds of its result.json).";
 
             ReportSection results{"Classification with and without TISA", "", {table}, {"tisa2021"}, {}};
             ReportSection params = tisa2021_parameter_section(ctx.config(), ctx.config_file());

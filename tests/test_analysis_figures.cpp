@@ -5,8 +5,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "analysis/figures.h"
 #include "analysis/gnuplot.h"
 #include "tests/analysis_sample.h"
 
@@ -189,5 +191,171 @@ TEST_CASE("curves with a fixed line number keep their colour across panels") {
   CHECK(script.find("index 1 using 1:2 with lines lt 2 dt 1 title \"beta\"") != std::string::npos);
   CHECK(script.find("index 2 using 1:2 with lines lt 2 dt 1 title \"beta\"") != std::string::npos);
   CHECK(script.find("index 3 using 1:2 with lines lt 2 dt 1 title \"gamma\"") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// Every "lt N dt M pt P" of a script's plot clauses that carries a title (legend entries).
+std::vector<std::string> legend_styles(const std::string& script) {
+  std::vector<std::string> out;
+  std::istringstream in(script);
+  for (std::string line; std::getline(in, line);) {
+    const size_t lt = line.find(" lt "), title = line.find(" title ");
+    if (lt == std::string::npos || title == std::string::npos) continue;
+    out.push_back(line.substr(lt, title - lt));
+  }
+  return out;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("extrapolation figure: 13 variants get distinct colour and marker pairs, a lone point "
+          "is drawn on top, accuracy spans its data") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("extrapolation13");
+  std::vector<ExtrapolationLine> lines;
+  for (int v = 0; v < 13; ++v)
+    lines.push_back({"variant" + std::to_string(v), {64, 128, 256},
+                     {0.2 + 0.02 * v, 0.19 + 0.02 * v, 0.18 + 0.02 * v}});
+  lines[2].value = {0.2, NAN, NAN};  // like learned: not applicable past its table
+  extrapolation_figure(lines, "accuracy", 64, dir.string(), "ex", {"", "", "", "", "mlm", "test"});
+  const std::string script = slurp((dir / "ex.gp").string());
+  const auto styles = legend_styles(script);
+  REQUIRE(styles.size() == 13);
+  // (colour, marker) pairs: colour = lt, marker = pt; the dash may repeat, the pair may not.
+  std::set<std::pair<std::string, std::string>> pairs;
+  for (const auto& st : styles) {
+    std::istringstream in(st);
+    std::string w, lt, pt;
+    while (in >> w) {
+      if (w == "lt") in >> lt;
+      if (w == "pt") in >> pt;
+    }
+    CAPTURE(st);
+    CHECK_FALSE(pt.empty());
+    pairs.insert({lt, pt});
+  }
+  CHECK(pairs.size() == 13);
+  // Variant 2's one point: its legend says where, and it is plotted again, larger, untitled,
+  // after every titled curve (on top).
+  CHECK(script.find("title \"variant2 (only at 64)\"") != std::string::npos);
+  const size_t again = script.find("index 2 using 1:2 with points lt 3");
+  REQUIRE(again != std::string::npos);
+  CHECK(script.find("ps 2.2 notitle", again) != std::string::npos);
+  CHECK(again > script.find("title \"variant12\""));
+  // The training-length line is behind the curves.
+  CHECK(script.find("set arrow from 64, graph 0 to 64, graph 1 nohead dt 2 lw 1.5 lc rgb '#444444' back") !=
+        std::string::npos);
+  // The axis: what is counted and on which split; the data (0.18..0.44) with a margin of
+  // max(0.02, 8 % of the span) = 0.0208, not all of [0, 1].
+  CHECK(script.find("set ylabel \"masked-token accuracy on the test split\"") != std::string::npos);
+  CHECK(script.find("set yrange [0.1592:0.4608]") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("per-head grid: one colour bar for all panels, labels on the outer panels") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("one_bar");
+  std::vector<HeatmapPanel> panels(4);
+  for (int k = 0; k < 4; ++k) {
+    HeatmapPanel& p = panels[k];
+    p.title = "head " + std::to_string(k);
+    p.xlabel = "key position j";
+    p.ylabel = "query position i";
+    p.cblabel = "attention probability";
+    p.x = {0, 1};
+    p.y = {0, 1};
+    p.values = Matrix(2, 2);
+    p.values.data = {0.5, 0.5, 0.25 * k, 1 - 0.25 * k};
+    p.cbrange = std::make_pair(0.0, 1.0);
+  }
+  const FigureFiles f = plot_heatmaps(dir.string(), "grid", "attention per head", panels, 2,
+                                      {900, 800}, true);
+  CHECK(fs::file_size(f.png) > 1000);
+  const std::string script = slurp(f.script);
+  // Per output format (PNG, PDF): the bar with the last panel only, the others without.
+  CHECK(count(script, "set colorbox user origin screen") == 1);  // inside the format loop
+  CHECK(count(script, "unset colorbox") == 3);
+  CHECK(count(script, "set rmargin 12") == 0);
+  // y label on the first column (panels 1, 3), x label on the bottom row (panels 3, 4).
+  CHECK(count(script, "set ylabel \"query position i\"") == 2);
+  CHECK(count(script, "set xlabel \"key position j\"") == 2);
+  CHECK(script.find("margins screen") != std::string::npos);
+  // The data are the panels' own, whatever the layout.
+  const auto rows = numbers(f.data);
+  REQUIRE(rows.size() == 12);
+  CHECK(rows[11] == std::vector<double>{1, 0.75, 0.25});
+
+  panels[3].cbrange = std::make_pair(0.0, 0.5);  // a different scale cannot share the bar
+  CHECK_THROWS_WITH(plot_heatmaps(dir.string(), "bad", "bad", panels, 2, {900, 800}, true),
+                    doctest::Contains("panel 4 differs from panel 1"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("invariance figure: the metric axis in words, the legend under the plot") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("inv_labels");
+  const FigureInfo fig = invariance_figure({{"attention", {{0, 10}, {0.1, 0.2}}}}, "valid_accuracy",
+                                           {{0, 10}, {0.2, 0.3}}, dir.string(), "x seed 1", "mlm");
+  const std::string script = slurp((dir / "invariance_vs_step.gp").string());
+  CHECK(script.find("set y2label \"validation masked-token accuracy\"") != std::string::npos);
+  CHECK(script.find("title \"validation masked-token accuracy (right axis)\"") != std::string::npos);
+  CHECK(script.find("valid_accuracy") == std::string::npos);
+  CHECK(script.find("set key bmargin center horizontal") != std::string::npos);
+  CHECK(fig.caption.find("validation masked-token accuracy on the right axis") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("metric axis labels say what the task counts") {
+  CHECK(metric_axis_label("valid_accuracy", "mlm") == "validation masked-token accuracy");
+  CHECK(metric_axis_label("accuracy", "classify") == "classification accuracy");
+  CHECK(metric_axis_label("accuracy", "copy") == "token accuracy");
+  CHECK(metric_axis_label("seq_accuracy", "copy") == "sequence accuracy");
+  CHECK(metric_axis_label("valid_loss", "clm") == "validation next-token loss (nats)");
+  CHECK(metric_axis_label("test_ppl", "clm") == "test perplexity (nonoverlapping chunks)");
+  CHECK(metric_axis_label("valid_f1", "span_qa") == "validation F1 (%)");
+  CHECK(metric_axis_label("valid_f1") == "valid_f1");  // unknown without the task
+  CHECK(metric_axis_label("accuracy") == "accuracy");
+}
+
+TEST_CASE("a title too long for one line breaks before its dash, never inside \"(step N)\"") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = fresh_dir("dash_title");
+  HeatmapPanel p;
+  p.x = {0, 1};
+  p.y = {0, 1};
+  p.values = Matrix(2, 2);
+  p.values.data = {1, 2, 3, 4};
+  // 760 px, one panel at 12 pt: (760 - 170) / (0.8 * 12) = 61 characters a line; 66 here.
+  const std::string title = "attention layer 0, mean over 4 heads — huang_m4 seed 1 (step 600)";
+  plot_heatmaps(dir.string(), "dash", title, {p}, 1, {760, 680});
+  const std::string script = slurp((dir / "dash.gp").string());
+  CHECK(script.find("set title \"attention layer 0, mean over 4 heads\\n— huang_m4 seed 1 (step "
+                    "600)\"") != std::string::npos);
+  // Without a dash: words wrap greedily, but "(step 600)" stays whole.
+  // 51 characters, then " (step" would still fit in 61 and " 600)" would not.
+  const std::string plain = "attention layer 0 mean over 4 heads of the model m4 (step 600)";
+  plot_heatmaps(dir.string(), "plain", plain, {p}, 1, {760, 680});
+  const std::string s2 = slurp((dir / "plain.gp").string());
+  CHECK(s2.find("\\n(step 600)\"") != std::string::npos);
   fs::remove_all(dir);
 }

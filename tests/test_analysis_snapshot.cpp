@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "analysis/figures.h"
 #include "analysis/gnuplot.h"
@@ -121,6 +122,14 @@ TEST_CASE("every figure kind is drawn from a snapshot") {
     }
   }
   CHECK(figs.size() == 13);  // 5 relative weights, 4 attention, 2 absolute, 1 + 1 curves
+  // Shaw's table reaches |r| = 12 < the radius 50: the title says where it is clipped, in
+  // each layer's figure; TISA's f reaches 30 < 50 too.
+  for (const char* stem : {"relpos_shaw_keys_layer0.gp", "relpos_shaw_keys_layer1.gp"}) {
+    std::ifstream gp(dir / stem);
+    std::stringstream text;
+    text << gp.rdbuf();
+    CHECK(text.str().find("clipped at |r| = 12: longer distances use r = ±12") != std::string::npos);
+  }
   if (!std::getenv("RELPOS_KEEP_TEST_FIGURES")) fs::remove_all(dir);
 }
 
@@ -151,6 +160,13 @@ TEST_CASE("figures: a causal model's weight curves stop at r = 0, and clipped ta
   }
   CHECK(causal_notes >= 3);  // tisa f, alibi profile, shaw keys (huang_m1's |r| is unsigned)
   CHECK(clip_notes == 2);    // one figure per layer
+  // ... and the figure itself says so, in its title: only r <= 0 in a causal model.
+  for (const char* stem : {"relpos_shaw_keys_layer0.gp", "relpos_shaw_keys_layer1.gp"}) {
+    std::ifstream gp(dir / stem);
+    std::stringstream text;
+    text << gp.rdbuf();
+    CHECK(text.str().find("clipped at r = −12: longer distances use r = −12") != std::string::npos);
+  }
   CHECK(metric_axis_label("ppl_sliding") == "perplexity (sliding window)");
   CHECK(metric_axis_label("valid_accuracy") == "validation accuracy");
   CHECK(metric_axis_label("tokens") == "tokens");

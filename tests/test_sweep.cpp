@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/data/task.h"
+#include "core/io/run_file.h"
+#include "core/io/schema.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/system.h"
@@ -120,6 +123,125 @@ TEST_CASE("sweep: finished runs are skipped, and a folder with result.json but n
   auto [code4, out4] = run_relpos(threads, tmp.str("sweep4.log"));
   CHECK_MESSAGE(code4 == 0, out4);
   CHECK(out4.find("2 already finished") != std::string::npos);
+}
+
+namespace {
+
+// The cells of one CSV line (no quoted commas in these files but the overrides cell, which is
+// quoted and holds none).
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.push_back(cell), cell.clear();
+    else cell += c;
+  }
+  out.push_back(cell);
+  return out;
+}
+
+std::vector<std::string> file_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: every point gets the same probe set and data split, and the summary holds each run's numbers") {
+  TempFolder tmp("sweep_same");
+  auto sets = tiny_run(tmp.str("cache"), 4);
+  std::vector<std::string> args{"sweep", "--config", config_path("base.yaml"), "--out",
+                                tmp.str("sw"), "--grid", "position.type=learned,alibi",
+                                "--grid", "seed=1,2", "--jobs", "2"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  auto [code, out] = run_relpos(args, tmp.str("sweep.log"), 300);
+  REQUIRE_MESSAGE(code == 0, out);
+  const std::vector<std::string> names{"learned-seed1", "learned-seed2", "alibi-seed1",
+                                       "alibi-seed2"};
+  std::vector<std::string> dirs;
+  for (const auto& n : names) {
+    dirs.push_back(tmp.str("sw/" + n));
+    REQUIRE_MESSAGE(run_finished(dirs.back()), n);
+  }
+
+  // The probe set: /probe/tokens (and its key mask, written when the probe has padding) of
+  // every run.h5 are the same array.
+  auto probe = [](const std::string& dir) {
+    auto r = RunFileReader::open(run_h5_path(dir));
+    const std::string mask = schema::probe_key_mask_path();
+    return std::make_pair(r->dataset(schema::probe_tokens_path()).value,
+                          r->exists(mask) ? r->dataset(mask).value : torch::Tensor());
+  };
+  const auto [tokens0, mask0] = probe(dirs[0]);
+  REQUIRE(tokens0.dim() == 2);
+  CHECK(tokens0.size(0) == 2);   // snapshots.probe_size
+  CHECK(tokens0.size(1) == 32);  // task.seq_len
+  // The data split: the documents of each split, from each run's own saved config.
+  auto split = [](const std::string& dir) {
+    const Config cfg = load_run_config(dir).config;
+    const auto data = make_task_data(cfg);
+    return std::vector<std::vector<int64_t>>{data->split_documents(Split::Train),
+                                             data->split_documents(Split::Valid),
+                                             data->split_documents(Split::Test)};
+  };
+  const auto split0 = split(dirs[0]);
+  CHECK_FALSE(split0[1].empty());
+  for (size_t k = 1; k < dirs.size(); ++k) {
+    CAPTURE(names[k]);
+    const Config cfg = load_run_config(dirs[k]).config;
+    CHECK(join_names(cfg.position.types, "+") == (k < 2 ? "learned" : "alibi"));  // the points differ
+    const auto [tokens, mask] = probe(dirs[k]);
+    CHECK(torch::equal(tokens, tokens0));
+    CHECK(mask.defined() == mask0.defined());
+    if (mask.defined() && mask0.defined()) CHECK(torch::equal(mask, mask0));
+    CHECK(split(dirs[k]) == split0);
+  }
+
+  // summary.csv and summary.md: one row per point, in grid order, with the numbers of its
+  // result.json and its positional parameters (learned: max_len 32 x width 32; alibi: none).
+  const auto csv = file_lines(tmp.str("sw/summary.csv"));
+  const auto md = file_lines(tmp.str("sw/summary.md"));
+  REQUIRE(csv.size() == 1 + names.size());
+  REQUIRE(md.size() == 2 + names.size());
+  const auto header = csv_cells(csv[0]);
+  REQUIRE(header.size() >= 6);
+  CHECK(std::vector<std::string>(header.begin(), header.begin() + 5) ==
+        std::vector<std::string>{"run", "overrides", "finished", "position_params",
+                                 "train_seconds"});
+  std::string md_header = "| run | finished | position params | train s |";
+  for (size_t c = 5; c < header.size(); ++c) md_header += " valid " + header[c].substr(6) + " |";
+  CHECK(md[0] == md_header);
+  for (size_t k = 0; k < names.size(); ++k) {
+    CAPTURE(names[k]);
+    std::ifstream rj(fs::path(dirs[k]) / "result.json");
+    const auto result = nlohmann::json::parse(rj);
+    const auto row = csv_cells(csv[k + 1]);
+    REQUIRE(row.size() == header.size());
+    const std::string params = k < 2 ? "1024" : "0";
+    const std::string secs = fmt::format("{:.1f}", result.at("train_seconds").get<double>());
+    CHECK(row[0] == names[k]);
+    CHECK(row[1] == fmt::format("position.type={} seed={}", k < 2 ? "learned" : "alibi", k % 2 + 1));
+    CHECK(row[2] == "1");
+    CHECK(row[3] == params);
+    CHECK(row[4] == secs);
+    std::string md_row = "| " + names[k] + " | yes | " + params + " | " + secs + " |";
+    size_t metrics = 0;
+    for (size_t c = 5; c < header.size(); ++c) {
+      REQUIRE(header[c].rfind("valid_", 0) == 0);
+      const std::string m = header[c].substr(6);
+      const bool has = result.at("valid").contains(m);
+      const std::string v = has ? fmt::format("{:.4f}", result["valid"][m].get<double>()) : "";
+      CHECK(row[c] == v);
+      md_row += " " + v + " |";
+      metrics += has;
+    }
+    CHECK(metrics == result.at("valid").size());  // every metric of result.json has a column
+    CHECK(md[k + 2] == md_row);
+  }
 }
 
 TEST_CASE("reproduce: --set STAGE:key=value reaches that stage's runs only") {
