@@ -388,6 +388,8 @@ std::string metric_axis_label(const std::string& metric, const std::string& task
   else if (base == "seq_accuracy") name = "sequence accuracy";
   else if (base == "em" && task == "span_qa") name = "exact match (%)";
   else if (base == "f1" && task == "span_qa") name = "F1 (%)";
+  else if (base == "f1" && task == "classify") name = "classification F1 (label 1, or macro)";
+  else if (base == "mcc" && task == "classify") name = "Matthews correlation";
   else return metric;
   return (prefix == "valid_" ? "validation " : prefix == "test_" ? "test " : "") + name;
 }

@@ -330,6 +330,8 @@ TEST_CASE("metric axis labels say what the task counts") {
   CHECK(metric_axis_label("valid_loss", "clm") == "validation next-token loss (nats)");
   CHECK(metric_axis_label("test_ppl", "clm") == "test perplexity (nonoverlapping chunks)");
   CHECK(metric_axis_label("valid_f1", "span_qa") == "validation F1 (%)");
+  CHECK(metric_axis_label("valid_mcc", "classify") == "validation Matthews correlation");
+  CHECK(metric_axis_label("f1", "classify") == "classification F1 (label 1, or macro)");
   CHECK(metric_axis_label("valid_f1") == "valid_f1");  // unknown without the task
   CHECK(metric_axis_label("accuracy") == "accuracy");
 }
