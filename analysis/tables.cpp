@@ -67,6 +67,16 @@ std::string latex_escape(const std::string& s) {
   return out;
 }
 
+
+void check_shape(const Table& t) {
+  for (size_t r = 0; r < t.rows.size(); ++r)
+    if (t.rows[r].size() != t.columns.size())
+      throw Error(fmt::format("table \"{}\": row {} has {} cells for {} columns", t.title, r + 1,
+                              t.rows[r].size(), t.columns.size()));
+}
+
+}  // namespace
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -79,15 +89,6 @@ std::string markdown_escape(const std::string& s) {
   for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
   return out;
 }
-
-void check_shape(const Table& t) {
-  for (size_t r = 0; r < t.rows.size(); ++r)
-    if (t.rows[r].size() != t.columns.size())
-      throw Error(fmt::format("table \"{}\": row {} has {} cells for {} columns", t.title, r + 1,
-                              t.rows[r].size(), t.columns.size()));
-}
-
-}  // namespace
 
 std::string format_cell(const Cell& cell, int precision, CellFormat format, bool spread) {
   if (!cell.text.empty()) return format == CellFormat::latex ? latex_escape(cell.text) : cell.text;

@@ -35,6 +35,11 @@ struct Table {
   std::string note;                     // printed under the table (Markdown, LaTeX caption)
 };
 
+// One CSV field: quoted (with doubled quotes) when it holds a comma, a quote or a newline.
+std::string csv_field(const std::string& s);
+// Text for a Markdown table cell: '|' escaped.
+std::string markdown_escape(const std::string& s);
+
 enum class CellFormat { markdown, latex, plain };
 
 // "0.123 ± 0.004" (markdown, plain), "$0.123 \pm 0.004$" (latex); a single value "0.123";

@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/tables.h"
 #include "core/config/config.h"
 #include "core/config/labelled_override.h"
 #include "core/position/position_encoding.h"
@@ -434,23 +435,26 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
   }
   std::ofstream csv(fs::path(out_dir) / "summary.csv"), md(fs::path(out_dir) / "summary.md");
   csv << "run,overrides,finished,position_params,train_seconds";
-  md << "| run | finished | position params | train s |";
+  md << "| run | overrides | finished | position params | train s |";
   for (const auto& m : metric_names) {
     csv << ",valid_" << m;
     md << " valid " << m << " |";
   }
   csv << "\n";
-  md << "\n|---|---|---|---|";
+  md << "\n|---|---|---|---|---|";
   for (size_t i = 0; i < metric_names.size(); ++i) md << "---|";
   md << "\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     const auto& s = sums[i];
     const double secs = s.finished ? s.train_seconds : r.seconds;
-    csv << r.point.name << ",\"" << join_names(r.point.overrides, " ") << "\","
+    const std::string overrides = join_names(r.point.overrides, " ");
+    csv << analysis::csv_field(r.point.name) << "," << analysis::csv_field(overrides) << ","
         << (s.finished ? 1 : 0) << "," << s.position_params << "," << fmt::format("{:.1f}", secs);
-    md << "| " << r.point.name << " | " << (s.finished ? "yes" : "no") << " | "
-       << s.position_params << " | " << fmt::format("{:.1f}", secs) << " |";
+    md << "| " << analysis::markdown_escape(r.point.name) << " | "
+       << (overrides.empty() ? "" : "`" + analysis::markdown_escape(overrides) + "`") << " | "
+       << (s.finished ? "yes" : "no") << " | " << s.position_params << " | "
+       << fmt::format("{:.1f}", secs) << " |";
     for (const auto& m : metric_names) {
       auto it = s.valid.find(m);
       const std::string v = it == s.valid.end() ? "" : fmt::format("{:.4f}", it->second);

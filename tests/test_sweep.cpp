@@ -133,8 +133,10 @@ std::vector<std::string> csv_cells(const std::string& line) {
   std::vector<std::string> out;
   std::string cell;
   bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') cell += '"', ++i;  // ""
+    else if (c == '"') quoted = !quoted;
     else if (c == ',' && !quoted) out.push_back(cell), cell.clear();
     else cell += c;
   }
@@ -212,7 +214,7 @@ TEST_CASE("sweep: every point gets the same probe set and data split, and the su
   CHECK(std::vector<std::string>(header.begin(), header.begin() + 5) ==
         std::vector<std::string>{"run", "overrides", "finished", "position_params",
                                  "train_seconds"});
-  std::string md_header = "| run | finished | position params | train s |";
+  std::string md_header = "| run | overrides | finished | position params | train s |";
   for (size_t c = 5; c < header.size(); ++c) md_header += " valid " + header[c].substr(6) + " |";
   CHECK(md[0] == md_header);
   for (size_t k = 0; k < names.size(); ++k) {
@@ -228,7 +230,7 @@ TEST_CASE("sweep: every point gets the same probe set and data split, and the su
     CHECK(row[2] == "1");
     CHECK(row[3] == params);
     CHECK(row[4] == secs);
-    std::string md_row = "| " + names[k] + " | yes | " + params + " | " + secs + " |";
+    std::string md_row = "| " + names[k] + " | `" + row[1] + "` | yes | " + params + " | " + secs + " |";
     size_t metrics = 0;
     for (size_t c = 5; c < header.size(); ++c) {
       REQUIRE(header[c].rfind("valid_", 0) == 0);
@@ -242,6 +244,29 @@ TEST_CASE("sweep: every point gets the same probe set and data split, and the su
     CHECK(metrics == result.at("valid").size());  // every metric of result.json has a column
     CHECK(md[k + 2] == md_row);
   }
+}
+
+TEST_CASE("sweep: the summary quotes CSV fields and escapes Markdown cells that need it") {
+  TempFolder tmp("summary_escape");
+  // Two points whose runs never started (no folder): the names and overrides still appear.
+  SweepRunStatus a, b;
+  a.point = {"a,b", {"data.label_names=[\"neg, bad\", pos]", "seed=1"}};
+  a.dir = tmp.str("none-a");
+  a.seconds = 1.5;
+  b.point = {"c|d", {"position.type=alibi"}};
+  b.dir = tmp.str("none-b");
+  write_sweep_summary(tmp.path.string(), {a, b});
+  const auto csv = file_lines(tmp.str("summary.csv"));
+  REQUIRE(csv.size() == 3);
+  // RFC 4180: a field with a comma or quote is quoted, a quote inside is doubled.
+  CHECK(csv[1] == "\"a,b\",\"data.label_names=[\"\"neg, bad\"\", pos] seed=1\",0,0,1.5");
+  CHECK(csv_cells(csv[1]) ==
+        std::vector<std::string>{"a,b", "data.label_names=[\"neg, bad\", pos] seed=1", "0", "0", "1.5"});
+  CHECK(csv[2] == "c|d,position.type=alibi,0,0,0.0");
+  const auto md = file_lines(tmp.str("summary.md"));
+  REQUIRE(md.size() == 4);
+  CHECK(md[2] == "| a,b | `data.label_names=[\"neg, bad\", pos] seed=1` | no | 0 | 1.5 |");
+  CHECK(md[3] == "| c\\|d | `position.type=alibi` | no | 0 | 0.0 |");
 }
 
 TEST_CASE("reproduce: --set STAGE:key=value reaches that stage's runs only") {
