@@ -8,6 +8,8 @@
 
 #include <filesystem>
 
+#include "core/config/fields.h"
+#include "core/util/errors.h"
 #include "experiments/report_util.h"
 
 namespace relpos {
@@ -39,6 +41,19 @@ ExperimentInfo huang2020_experiment() {
           [](ExperimentContext& ctx) {
             const auto grid = ctx.config().sweep.grid;
             const fs::path dir(ctx.dir());
+            // The drop-in stage continues pretrain/learned-seed1: a grid without that point
+            // would fail only after every other stage has trained.
+            std::vector<GridAxis> axes;
+            for (const auto& g : grid) axes.push_back(parse_grid_axis(g));
+            bool has_learned_seed1 = false;
+            for (const auto& p : expand_grid(axes)) has_learned_seed1 |= p.name == "learned-seed1";
+            if (!has_learned_seed1)
+              throw ConfigError(
+                  fmt::format("sweep.grid: huang2020's drop-in stage continues the pre-trained run "
+                              "learned-seed1, which the grid [{}] does not make",
+                              join_names(grid, "; ")),
+                  "keep position.type=learned and seed=1 in the grid, e.g. --set "
+                  "'sweep.grid=[\"position.type=learned,huang_m4\", \"seed=1\"]'");
             // 1. Pre-training, and the inductive test on its runs.
             auto pre = ctx.sweep("pretrain", {ctx.config_file()}, grid);
             ctx.evaluate_lengths(run_dirs(pre));

@@ -1,0 +1,103 @@
+// Every named experiment end to end at a tiny size (2 training steps, one variant, one seed) on
+// the built-in data: `relpos reproduce` must run every stage — sweep, length evaluation,
+// analysis, report — and exit 0 with a report that has its sections and the command that made
+// it. This catches a stage that breaks the pipeline without the cost of a real mini run (a few
+// CPU seconds each). Skips when the built-in corpora are not fetched.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/bench/child_process.h"
+#include "tests/data_helpers.h"
+#include "tests/tiny_run.h"
+
+using namespace relpos;
+using namespace relpos::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool have_builtin_data() {
+  for (const char* rel : {"sotu/package/data", "sentiment/package/test/fixtures"})
+    if (!fs::exists(cache_dir() + "/" + rel)) {
+      MESSAGE("skipped: " << cache_dir() << "/" << rel << " is missing (run scripts/fetch_data.sh)");
+      return false;
+    }
+  return true;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+ChildResult reproduce(const std::string& name, const std::string& out, const std::string& grid) {
+  return run_child(RELPOS_BINARY,
+                   {"reproduce", name, "--scale", "mini", "--out", out, "--quiet", "--set",
+                    "data.cache_dir=" + cache_dir(), "--set", "train.steps=2", "--set",
+                    "train.eval_batches=1", "--set", "sweep.grid=" + grid},
+                   {600, 0});
+}
+
+// Every run folder below `dir` (a folder holding config.yaml) has finished (result.json).
+int count_finished_runs(const fs::path& dir) {
+  int n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() == "config.yaml") {
+      CHECK_MESSAGE(fs::exists(e.path().parent_path() / "result.json"), e.path().parent_path());
+      ++n;
+    }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("reproduce: every named experiment runs end to end at a tiny size") {
+  if (!have_builtin_data()) return;
+  TempFolder tmp("reproduce_e2e");
+  struct Case {
+    std::string name, grid;
+    std::vector<std::string> sections;  // report headings it must have
+    int runs;                           // run folders it trains
+  };
+  const std::vector<Case> cases = {
+      {"quickstart", "[\"position.type=alibi\"]", {"## Tables", "## Figures"}, 1},
+      {"invariance", "[\"position.type=learned+tisa\", \"seed=1\"]", {"## Tables", "## Runs"}, 1},
+      {"extrapolation", "[\"position.type=rope\"]", {"## Tables", "## Figures"}, 1},
+      {"tisa2021", "[\"position.type=tisa\", \"seed=1\"]",
+       {"## Classification with and without TISA", "## Positional parameters of every variant"}, 2},
+      // The drop-in stage continues pretrain/learned-seed1: the grid keeps that point.
+      {"huang2020", "[\"position.type=learned\", \"seed=1\"]", {"## Table 1", "## Drop-in"}, 5},
+      {"synthetic", "[\"position.type=alibi\", \"seed=1\"]",
+       {"## Sequence accuracy at the longest training length N", "## Per task"}, 6},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    const std::string out = tmp.str(c.name);
+    const ChildResult r = reproduce(c.name, out, c.grid);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find("report: " + out + "/report.md") != std::string::npos);
+    const std::string report = read_text(fs::path(out) / "report.md");
+    for (const auto& s : c.sections) CHECK_MESSAGE(report.find(s) != std::string::npos, s);
+    CHECK(report.find("relpos reproduce " + c.name) != std::string::npos);  // the command
+    CHECK(read_text(fs::path(out) / "commands.txt").find("commit") != std::string::npos);
+    CHECK(count_finished_runs(out) == c.runs);
+  }
+}
+
+TEST_CASE("reproduce huang2020: a grid without learned-seed1 is refused before anything trains") {
+  TempFolder tmp("reproduce_dropin");
+  const std::string out = tmp.str("exp");
+  const ChildResult r = reproduce("huang2020", out, "[\"position.type=alibi\", \"seed=1\"]");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("error: sweep.grid: huang2020's drop-in stage continues the pre-trained run "
+                   "learned-seed1, which the grid [position.type=alibi; seed=1] does not make") !=
+        std::string::npos);
+  CHECK(r.err.find("hint: keep position.type=learned and seed=1 in the grid") != std::string::npos);
+  CHECK_FALSE(fs::exists(fs::path(out) / "pretrain"));
+}
