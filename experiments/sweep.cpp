@@ -449,11 +449,13 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
     const auto& s = sums[i];
     const double secs = s.finished ? s.train_seconds : r.seconds;
     const std::string overrides = join_names(r.point.overrides, " ");
+    // A run that never finished has no model to count: the cell stays empty, not -1.
+    const std::string params = s.position_params < 0 ? "" : std::to_string(s.position_params);
     csv << analysis::csv_field(r.point.name) << "," << analysis::csv_field(overrides) << ","
-        << (s.finished ? 1 : 0) << "," << s.position_params << "," << fmt::format("{:.1f}", secs);
+        << (s.finished ? 1 : 0) << "," << params << "," << fmt::format("{:.1f}", secs);
     md << "| " << analysis::markdown_escape(r.point.name) << " | "
        << (overrides.empty() ? "" : "`" + analysis::markdown_escape(overrides) + "`") << " | "
-       << (s.finished ? "yes" : "no") << " | " << s.position_params << " | "
+       << (s.finished ? "yes" : "no") << " | " << params << " | "
        << fmt::format("{:.1f}", secs) << " |";
     for (const auto& m : metric_names) {
       auto it = s.valid.find(m);

@@ -81,7 +81,7 @@ TEST_CASE("reproduce: every named experiment runs end to end at a tiny size") {
     const ChildResult r = reproduce(c.name, out, c.grid);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    CHECK(r.err.find("report: " + out + "/report.md") != std::string::npos);
+    CHECK(r.out.find("report: " + out + "/report.md") != std::string::npos);
     const std::string report = read_text(fs::path(out) / "report.md");
     for (const auto& s : c.sections) CHECK_MESSAGE(report.find(s) != std::string::npos, s);
     CHECK(report.find("relpos reproduce " + c.name) != std::string::npos);  // the command

@@ -248,7 +248,8 @@ TEST_CASE("sweep: every point gets the same probe set and data split, and the su
 
 TEST_CASE("sweep: the summary quotes CSV fields and escapes Markdown cells that need it") {
   TempFolder tmp("summary_escape");
-  // Two points whose runs never started (no folder): the names and overrides still appear.
+  // Two points whose runs never started (no folder): the names and overrides still appear, and
+  // the unknown positional-parameter count is an empty cell.
   SweepRunStatus a, b;
   a.point = {"a,b", {"data.label_names=[\"neg, bad\", pos]", "seed=1"}};
   a.dir = tmp.str("none-a");
@@ -259,14 +260,14 @@ TEST_CASE("sweep: the summary quotes CSV fields and escapes Markdown cells that 
   const auto csv = file_lines(tmp.str("summary.csv"));
   REQUIRE(csv.size() == 3);
   // RFC 4180: a field with a comma or quote is quoted, a quote inside is doubled.
-  CHECK(csv[1] == "\"a,b\",\"data.label_names=[\"\"neg, bad\"\", pos] seed=1\",0,0,1.5");
+  CHECK(csv[1] == "\"a,b\",\"data.label_names=[\"\"neg, bad\"\", pos] seed=1\",0,,1.5");
   CHECK(csv_cells(csv[1]) ==
-        std::vector<std::string>{"a,b", "data.label_names=[\"neg, bad\", pos] seed=1", "0", "0", "1.5"});
-  CHECK(csv[2] == "c|d,position.type=alibi,0,0,0.0");
+        std::vector<std::string>{"a,b", "data.label_names=[\"neg, bad\", pos] seed=1", "0", "", "1.5"});
+  CHECK(csv[2] == "c|d,position.type=alibi,0,,0.0");
   const auto md = file_lines(tmp.str("summary.md"));
   REQUIRE(md.size() == 4);
-  CHECK(md[2] == "| a,b | `data.label_names=[\"neg, bad\", pos] seed=1` | no | 0 | 1.5 |");
-  CHECK(md[3] == "| c\\|d | `position.type=alibi` | no | 0 | 0.0 |");
+  CHECK(md[2] == "| a,b | `data.label_names=[\"neg, bad\", pos] seed=1` | no |  | 1.5 |");
+  CHECK(md[3] == "| c\\|d | `position.type=alibi` | no |  | 0.0 |");
 }
 
 TEST_CASE("reproduce: --set STAGE:key=value reaches that stage's runs only") {
