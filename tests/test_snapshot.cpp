@@ -10,6 +10,26 @@
 
 using namespace relpos;
 
+namespace {
+
+// A probe batch of P = lengths.size() random sequences of length T, sequence b real for its
+// first lengths[b] tokens and [PAD] after them.
+Batch padded_probe(const std::vector<int64_t>& lengths, int64_t T, uint64_t seed) {
+  const auto P = static_cast<int64_t>(lengths.size());
+  torch::manual_seed(seed);
+  Batch probe;
+  probe.tokens = torch::randint(5, 40, {P, T}, torch::kLong);  // (P,T)
+  probe.key_mask = torch::zeros({P, T}, torch::kBool);         // (P,T)
+  for (int64_t b = 0; b < P; ++b) {
+    probe.key_mask[b].narrow(0, 0, lengths[b]).fill_(true);
+    probe.tokens[b].narrow(0, lengths[b], T - lengths[b]).fill_(0);  // [PAD]
+  }
+  probe.pool_index = torch::zeros({P}, torch::kLong);  // (P)
+  return probe;
+}
+
+}  // namespace
+
 TEST_CASE("snapshot attention of a padded probe: each query row averages the probes where it "
           "is a real token") {
   for (bool causal : {false, true}) {
@@ -21,15 +41,7 @@ TEST_CASE("snapshot attention of a padded probe: each query row averages the pro
     // Real lengths 6, 4 and 2: queries 0-1 are real in all three probes, 2-3 in two, 4-5 in
     // one, and 6-7 in none (a probe padded past its longest row).
     const std::vector<int64_t> lengths = {6, 4, 2};
-    torch::manual_seed(3);
-    Batch probe;
-    probe.tokens = torch::randint(5, 40, {P, T}, torch::kLong);  // (P,T)
-    probe.key_mask = torch::zeros({P, T}, torch::kBool);         // (P,T)
-    for (int64_t b = 0; b < P; ++b) {
-      probe.key_mask[b].narrow(0, 0, lengths[b]).fill_(true);
-      probe.tokens[b].narrow(0, lengths[b], T - lengths[b]).fill_(0);  // [PAD]
-    }
-    probe.pool_index = torch::zeros({P}, torch::kLong);  // (P)
+    const Batch probe = padded_probe(lengths, T, 3);
     const SnapshotContent snap = compute_snapshot(model, probe, cfg.snapshots, torch::kCPU);
     REQUIRE(snap.attention.sizes() == torch::IntArrayRef({L, H, T, T}));
 
@@ -81,15 +93,7 @@ TEST_CASE("snapshot position scores of a padded probe: entry (i, j) averages the
   Model model = test::small_model(cfg);
   const int64_t P = 3, T = 8, L = cfg.model.layers, H = cfg.model.heads;
   const std::vector<int64_t> lengths = {6, 4, 2};  // positions 6-7 are padding in every probe
-  torch::manual_seed(5);
-  Batch probe;
-  probe.tokens = torch::randint(5, 40, {P, T}, torch::kLong);  // (P,T)
-  probe.key_mask = torch::zeros({P, T}, torch::kBool);         // (P,T)
-  for (int64_t b = 0; b < P; ++b) {
-    probe.key_mask[b].narrow(0, 0, lengths[b]).fill_(true);
-    probe.tokens[b].narrow(0, lengths[b], T - lengths[b]).fill_(0);  // [PAD]
-  }
-  probe.pool_index = torch::zeros({P}, torch::kLong);  // (P)
+  const Batch probe = padded_probe(lengths, T, 5);
   const SnapshotContent snap = compute_snapshot(model, probe, cfg.snapshots, torch::kCPU);
   REQUIRE(snap.position_scores.size() == 1);
   const auto got = snap.position_scores[0].value.to(torch::kDouble);  // (L,H,T,T)
