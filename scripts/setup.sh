@@ -14,6 +14,7 @@ PACKAGES=(
   libgloo-dev
   gnuplot-nox
   wordnet-base
+  python3-h5py  # tests: tests/reference/read_run_file.py reads run.h5 without our code
 )
 
 missing=()

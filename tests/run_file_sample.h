@@ -40,7 +40,8 @@ inline torch::Tensor sample_tisa_a(int64_t step) {
   return torch::arange(kL * kH * 5, torch::kFloat32).reshape({kL, kH, 5}) * 0.5 +
          static_cast<double>(step);  // (L,H,S)
 }
-inline torch::Tensor sample_buckets() { return torch::arange(11, torch::kInt64) % 4; }
+// float32 like every /position tensor (docs/hdf5-schema.md), bucket indices included.
+inline torch::Tensor sample_buckets() { return torch::arange(11, torch::kFloat32).fmod(4); }
 inline torch::Tensor sample_tokens() {
   return torch::arange(10, torch::kInt64).reshape({2, 5}) + 3;
 }

@@ -57,7 +57,7 @@ TEST_CASE("run file: every documented path round-trips with dtype, shape, dims a
     w->close();
   }
   CHECK_FALSE(std::filesystem::exists(path + ".shadow"));  // removed by a clean close
-  // For the independent check by hand: tests/reference/read_run_file.py check FILE.
+  // tests/test_h5py_reader.cpp has tests/reference/read_run_file.py check this sample too.
   if (const char* keep = std::getenv("RELPOS_SAMPLE_RUN_FILE"))
     std::filesystem::copy_file(path, keep, std::filesystem::copy_options::overwrite_existing);
   auto r = RunFileReader::open(path);
@@ -103,7 +103,7 @@ TEST_CASE("run file: every documented path round-trips with dtype, shape, dims a
                  {"distance"});
     check_tensor(*r, g + "/position/tisa/a", sample_tisa_a(step), torch::kFloat32,
                  {"layer", "head", "kernel"});
-    check_tensor(*r, g + "/position/t5_bias/buckets", sample_buckets(), torch::kInt64,
+    check_tensor(*r, g + "/position/t5_bias/buckets", sample_buckets(), torch::kFloat32,
                  {"distance"});
   }
   // The schema helpers spell the same paths and axis names.
@@ -283,7 +283,7 @@ TEST_CASE(
   CHECK(text.find("tokens  int64 [2,5]  (probe,token)") != std::string::npos);
   CHECK(text.find("key_mask  uint8 [2,5]  (probe,token)") != std::string::npos);
   CHECK(text.find("value  float64 [3]  (point)") != std::string::npos);
-  CHECK(text.find("buckets  int64 [11]  (distance)") != std::string::npos);
+  CHECK(text.find("buckets  float32 [11]  (distance)") != std::string::npos);
   CHECK(text.find(std::string(kQueryWeight) + "  float32 [4,4]  (output,input)") !=
         std::string::npos);
   CHECK(text.find("@metric: string \"loss\"") != std::string::npos);

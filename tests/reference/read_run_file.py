@@ -7,10 +7,10 @@
                                        "run file: a file written by h5py ..." reads
                                        (tests/fixtures/io/h5py_run_v1.h5)
 
-The ctest suite does not run Python. To check a file written by the C++ writer by hand:
+ctest runs `check` on the run.h5 of a tiny `relpos train` of every variant and on the
+writer's round-trip sample (tests/test_h5py_reader.cpp). By hand:
 
-  RELPOS_SAMPLE_RUN_FILE=/tmp/sample.h5 ./build/tests/relpos_tests -tc='run file: every*'
-  /usr/bin/python3 tests/reference/read_run_file.py check /tmp/sample.h5
+  /usr/bin/python3 tests/reference/read_run_file.py check results/quickstart/rope/run.h5
 
 Written from the schema document, not from the C++ code.
 """
