@@ -67,7 +67,6 @@ std::string latex_escape(const std::string& s) {
   return out;
 }
 
-
 void check_shape(const Table& t) {
   for (size_t r = 0; r < t.rows.size(); ++r)
     if (t.rows[r].size() != t.columns.size())

@@ -6,12 +6,11 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/bench/child_process.h"
 #include "tests/data_helpers.h"
 #include "tests/tiny_run.h"
+#include "tests/text_file.h"
 
 using namespace relpos;
 using namespace relpos::test;
@@ -26,13 +25,6 @@ bool have_builtin_data() {
       return false;
     }
   return true;
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 ChildResult reproduce(const std::string& name, const std::string& out, const std::string& grid) {
@@ -82,10 +74,10 @@ TEST_CASE("reproduce: every named experiment runs end to end at a tiny size") {
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("report: " + out + "/report.md") != std::string::npos);
-    const std::string report = read_text(fs::path(out) / "report.md");
+    const std::string report = read_text(out + "/report.md");
     for (const auto& s : c.sections) CHECK_MESSAGE(report.find(s) != std::string::npos, s);
     CHECK(report.find("relpos reproduce " + c.name) != std::string::npos);  // the command
-    CHECK(read_text(fs::path(out) / "commands.txt").find("commit") != std::string::npos);
+    CHECK(read_text(out + "/commands.txt").find("commit") != std::string::npos);
     CHECK(count_finished_runs(out) == c.runs);
   }
 }

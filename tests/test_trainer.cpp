@@ -20,16 +20,13 @@
 #include "core/train/trainer.h"
 #include "tests/helpers.h"
 #include "tests/tiny_run.h"
+#include "tests/text_file.h"
 
 using namespace relpos;
+using test::read_text;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;

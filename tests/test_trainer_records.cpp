@@ -17,6 +17,7 @@
 #include "core/train/trainer.h"
 #include "tests/helpers.h"
 #include "tests/tiny_run.h"
+#include "tests/text_file.h"
 
 using namespace relpos;
 using namespace relpos::test;
@@ -27,11 +28,6 @@ nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   REQUIRE_MESSAGE(in.good(), path);
   return nlohmann::json::parse(in);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 std::vector<std::string> sorted(std::vector<std::string> v) {
