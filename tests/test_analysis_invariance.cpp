@@ -42,6 +42,26 @@ TEST_CASE("a Toeplitz matrix has invariance 1, in both regions") {
   for (int64_t r = -9; r <= 9; ++r) CHECK(g.at(r) == doctest::Approx(diag[r + 9]));
 }
 
+// docs/analysis.md: a bidirectional map from a purely relative score still falls short of 1,
+// because each row is normalised over the offsets it has. Expected values from
+// scripts/alibi_invariance.py (numpy, written from the formulas, independent of this code).
+TEST_CASE("bidirectional ALiBi attention (slope 1/16) scores 0.9217, 0.9390, 0.9569 at T = 16, 64, 128") {
+  const std::vector<std::pair<int64_t, double>> expected = {{16, 0.9217}, {64, 0.9390}, {128, 0.9569}};
+  for (const auto& [T, value] : expected) {
+    Matrix a(T, T);
+    for (int64_t i = 0; i < T; ++i) {
+      double z = 0;
+      for (int64_t j = 0; j < T; ++j) z += std::exp(-std::abs(static_cast<double>(j - i)) / 16.0);
+      for (int64_t j = 0; j < T; ++j) a(i, j) = std::exp(-std::abs(static_cast<double>(j - i)) / 16.0) / z;
+    }
+    CHECK(invariance(a) == doctest::Approx(value).epsilon(1e-4));
+    // The scores themselves are Toeplitz: invariance 1, and symmetric in r.
+    const Matrix scores = toeplitz(T, [](int64_t r) { return -std::abs(static_cast<double>(r)) / 16.0; });
+    CHECK(invariance(scores) == doctest::Approx(1.0).epsilon(1e-12));
+    CHECK(measure(scores).symmetry == doctest::Approx(1.0).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("hand-computed 3x3: a diagonal matrix diag(1,2,3)") {
   // g(0) = 2, every other diagonal is 0, so ||A - Pi(A)||^2 = (1-2)^2 + (3-2)^2 = 2.
   // mean(A) = 6/9 = 2/3, ||A - mean||^2 = sum a^2 - 9 (2/3)^2 = 14 - 4 = 10. Invariance 1 - 2/10.

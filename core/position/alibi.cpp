@@ -3,6 +3,8 @@
 // Slopes: for H a power of 2, m_h = 2^(-8h/H), h = 1..H. Otherwise, with n the largest power
 // of 2 below H: the n slopes for n heads, then every other slope of the 2n-head sequence
 // (odd positions 1, 3, 5, ...) until H slopes are chosen (the paper's rule).
+// Encoder mode: -m_h·|i - j| is symmetric in r = j - i, so ALiBi alone cannot tell left from
+// right (its symmetry metric is 1 by construction); the causal mask gives decoders the direction.
 // Hook: score term (3). Parameters: none (slopes fixed). Beyond the training length: the
 // penalty keeps growing linearly, which is what lets ALiBi extrapolate.
 #include <cmath>

@@ -7,7 +7,7 @@
 //     ka  = k_j·a_{c(r)}
 //     qka = Σ_m q_im k_jm a_{c(r),m}
 // Presets: huang_m1 = {qk, abs scale}, huang_m2 = {qk, signed scale}, huang_m3 = {qka},
-// huang_m4 = {qk, qa, ka} (Hugging Face's relative_key_query).
+// huang_m4 = {qk, qa, ka} (Hugging Face's relative_key_query when unclipped, table reversed).
 // Hook: score term (3): the returned term is e - q·k/√d. Parameters per layer: a (2K+1)×d when
 // any of qa/ka/qka is chosen; s (K+1 or 2K+1) when qk is scaled.
 // Init: a ~ N(0, init_std²); when qka is chosen without qk, a = 1 + N(0, init_std²), so the

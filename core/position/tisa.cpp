@@ -1,7 +1,9 @@
 // tisa — Wennberg & Henter 2021, "The Case for Translation-Invariant Self-Attention in
 // Transformer-Based Language Models".
 // Formula: e_ij += f_h(r), r = j - i, f_h(r) = Σ_{s=1..S} a_hs · exp(-|b_hs| · (r - c_hs)²).
-// Init: c ~ N(0, 5²), a, b ~ N(0.1, 0.01²) (the paper's). S = kernels (default 5).
+// Init: c ~ N(0, 5²), a, b ~ N(0.1, 0.01²). S = kernels (default 5). The paper gives no
+// initialisation: these values are the authors' released code's (github.com/ulmewennberg/tisa,
+// model/tisa.py, Tisa._init_weights: offsets std 5, amplitudes and sharpness mean 0.1, std 0.01).
 // Hook: score term (3), a bias independent of content (not divided by √d).
 // Parameters per layer: a, b, c, each H×S (3·S·H).
 // Beyond the training length: f is defined at every distance; the Gaussians decay away from c.
