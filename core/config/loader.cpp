@@ -35,6 +35,33 @@ void record_locations(const YAML::Node& node, const std::string& path, const std
   }
 }
 
+// YAML aliases share nodes, so a few hundred bytes of nested anchors ("billion laughs") describe a
+// tree of billions of nodes that every later walk would expand. No config comes near this bound
+// (configs/base.yaml has about 150 nodes); counting stops at it, so the check itself is cheap.
+constexpr int64_t kMaxConfigNodes = 100000;
+
+int64_t count_nodes(const YAML::Node& node, int64_t budget) {
+  int64_t n = 1;
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end() && n <= budget; ++it)
+      n += count_nodes(it->first, budget - n) + count_nodes(it->second, budget - n);
+  } else if (node.IsSequence()) {
+    for (auto it = node.begin(); it != node.end() && n <= budget; ++it)
+      n += count_nodes(*it, budget - n);
+  }
+  return n;
+}
+
+// `what`: the file, or the --set, for the message.
+void reject_expansion_bomb(const YAML::Node& node, const std::string& what) {
+  if (count_nodes(node, kMaxConfigNodes) > kMaxConfigNodes)
+    throw ConfigError(fmt::format("{}: the YAML expands to more than {} values (aliases of "
+                                  "anchors that refer to other anchors multiply); no relpos config "
+                                  "needs that many",
+                                  what, kMaxConfigNodes),
+                      "write the values out, or use fewer nested aliases (*name)");
+}
+
 // YAML allows no duplicate keys, but yaml-cpp keeps both and the merge would take the last one
 // silently; a repeated key is almost always a mistake (two `model:` sections), so it is an error.
 void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
@@ -79,6 +106,7 @@ YAML::Node parse_file(const std::string& file) {
   ss << in.rdbuf();
   try {
     YAML::Node node = YAML::Load(ss.str());
+    reject_expansion_bomb(node, file);
     if (node.IsNull()) return YAML::Node(YAML::NodeType::Map);
     if (!node.IsMap())
       throw ConfigError(fmt::format("{}: a config file must be a map of keys (got {})", file,
@@ -191,6 +219,7 @@ void apply_override(LayeredYaml& layers, const std::string& assignment,
     value = YAML::Node(text);  // not YAML: take the text as a plain string
   }
   if (!value.IsDefined()) value = YAML::Node(YAML::NodeType::Null);
+  reject_expansion_bomb(value, origin);
 
   // Walk/create the maps along the dotted path.
   std::vector<std::string> parts;
