@@ -22,7 +22,8 @@ Command add_export(CLI::App& app) {
   cmd->add_option("--out,-o", o->out, "the folder to write")->required()->check(non_empty("a folder"));
   cmd->add_flag("--overwrite", o->overwrite, "replace a Hugging Face folder already at --out");
   cmd->footer("Exportable: " + hf_exportable_variants() + ".");
-  return {cmd, [o]() {
+  // The lambda owns `format` too: CLI11 writes the option into it while parsing.
+  return {cmd, [o, format]() {
             const HfExportReport r = export_hf_model(*o);
             std::cout << fmt::format("exported {} as BertForMaskedLM (position_embedding_type {}): "
                                      "{}\n",

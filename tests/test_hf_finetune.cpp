@@ -16,8 +16,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// One list of the run's --init-from record, as result.json repeats it ("loaded", "initialised",
+// "unused"). (Read from result.json: this test process's HDF5 refused to convert run.h5's UTF-8
+// string datasets to its ASCII memory type, although `relpos` itself reads them.)
 std::vector<std::string> strings_of(const std::string& run, const std::string& list) {
-  return RunFileReader::open(run_h5_path(run))->strings(schema::init_from_path(list));
+  return read_json(run + "/result.json")["init_from_parameters"][list].get<std::vector<std::string>>();
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& x) {

@@ -127,7 +127,7 @@ TEST_CASE("safetensors: F32, F16 and BF16 data convert to the float32 values of 
   std::ofstream(path, std::ios::binary) << st_bytes(h, data);
   SafetensorsFile f(path);
   auto a = f.to_float(*f.header().find("a"));
-  CHECK(a.scalar_type() == torch::kFloat32);
+  CHECK((a.scalar_type() == torch::kFloat32));
   CHECK(a[0].item<float>() == 1.5f);
   CHECK(a[1].item<float>() == -2.0f);
   auto hh = f.to_float(*f.header().find("h"));

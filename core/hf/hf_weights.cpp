@@ -72,8 +72,14 @@ class TorchBinWeights : public WeightFile {
                           "OrderedDict, which LibTorch 1.13's unpickler reads as None",
                           v.tagKind());
     } catch (const c10::Error& e) {
-      why = zip ? fmt::format("LibTorch's reader failed: {}", first_line(e.what_without_backtrace()))
-                : "it is in the legacy format of PyTorch before 1.6, which LibTorch does not read";
+      const std::string msg = first_line(e.what_without_backtrace());
+      if (!zip)
+        why = "it is in the legacy format of PyTorch before 1.6, which LibTorch does not read";
+      else if (msg.find("GenericDict but got None") != std::string::npos)
+        why = "its state dict is a collections.OrderedDict (what Hugging Face's save_pretrained "
+              "and model.state_dict() write), which LibTorch 1.13's C++ unpickler reads as None";
+      else
+        why = "LibTorch's reader failed: " + msg;
     }
     if (!why.empty()) throw unreadable(why);
     for (const auto& kv : v.toGenericDict()) {
