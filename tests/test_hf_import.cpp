@@ -166,6 +166,18 @@ TEST_CASE("hf import: relpos analyze gives numpy's P·Pᵀ invariance of the imp
   }
 }
 
+TEST_CASE("hf import: relpos analyze draws the relative tables of a relative BERT") {
+  TempFolder tmp("hf_analyze_rel");
+  const std::string run = tmp.str("rkq");
+  import_ok(hf_fixture("bert_relative_key_query"), run);
+  const ChildResult a = relpos_cli({"analyze", run});
+  INFO(a.out << a.err);
+  REQUIRE(a.exit_code == 0);
+  // One figure per layer of the imported (L,2K+1,d) table: no P·Pᵀ, there is no absolute table.
+  CHECK(fs::exists(run + "/figures/relpos_huang_m4_table_layer0.png"));
+  CHECK(fs::exists(run + "/figures/relpos_huang_m4_table_layer1.png"));
+}
+
 TEST_CASE("hf import: the run file passes the independent h5py reader") {
   if (run_child(kPython, {"-c", "import h5py"}, {60, 0}).exit_code != 0) {
     MESSAGE("python3-h5py missing: skipped");
