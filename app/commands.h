@@ -79,5 +79,7 @@ Command add_inspect(CLI::App& app);
 Command add_analyze(CLI::App& app);
 Command add_report(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_import(CLI::App& app);
+Command add_export(CLI::App& app);
 
 }  // namespace relpos::app

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzz/, clang) and runs each for a bounded time.
-# Usage: scripts/fuzz.sh [SECONDS_PER_HARNESS=60] [HARNESS...]   (harnesses: config data)
+# Usage: scripts/fuzz.sh [SECONDS_PER_HARNESS=60] [HARNESS...]   (harnesses: config data safetensors)
 # Environment: RELPOS_FUZZ_BUILD (default build-fuzz), RELPOS_JOBS (default 2),
 #   RELPOS_CORE_LIB (default build/core/libcore.a when it exists: link the normal build's core
 #   instead of compiling all of core with clang).
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-60}"
 shift || true
 HARNESSES=("$@")
-[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(config data)
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(config data safetensors)
 BUILD="${RELPOS_FUZZ_BUILD:-build-fuzz}"
 CXX_BIN="$(command -v clang++ || command -v clang++-14 || true)"
 C_BIN="$(command -v clang || command -v clang-14 || true)"

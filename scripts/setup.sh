@@ -15,6 +15,7 @@ PACKAGES=(
   gnuplot-nox
   wordnet-base
   python3-h5py  # tests: tests/reference/read_run_file.py reads run.h5 without our code
+  python3-numpy  # tests: tests/reference/hf_reference.py, the Hugging Face reference forward pass
 )
 
 missing=()

@@ -73,6 +73,11 @@ void validate(const Config& c, const SourceMap* src) {
   k.in_range("model.attention_dropout", m.attention_dropout, 0, 0.99);
   k.at_least("model.segment_vocab", m.segment_vocab, 1);
   k.at_least("model.init_std", m.init_std, 0);
+  k.above("model.norm_eps", m.norm_eps, 0);
+  if (m.embedding_norm_before_projection && m.norm != "post")
+    config_fail(src, "model.embedding_norm_before_projection",
+                "only a post-LN model has an embedding LayerNorm", "true with model.norm pre",
+                "false, or model.norm post");
   if (m.width % m.heads != 0)
     config_fail(src, "model.width", "width must be divisible by heads",
                 fmt::format("width {} with {} heads, model.heads from {}", m.width, m.heads,

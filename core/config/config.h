@@ -27,6 +27,13 @@ struct ModelConfig : ConfigSection {
   bool segments = false;          // segment (token type) embeddings
   int64_t segment_vocab = 2;
   double init_std = 0.02;         // normal init of weights and embeddings
+  // Feed-forward and MLM-transform nonlinearity: gelu (exact, erf) or gelu_tanh (the tanh
+  // approximation GPT-2 and ALBERT use, Hugging Face's gelu_new).
+  std::string activation = "gelu";
+  double norm_eps = 1e-5;         // epsilon of every LayerNorm (BERT: 1e-12)
+  // Post-LN embedding LayerNorm over the E-wide embeddings, before the E->D projection
+  // (ALBERT), instead of over the D-wide projected ones.
+  bool embedding_norm_before_projection = false;
 
   template <class V>
   void visit(V& v) {
@@ -43,6 +50,10 @@ struct ModelConfig : ConfigSection {
     v("segments", segments, "segment embeddings");
     v("segment_vocab", segment_vocab, "number of segment ids");
     v("init_std", init_std, "std of the normal weight init");
+    v.choice("activation", activation, {"gelu", "gelu_tanh"}, "feed-forward nonlinearity");
+    v("norm_eps", norm_eps, "LayerNorm epsilon");
+    v("embedding_norm_before_projection", embedding_norm_before_projection,
+      "post-LN: embedding LayerNorm before the E->D projection (ALBERT)");
   }
   bool causal() const { return mode == "decoder"; }
   int64_t head_dim() const { return heads > 0 ? width / heads : 0; }
@@ -58,7 +69,9 @@ struct DataConfig : ConfigSection {
   std::string valid_corpus;
   std::string test_corpus;
   std::string cache_dir = "data";  // fetched data and trained tokenizers (git-ignored)
-  std::string tokenizer = "bytes"; // bytes | sentencepiece | wordpiece
+  // bytes | sentencepiece | wordpiece | byte_bpe (GPT-2/RoBERTa byte-level BPE: recorded by
+  // `relpos import` for analysis; training and evaluation with it are refused)
+  std::string tokenizer = "bytes";
   int64_t vocab_size = 4000;       // sentencepiece vocabulary
   std::string sentencepiece_model = "unigram";  // unigram | bpe
   // sentencepiece: a model file to load instead of training one (e.g. a pre-trained run's
@@ -82,7 +95,8 @@ struct DataConfig : ConfigSection {
     v("valid_corpus", valid_corpus, "validation documents from this file instead of a split");
     v("test_corpus", test_corpus, "test documents from this file instead of a split");
     v("cache_dir", cache_dir, "data cache folder");
-    v.choice("tokenizer", tokenizer, {"bytes", "sentencepiece", "wordpiece"}, "tokenizer");
+    v.choice("tokenizer", tokenizer, {"bytes", "sentencepiece", "wordpiece", "byte_bpe"},
+             "tokenizer");
     v("vocab_size", vocab_size, "sentencepiece vocabulary size");
     v.choice("sentencepiece_model", sentencepiece_model, {"unigram", "bpe"}, "sp model type");
     v("tokenizer_file", tokenizer_file, "sentencepiece model file to load instead of training");

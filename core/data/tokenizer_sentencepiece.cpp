@@ -110,7 +110,9 @@ class SentencePieceTokenizer : public Tokenizer {
     vocab_ = shim().vocab_size(handle_);
     for (int64_t id = 0; id < kNumSpecial; ++id) {
       const std::string piece = piece_of(id);
-      if (piece != special_token_name(id))
+      // ALBERT's spiece.model (imported with `relpos import`) names the same roles <pad> <unk>.
+      const bool albert_name = (id == 0 && piece == "<pad>") || (id == 1 && piece == "<unk>");
+      if (piece != special_token_name(id) && !albert_name)
         throw DataError(
             fmt::format("{}: id {} is '{}' (expected {}: relpos trains its models with "
                         "the special tokens at ids 0..4)",

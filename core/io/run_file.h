@@ -71,8 +71,9 @@ class RunFileWriter {
   // /probe/tokens (P,T) int64, and /probe/key_mask (P,T) uint8 when given.
   virtual void write_probe(const torch::Tensor& tokens, const torch::Tensor& key_mask) = 0;
 
-  // /snapshots/step_<N>/ with `attention` (L,H,T,T) float32, position_scores/<variant>
-  // (L',H,T,T), and position/<variant>/<name>. Replaces a snapshot of the same step. Flushes.
+  // /snapshots/step_<N>/ with `attention` (L,H,T,T) float32 (left out when undefined: a run
+  // made by `relpos import` has no probe), position_scores/<variant> (L',H,T,T), and
+  // position/<variant>/<name>. Replaces a snapshot of the same step. Flushes.
   virtual void write_snapshot(int64_t step, const torch::Tensor& attention,
                               const std::vector<NamedTensor>& position_scores,
                               const std::map<std::string, std::vector<NamedTensor>>& position) = 0;

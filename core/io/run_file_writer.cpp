@@ -91,8 +91,9 @@ class H5RunFileWriter : public RunFileWriter {
   void write_snapshot(int64_t step, const torch::Tensor& attention,
                       const std::vector<NamedTensor>& position_scores,
                       const std::map<std::string, std::vector<NamedTensor>>& position) override {
+    // Undefined attention: a snapshot of position-only quantities (`relpos import` has no probe).
     TORCH_CHECK(
-        attention.defined() && attention.dim() == 4 && attention.size(2) == attention.size(3),
+        !attention.defined() || (attention.dim() == 4 && attention.size(2) == attention.size(3)),
         "snapshot attention must be (L,H,T,T), got ",
         attention.defined() ? attention.sizes() : torch::IntArrayRef{});
     for (const auto& s : position_scores)
@@ -103,8 +104,9 @@ class H5RunFileWriter : public RunFileWriter {
       H5::Group snapshots = h5::ensure_group(*file_, sc::kSnapshots);
       remove(sc::snapshot_group(step));
       H5::Group group = snapshots.createGroup(sc::snapshot_name(step));
-      h5::write_tensor(group, sc::kAttention, attention, h5::split_dims(sc::kDimsAttention),
-                       h5::Store::Float32);
+      if (attention.defined())
+        h5::write_tensor(group, sc::kAttention, attention, h5::split_dims(sc::kDimsAttention),
+                         h5::Store::Float32);
       H5::Group scores = group.createGroup(sc::kPositionScores);
       for (const auto& s : position_scores)
         h5::write_tensor(scores, s.name, s.value,

@@ -6,13 +6,12 @@
 
 namespace relpos {
 
-LmHeadImpl::LmHeadImpl(int64_t width, int64_t embed_dim, int64_t vocab_size, bool transform)
-    : transform_(transform) {
+LmHeadImpl::LmHeadImpl(int64_t width, int64_t embed_dim, int64_t vocab_size, bool transform,
+                       std::string activation_kind, double norm_eps)
+    : transform_(transform), activation_(std::move(activation_kind)) {
   if (transform || width != embed_dim)
     dense = register_module("dense", torch::nn::Linear(width, embed_dim));
-  if (transform)
-    norm = register_module("norm",
-                           torch::nn::LayerNorm(torch::nn::LayerNormOptions({embed_dim})));
+  if (transform) norm = register_module("norm", layer_norm(embed_dim, norm_eps));
   bias = register_parameter("bias", torch::zeros({vocab_size}));
 }
 
@@ -20,7 +19,7 @@ torch::Tensor LmHeadImpl::forward(const torch::Tensor& hidden,
                                   const torch::Tensor& embedding_weight) {
   auto h = hidden;                          // (B,T,D)
   if (dense) h = dense(h);                  // (B,T,E)
-  if (transform_) h = apply_norm(norm, torch::gelu(h));  // (B,T,E)
+  if (transform_) h = apply_norm(norm, activation(h, activation_));  // (B,T,E)
   return torch::matmul(h, embedding_weight.t()) + bias;  // (B,T,V)
 }
 

@@ -10,10 +10,12 @@
 namespace relpos {
 
 // Vocabulary logits tied to the token embeddings (V,E). With `transform` (MLM, as in BERT):
-// dense D->E, GELU, LayerNorm first; without it a plain D->E projection when E != D.
+// dense D->E, GELU (model.activation), LayerNorm (model.norm_eps) first; without it a plain
+// D->E projection when E != D.
 class LmHeadImpl : public torch::nn::Module {
  public:
-  LmHeadImpl(int64_t width, int64_t embed_dim, int64_t vocab_size, bool transform);
+  LmHeadImpl(int64_t width, int64_t embed_dim, int64_t vocab_size, bool transform,
+             std::string activation = "gelu", double norm_eps = 1e-5);
   // hidden (B,T,D), embedding weight (V,E) -> logits (B,T,V).
   torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& embedding_weight);
 
@@ -23,6 +25,7 @@ class LmHeadImpl : public torch::nn::Module {
 
  private:
   bool transform_;
+  std::string activation_;
 };
 TORCH_MODULE(LmHead);
 

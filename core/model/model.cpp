@@ -19,8 +19,9 @@ ModelImpl::ModelImpl(const Config& cfg, int64_t vocab_size) : kind_(head_kind(cf
   transformer = register_module("transformer", Transformer(m, cfg.position, vocab_size));
   switch (kind_) {
     case HeadKind::Lm:
-      lm_head = register_module(
-          "lm_head", LmHead(m.width, m.embed_dim(), vocab_size, /*transform=*/!m.causal()));
+      lm_head = register_module("lm_head", LmHead(m.width, m.embed_dim(), vocab_size,
+                                                  /*transform=*/!m.causal(), m.activation,
+                                                  m.norm_eps));
       init_weights(*lm_head, m.init_std);
       break;
     case HeadKind::Classifier:

@@ -42,15 +42,22 @@ int64_t PositionStackImpl::table_length() const {
   return smallest_limit(encodings_, [](const PositionEncodingImpl& e) { return e.table_length(); });
 }
 
-BlockImpl::BlockImpl(const ModelConfig& cfg) : pre_norm_(cfg.norm == "pre") {
+torch::Tensor activation(const torch::Tensor& x, const std::string& kind) {
+  return kind == "gelu_tanh" ? torch::gelu(x, "tanh") : torch::gelu(x);
+}
+
+torch::nn::LayerNorm layer_norm(int64_t width, double eps) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(eps));
+}
+
+BlockImpl::BlockImpl(const ModelConfig& cfg)
+    : pre_norm_(cfg.norm == "pre"), activation_(cfg.activation) {
   attention = register_module(
       "attention", MultiHeadAttention(cfg.width, cfg.heads, cfg.attention_dropout));
-  attention_norm = register_module(
-      "attention_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width})));
+  attention_norm = register_module("attention_norm", layer_norm(cfg.width, cfg.norm_eps));
   ff_in = register_module("ff_in", torch::nn::Linear(cfg.width, cfg.ff_width));
   ff_out = register_module("ff_out", torch::nn::Linear(cfg.ff_width, cfg.width));
-  ff_norm = register_module("ff_norm",
-                            torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.width})));
+  ff_norm = register_module("ff_norm", layer_norm(cfg.width, cfg.norm_eps));
   dropout = register_module("dropout", torch::nn::Dropout(cfg.dropout));
 }
 
@@ -58,7 +65,7 @@ torch::Tensor BlockImpl::forward(torch::Tensor x, const AttentionContext& ctx,
                                  const EncodingList& encodings, const torch::Tensor& key_mask,
                                  AttentionRecord* record) {
   auto ff = [this](const torch::Tensor& h) {
-    return ff_out(dropout(torch::gelu(ff_in(h))));  // (B,T,D)
+    return ff_out(dropout(activation(ff_in(h), activation_)));  // (B,T,D)
   };
   if (pre_norm_) {
     x = x + dropout(attention(apply_norm(attention_norm, x), ctx, encodings, key_mask, record));  // (B,T,D)
@@ -81,16 +88,14 @@ TransformerImpl::TransformerImpl(const ModelConfig& model, const PositionConfig&
         register_module("segment_embedding", torch::nn::Embedding(model.segment_vocab, E));
   if (E != D) embedding_projection = register_module("embedding_projection", torch::nn::Linear(E, D));
   if (model.norm == "post")
-    embedding_norm = register_module("embedding_norm",
-                                     torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+    embedding_norm = register_module(
+        "embedding_norm", layer_norm(model.embedding_norm_before_projection ? E : D, model.norm_eps));
   embedding_dropout = register_module("embedding_dropout", torch::nn::Dropout(model.dropout));
   position = register_module("position", PositionStack(model_dims(model), position_cfg));
   blocks = register_module("blocks", torch::nn::ModuleList());
   const int64_t distinct = model.share_layers ? 1 : model.layers;
   for (int64_t l = 0; l < distinct; ++l) blocks->push_back(Block(model));
-  if (model.norm == "pre")
-    final_norm =
-        register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+  if (model.norm == "pre") final_norm = register_module("final_norm", layer_norm(D, model.norm_eps));
   // Position encodings initialise their own parameters; everything else gets BERT's init.
   for (auto& child : named_children())
     if (child.key() != "position") init_weights(*child.value(), model.init_std);
@@ -127,7 +132,12 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, const ForwardO
       x = x + segment_embedding->weight[0];  // (B,T,E) everything in segment 0
     }
   }
-  x = position->embed(x, opts.offset);                     // (B,T,E)
+  x = position->embed(x, opts.offset);  // (B,T,E)
+  if (cfg_.embedding_norm_before_projection) {
+    // ALBERT: LayerNorm and dropout on the E-wide embeddings, then the projection to D.
+    x = embedding_dropout(apply_norm(embedding_norm, x));       // (B,T,E)
+    return embedding_projection ? embedding_projection(x) : x;  // (B,T,D)
+  }
   if (embedding_projection) x = embedding_projection(x);   // (B,T,D)
   if (embedding_norm) x = apply_norm(embedding_norm, x);  // (B,T,D)
   return embedding_dropout(x);                             // (B,T,D)

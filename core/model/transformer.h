@@ -27,6 +27,12 @@ inline torch::Tensor apply_norm(torch::nn::LayerNorm& norm, const torch::Tensor&
   return norm(x.scalar_type() == dtype ? x : x.to(dtype));
 }
 
+// GELU as model.activation names it: "gelu" (exact, erf) or "gelu_tanh" (tanh approximation).
+torch::Tensor activation(const torch::Tensor& x, const std::string& kind);
+
+// A LayerNorm over `width` features with model.norm_eps.
+torch::nn::LayerNorm layer_norm(int64_t width, double eps);
+
 // The stacked position encodings of a model, registered under their variant names, so that
 // their parameters are `position.<variant>.<name>`.
 class PositionStackImpl : public torch::nn::Module {
@@ -59,6 +65,7 @@ class BlockImpl : public torch::nn::Module {
 
  private:
   bool pre_norm_;
+  std::string activation_;
 };
 TORCH_MODULE(Block);
 

@@ -18,8 +18,13 @@ std::string run_tokenizer_path(const std::string& dir) {
 }
 
 void use_run_tokenizer(const std::string& dir, Config& cfg) {
-  if (cfg.data.tokenizer != "sentencepiece" || is_synthetic_task(cfg.task.type)) return;
-  if (fs::exists(run_tokenizer_path(dir))) cfg.data.tokenizer_file = run_tokenizer_path(dir);
+  if (is_synthetic_task(cfg.task.type)) return;
+  if (cfg.data.tokenizer == "sentencepiece" && fs::exists(run_tokenizer_path(dir)))
+    cfg.data.tokenizer_file = run_tokenizer_path(dir);
+  // A run imported from a BERT folder keeps its vocab.txt (`relpos import`): the copy in the
+  // folder, wherever the folder was moved since.
+  const fs::path vocab = fs::path(dir) / "vocab.txt";
+  if (cfg.data.tokenizer == "wordpiece" && fs::exists(vocab)) cfg.data.vocab_file = vocab.string();
 }
 
 namespace {
@@ -51,11 +56,20 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
     return c;
   }
   if (opts.init_from.empty()) return c;
-  const Config src = load_run_config(opts.init_from).config;
+  Config src = load_run_config(opts.init_from).config;
+  use_run_tokenizer(opts.init_from, src);  // an imported run's vocab.txt, where it is now
   // A synthetic pre-training has its own vocabulary; nothing to match (its embeddings do not fit).
   if (is_synthetic_task(src.task.type)) return c;
   const DataConfig& a = src.data;
   const DataConfig& b = cfg.data;
+  if (a.tokenizer == "byte_bpe")
+    throw ConfigError(
+        fmt::format("--init-from {}: the pre-trained run tokenizes with GPT-2/RoBERTa byte-level "
+                    "BPE (data.tokenizer byte_bpe), which relpos does not implement: its token "
+                    "embeddings cannot be fine-tuned on text tokenized otherwise",
+                    opts.init_from),
+        "an imported GPT-2 or RoBERTa run is for `relpos analyze`; fine-tune an imported BERT "
+        "(wordpiece) or ALBERT (sentencepiece) instead (docs/pretrained.md)");
   if (a.tokenizer != b.tokenizer)
     mismatch(opts.init_from, fmt::format("the pre-trained run tokenizes with {}, this config with {}",
                                          a.tokenizer, b.tokenizer));

@@ -58,7 +58,8 @@ class Tokenizer;
 // A run's token ids belong to one tokenizer, and its model must keep it: a SentencePiece run
 // keeps a copy of its model as DIR/tokenizer.model, and whatever reloads the run (resume,
 // eval, analysis) tokenizes with that copy rather than training a new model.
-// use_run_tokenizer: cfg (a run's stored config) reads DIR/tokenizer.model when there is one.
+// use_run_tokenizer: cfg (a run's stored config) reads DIR/tokenizer.model when there is one,
+// and a wordpiece run reads DIR/vocab.txt when there is one (runs made by `relpos import`).
 void use_run_tokenizer(const std::string& dir, Config& cfg);
 // The config a run builds its data from: with --resume its own tokenizer.model; with
 // --init-from the pre-trained run's tokenizer (its tokenizer.model for SentencePiece, so a

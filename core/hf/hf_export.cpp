@@ -1,0 +1,196 @@
+#include "core/hf/hf_export.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in fmt/format.h only before fmt 11)
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/config/config.h"
+#include "core/data/text_util.h"
+#include "core/hf/hf_layout.h"
+#include "core/hf/hf_vocab.h"
+#include "core/hf/staged_folder.h"
+#include "core/io/checkpoint.h"
+#include "core/io/run_file.h"
+#include "core/io/safetensors.h"
+#include "core/io/schema.h"
+#include "core/model/model.h"
+#include "core/train/trainer.h"
+#include "core/util/errors.h"
+
+namespace relpos {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Tensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// The vocabulary size of a run: the rows of its token embeddings in run.h5's /weights.
+int64_t run_vocab_size(const std::string& run) {
+  const auto reader = RunFileReader::open(run_h5_path(run));
+  const std::string p = schema::weight_path("transformer.token_embedding.weight");
+  if (!reader->exists(p))
+    throw SchemaError(fmt::format("{}: no {} (expected the run's final weights)", run_h5_path(run), p));
+  return reader->dataset(p).value.size(0);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw RunError(fmt::format("{}: write failed (disk full?)", path));
+}
+
+}  // namespace
+
+std::string hf_exportable_variants() {
+  return "learned (absolute), huang_m4 (relative_key_query), shaw with position.shaw.values=false "
+         "(relative_key); the relative ones with clip >= task.seq_len - 1";
+}
+
+HfExportReport export_hf_model(const HfExportOptions& opts) {
+  if (opts.run.empty()) throw ConfigError("export: no run folder given", "relpos export RUN --format hf --out DIR");
+  if (opts.out.empty()) throw ConfigError("export: --out DIR is required", "the folder to write");
+  if (!fs::is_regular_file(run_config_path(opts.run)))
+    throw ConfigError(fmt::format("export: {}: not a run folder (no config.yaml)", opts.run));
+  Config cfg = load_run_config(opts.run).config;
+  const ModelConfig& m = cfg.model;
+  const int64_t vocab = run_vocab_size(opts.run);
+  Model model(cfg, vocab);
+  load_model_parameters(run_checkpoint_path(opts.run), *model);
+  std::map<std::string, torch::Tensor> p;
+  for (const auto& kv : model->named_parameters()) p[kv.key()] = kv.value().detach();
+
+  // Every reason at once: the user sees all that stands between the run and BertForMaskedLM.
+  std::vector<std::string> why;
+  const auto& types = cfg.position.types;
+  std::string type = types.size() == 1 ? types[0] : "";
+  int64_t K = -1;
+  if (type == "huang_m4") K = (p.at("transformer.position.huang_m4.table").size(1) - 1) / 2;
+  if (type == "shaw") {
+    K = (p.at("transformer.position.shaw.keys").size(1) - 1) / 2;
+    if (p.count("transformer.position.shaw.values"))
+      why.push_back("shaw with value vectors (position.shaw.values true): Hugging Face's "
+                    "relative_key has none");
+  }
+  if (type != "learned" && type != "huang_m4" && type != "shaw")
+    why.push_back(fmt::format("position.type {} has no Hugging Face BERT equivalent",
+                              join_names(types, "+")));
+  if (K >= 0 && K < cfg.task.seq_len - 1)
+    why.push_back(fmt::format("position.{}.clip {} is below task.seq_len - 1 = {}: the run "
+                              "clipped distances, which Hugging Face's table (one row per "
+                              "distance) cannot express",
+                              type, K, cfg.task.seq_len - 1));
+  if (m.causal()) why.push_back("model.mode decoder (BERT is an encoder)");
+  if (m.norm != "post") why.push_back("model.norm pre (BERT is post-LN)");
+  if (m.embed_dim() != m.width) why.push_back("model.embedding_width below model.width (ALBERT-style)");
+  if (m.share_layers) why.push_back("model.share_layers (ALBERT-style)");
+  if (!model->lm_head) why.push_back(fmt::format("task.type {} has no MLM head", cfg.task.type));
+  if (!why.empty())
+    throw ConfigError(
+        fmt::format("export {}: cannot be written as Hugging Face's BertForMaskedLM: {}",
+                    opts.run, fmt::join(why, "; ")),
+        "exportable: BERT-shaped runs (model.mode encoder, model.norm post, task.type mlm) with "
+        "position.type " + hf_exportable_variants());
+
+  HfExportReport r;
+  const int64_t D = m.width, L = m.layers;
+  Tensors t;
+  auto bert = [](const std::string& name) { return "bert." + name; };
+  const auto& word = p.at("transformer.token_embedding.weight");
+  t.push_back({bert("embeddings.word_embeddings.weight"), word});
+  int64_t max_positions = 0;
+  if (type == "learned") {
+    const auto& table = p.at("transformer.position.learned.table");
+    max_positions = table.size(0);
+    t.push_back({bert("embeddings.position_embeddings.weight"), table});
+    r.position_embedding_type = "absolute";
+  } else {
+    // Hugging Face's BERT keeps (and ignores) an absolute table with relative attention.
+    max_positions = K + 1;
+    t.push_back({bert("embeddings.position_embeddings.weight"), torch::zeros({max_positions, D})});
+    r.position_embedding_type = type == "huang_m4" ? "relative_key_query" : "relative_key";
+  }
+  if (m.segments) {
+    t.push_back({bert("embeddings.token_type_embeddings.weight"), p.at("transformer.segment_embedding.weight")});
+  } else {
+    t.push_back({bert("embeddings.token_type_embeddings.weight"), torch::zeros({2, D})});
+    r.notes.push_back("the run has no segment embeddings: token_type_embeddings are zeros "
+                      "(type_vocab_size 2), so token_type_ids change nothing");
+  }
+  for (const auto& mp : bert_modules(L)) {
+    const bool head = mp.relpos.rfind("lm_head.", 0) == 0;
+    for (const char* part : {".weight", ".bias"})
+      t.push_back({(head ? mp.hf : bert(mp.hf)) + part, p.at(mp.relpos + part)});
+  }
+  if (type != "learned") {
+    const auto& table = p.at(type == "huang_m4" ? "transformer.position.huang_m4.table"
+                                                : "transformer.position.shaw.keys");  // (L,2K+1,d)
+    for (int64_t l = 0; l < L; ++l)
+      t.push_back({bert(bert_distance_name(l)), reverse_distance_rows(table[l])});  // (2K+1,d)
+  }
+  t.push_back({"cls.predictions.bias", p.at("lm_head.bias")});
+  t.push_back({"cls.predictions.decoder.weight", word});  // tied; stored for older loaders
+  t.push_back({"cls.predictions.decoder.bias", p.at("lm_head.bias")});
+
+  nlohmann::ordered_json config = {
+      {"architectures", {"BertForMaskedLM"}},
+      {"model_type", "bert"},
+      {"vocab_size", vocab},
+      {"hidden_size", D},
+      {"num_hidden_layers", L},
+      {"num_attention_heads", m.heads},
+      {"intermediate_size", m.ff_width},
+      {"hidden_act", m.activation == "gelu_tanh" ? "gelu_new" : "gelu"},
+      {"hidden_dropout_prob", m.dropout},
+      {"attention_probs_dropout_prob", m.attention_dropout},
+      {"max_position_embeddings", max_positions},
+      {"type_vocab_size", m.segments ? m.segment_vocab : 2},
+      {"initializer_range", m.init_std},
+      {"layer_norm_eps", m.norm_eps},
+      {"pad_token_id", 0},
+      {"position_embedding_type", r.position_embedding_type},
+      {"torch_dtype", "float32"}};
+
+  // The vocabulary in relpos's id order, for a wordpiece run.
+  std::string vocab_text;
+  use_run_tokenizer(opts.run, cfg);
+  if (cfg.data.tokenizer == "wordpiece") {
+    std::vector<std::string> lines = split_on(read_utf8_file(cfg.data.vocab_file, "WordPiece vocabulary"), '\n');
+    if (!lines.empty() && lines.back().empty()) lines.pop_back();
+    for (auto& l : lines)
+      if (!l.empty() && l.back() == '\r') l.pop_back();
+    const auto rows = wordpiece_rows(cfg.data.vocab_file);
+    if (static_cast<int64_t>(rows.size()) != vocab)
+      throw DataError(fmt::format("{}: {} tokens, but the run's embeddings have {} rows",
+                                  cfg.data.vocab_file, rows.size(), vocab));
+    for (int64_t id : rows) vocab_text += lines[static_cast<size_t>(id)] + "\n";
+  } else {
+    r.notes.push_back(fmt::format("data.tokenizer {}: no vocab.txt written (Hugging Face's "
+                                  "BertTokenizer reads WordPiece vocabularies only); token ids "
+                                  "are relpos's",
+                                  cfg.data.tokenizer));
+  }
+
+  StagedFolder folder(opts.out, opts.overwrite, "export: --out", "config.json");
+  const fs::path dir(folder.path());
+  write_text((dir / "config.json").string(), config.dump(2) + "\n");
+  write_safetensors((dir / "model.safetensors").string(), t, {{"format", "pt"}});
+  r.files = {"config.json", "model.safetensors"};
+  if (!vocab_text.empty()) {
+    write_text((dir / "vocab.txt").string(), vocab_text);
+    const nlohmann::ordered_json tc = {{"tokenizer_class", "BertTokenizer"},
+                                       {"do_lower_case", cfg.data.lower_case},
+                                       {"model_max_length", max_positions}};
+    write_text((dir / "tokenizer_config.json").string(), tc.dump(2) + "\n");
+    r.files.push_back("vocab.txt");
+    r.files.push_back("tokenizer_config.json");
+  }
+  folder.commit();
+  return r;
+}
+
+}  // namespace relpos

@@ -1,0 +1,144 @@
+// An imported run is an ordinary run: `relpos train --init-from` fine-tunes it (span QA on the
+// SQuAD fixture, Huang et al.'s huang_m4 drop-in), `relpos eval --run` evaluates it, and a
+// GPT-2/RoBERTa import (byte-level BPE, which relpos lacks) is refused for training with a clear
+// message.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "core/io/run_file.h"
+#include "core/io/schema.h"
+#include "tests/hf_test_util.h"
+
+using namespace relpos;
+using namespace relpos::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// One list of the run's --init-from record, as result.json repeats it ("loaded", "initialised",
+// "unused"). (Read from result.json: this test process's HDF5 refused to convert run.h5's UTF-8
+// string datasets to its ASCII memory type, although `relpos` itself reads them.)
+std::vector<std::string> strings_of(const std::string& run, const std::string& list) {
+  return read_json(run + "/result.json")["init_from_parameters"][list].get<std::vector<std::string>>();
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// Fine-tuning settings on top of the imported run's own config.yaml.
+std::vector<std::string> finetune_args(const std::string& pretrained, const std::string& out,
+                                       const std::vector<std::string>& sets) {
+  std::vector<std::string> a{"train", "--config", pretrained + "/config.yaml", "--init-from",
+                             pretrained, "--out", out, "--quiet"};
+  for (const auto& s : sets) a.insert(a.end(), {"--set", s});
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("hf import: a BERT import fine-tunes on the SQuAD fixture, and takes the huang_m4 "
+          "drop-in") {
+  TempFolder tmp("hf_finetune");
+  const std::string bert = tmp.str("bert");
+  import_ok(hf_fixture("bert_absolute"), bert);
+  const std::vector<std::string> squad = {
+      "task.type=span_qa",
+      "task.max_query_len=6",
+      "data.corpus=" + fixture_path("data/squad/good.json"),
+      "data.valid_corpus=" + fixture_path("data/squad/dev.json"),
+      "data.test_corpus=" + fixture_path("data/squad/dev.json"),
+      "data.cache_dir=" + tmp.str("cache"),
+      "train.steps=4",
+      "train.batch_size=2",
+      "train.eval_every=2",
+      "train.lr=1e-4",
+      "snapshots.probe_size=2",
+      "threads=1"};
+  const std::string ft = tmp.str("squad");
+  ChildResult r = relpos_cli(finetune_args(bert, ft, squad), 600);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto result = read_json(ft + "/result.json");
+  CHECK(result["steps"] == 4);
+  CHECK(result["init_from"] == bert);
+  CHECK(result["valid"].contains("f1"));
+  // Every transformer parameter came from the import; only the span head is new.
+  const auto loaded = strings_of(ft, schema::kInitLoaded);
+  const auto fresh = strings_of(ft, schema::kInitInitialised);
+  CHECK(contains(loaded, "transformer.token_embedding.weight"));
+  CHECK(contains(loaded, "transformer.position.learned.table"));
+  CHECK(contains(loaded, "transformer.segment_embedding.weight"));
+  CHECK(fresh == std::vector<std::string>{"span_head.span.weight", "span_head.span.bias"});
+  // The fine-tune tokenized with the imported vocabulary (the run records it).
+  const Config cfg = load_run_config(ft).config;
+  CHECK(cfg.data.tokenizer == "wordpiece");
+  CHECK(cfg.data.vocab_file == fs::absolute(bert + "/vocab.txt").lexically_normal().string());
+
+  // Huang et al.'s drop-in: method 4 replaces the absolute table in the pre-trained model.
+  auto dropin = squad;
+  dropin.push_back("position.type=huang_m4");
+  dropin.push_back("position.huang_m4.clip=15");
+  const std::string m4 = tmp.str("squad_m4");
+  r = relpos_cli(finetune_args(bert, m4, dropin), 600);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(strings_of(m4, schema::kInitInitialised), "transformer.position.huang_m4.table"));
+  CHECK(contains(strings_of(m4, schema::kInitUnused), "transformer.position.learned.table"));
+  CHECK(contains(strings_of(m4, schema::kInitLoaded), "transformer.blocks.1.ff_out.weight"));
+}
+
+TEST_CASE("hf import: relpos eval --run evaluates an imported BERT and ALBERT") {
+  TempFolder tmp("hf_eval");
+  for (const char* name : {"bert_absolute", "albert"}) {
+    CAPTURE(name);
+    const std::string run = tmp.str(name);
+    import_ok(hf_fixture(name), run,
+              {"--set", "data.corpus=" + fixture_path("trainer/corpus.txt"), "--set",
+               "data.cache_dir=" + tmp.str("cache"), "--set", "eval.max_tokens=256"});
+    const ChildResult r = relpos_cli({"eval", "--run", run, "--lengths", "8,16,32"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto reader = RunFileReader::open(run_h5_path(run));
+    CHECK(reader->exists("/eval/extrapolation"));
+  }
+}
+
+TEST_CASE("hf import: an ALBERT import fine-tunes with its own SentencePiece model") {
+  TempFolder tmp("hf_albert_ft");
+  const std::string albert = tmp.str("albert");
+  import_ok(hf_fixture("albert"), albert);
+  const std::string ft = tmp.str("ft");
+  const ChildResult r = relpos_cli(
+      finetune_args(albert, ft,
+                    {"data.corpus=" + fixture_path("trainer/corpus.txt"),
+                     "data.cache_dir=" + tmp.str("cache"), "train.steps=2", "train.batch_size=2",
+                     "train.eval_every=2", "train.eval_batches=1", "snapshots.probe_size=2",
+                     "threads=1"}),
+      600);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(strings_of(ft, schema::kInitInitialised).empty());
+  CHECK(fs::exists(ft + "/tokenizer.model"));
+}
+
+TEST_CASE("hf import: GPT-2 and RoBERTa imports are analysed, and training them is refused") {
+  TempFolder tmp("hf_bpe");
+  for (const char* name : {"gpt2", "roberta"}) {
+    CAPTURE(name);
+    const std::string run = tmp.str(name);
+    import_ok(hf_fixture(name), run);
+    const std::string out = tmp.str(std::string(name) + "_ft");
+    ChildResult r = relpos_cli(finetune_args(run, out, {"data.corpus=" + fixture_path("trainer/corpus.txt")}));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--init-from " + run + ": the pre-trained run tokenizes with GPT-2/RoBERTa "
+                     "byte-level BPE (data.tokenizer byte_bpe), which relpos does not implement") !=
+          std::string::npos);
+    CHECK(!fs::exists(out + "/checkpoint.pt"));
+    r = relpos_cli({"eval", "--run", run, "--lengths", "8"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("data.tokenizer: byte_bpe (GPT-2/RoBERTa byte-level BPE, vocab.json + "
+                     "merges.txt) is not implemented") != std::string::npos);
+  }
+}
