@@ -3,7 +3,8 @@
 # in two invocations (every variant at T=128,512; the relative two-path variants and `none` at
 # T=1024), then short quickstart trainings for tokens/s. A load sampler logs `uptime` every 30 s.
 # (In the committed run the huang_m3 direct child at T=1024 was stopped by hand: see the doc.)
-# Usage: bench/run-cpu-2core.sh [OUTDIR]   (default bench/); run from the repository root.
+# Usage: scripts/bench/run-cpu-2core.sh [OUTDIR]   (default results/bench/); run from the
+# repository root.
 set -euo pipefail
 source "$(dirname "$0")/common.sh" load-cpu-2core.log "$@"
 "$relpos" bench --lengths 128,512 --steps 3 --warmup 1 \

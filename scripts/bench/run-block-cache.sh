@@ -3,7 +3,8 @@
 # with the block cache (cpu_allocator: cache, the default) and with LibTorch's allocator on glibc
 # malloc (cpu_allocator: system), then short quickstart trainings with each for tokens/s.
 # A load sampler logs `uptime` every 30 s.
-# Usage: bench/run-block-cache.sh [OUTDIR]   (default bench/); run from the repository root.
+# Usage: scripts/bench/run-block-cache.sh [OUTDIR]   (default results/bench/); run from the
+# repository root.
 set -euo pipefail
 source "$(dirname "$0")/common.sh" load-block-cache.log "$@"
 for alloc in cache system; do

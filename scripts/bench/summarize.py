@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Markdown tables for docs/performance.md from `relpos bench --json` files.
 
-Usage: bench/summarize.py RESULTS.json [MORE.json ...]
-       bench/summarize.py --growth RESULTS.json [MORE.json ...]   (exponents over all files)
+Usage: scripts/bench/summarize.py RESULTS.json [MORE.json ...]
+       scripts/bench/summarize.py --growth RESULTS.json [MORE.json ...]   (exponents over all files)
 Every number comes from the JSON: wall and CPU step time, peak RSS and the child's exact tensor
 peak, each also as a ratio to `none` from the same file (same invocation); the fast/direct
 comparison; the log-log growth exponents relpos bench fitted. Several files are not mixed: each
