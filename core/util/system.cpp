@@ -1,15 +1,34 @@
 #include "core/util/system.h"
 
 #include <torch/version.h>
+#include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <thread>
 
+#include "core/util/errors.h"
+
 namespace relpos {
+
+double physical_memory_mb() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * page / (1024.0 * 1024.0) : 0.0;
+}
+
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    throw RunError(std::string("cannot find the relpos executable (/proc/self/exe): ") +
+                   std::strerror(errno));
+  return std::string(buf, static_cast<size_t>(n));
+}
 
 std::string utc_timestamp() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());

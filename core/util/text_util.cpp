@@ -1,4 +1,4 @@
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 
 #include <fmt/format.h>
 
