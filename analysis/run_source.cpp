@@ -12,9 +12,8 @@
 
 #include "analysis/gnuplot.h"
 #include "analysis/run_checks.h"
-#include "core/config/config.h"
-#include "core/io/schema.h"
 #include "core/io/run_paths.h"
+#include "core/io/schema.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {

@@ -154,7 +154,7 @@ TEST_CASE("tasks: the model mode, the probe and the default lengths come from th
                   "token) (got 1; expected >= 2, or 0 for task.seq_len)") != std::string::npos);
 }
 
-TEST_CASE("tasks: an unknown task lists the known ones; a name registered twice is refused") {
+TEST_CASE("tasks: an unknown task lists the known ones, and a name registered twice is refused") {
   std::string known;
   for (const auto& n : TaskRegistry::get().names()) known += (known.empty() ? "" : " | ") + n;
   CHECK(config_error({"task.type=translate"})

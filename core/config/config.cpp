@@ -101,9 +101,6 @@ void validate(const Config& c, const SourceMap* src) {
       config_fail(src, "task.eval_lengths", "test length outside [min_len, test_max_len]",
                   std::to_string(len),
                   fmt::format("lengths in [{}, {}]", t.min_len, t.test_max_len));
-  // The task's own rules: corpus kind, model mode, lengths.
-  validate_task(c, src);
-
   const DataConfig& d = c.data;
   k.at_least("data.vocab_size", d.vocab_size, 16);
   k.in_range("data.valid_fraction", d.valid_fraction, 0, 0.5);
@@ -127,6 +124,8 @@ void validate(const Config& c, const SourceMap* src) {
     config_fail(src, "data.vocab_size", "byte fallback takes 256 ids of the vocabulary",
                 std::to_string(d.vocab_size),
                 ">= 300, or data.sentencepiece_byte_fallback: false");
+  // The task's own rules: model mode, corpus kind, lengths, probe.
+  validate_task(c, src);
   if (!d.tokenizer_file.empty() && d.tokenizer != "sentencepiece")
     config_fail(src, "data.tokenizer_file", "only the sentencepiece tokenizer loads a model file",
                 fmt::format("'{}' with data.tokenizer {}", d.tokenizer_file, d.tokenizer),

@@ -282,8 +282,8 @@ Config parse_config(const YAML::Node& root, const SourceMap* sources);
 
 // Every cross-field rule, in one place. Throws ConfigError.
 void validate(const Config& c, const SourceMap* sources);
-// The rules of the config's task (validate() calls it): its own TaskInfo::validate, the model
-// mode and the probe length it needs. Defined by the task registry (core/task/registry.cpp).
+// The rules of the config's task (validate() calls it): the model mode it needs, its own
+// TaskInfo::validate, and the probe length it needs. Defined by the task registry (core/task/registry.cpp).
 void validate_task(const Config& c, const SourceMap* sources);
 
 // The resolved config as YAML text (every key, defaults included).

@@ -92,7 +92,6 @@ std::vector<std::string> known_task_types() { return TaskRegistry::get().names()
 
 void validate_task(const Config& c, const SourceMap* src) {
   const TaskInfo& t = TaskRegistry::get().at(c.task.type, "task.type", src);
-  if (t.validate) t.validate(c, src);
   const ModelConfig& m = c.model;
   if (t.mode == ModelMode::Causal && !m.causal())
     config_fail(src, "task.type", fmt::format("the {} task needs a causal model", t.name),
@@ -100,6 +99,7 @@ void validate_task(const Config& c, const SourceMap* src) {
   if (t.mode == ModelMode::Bidirectional && m.causal())
     config_fail(src, "task.type", "this task needs a bidirectional model",
                 fmt::format("'{}' with model.mode decoder", t.name), "model.mode: encoder");
+  if (t.validate) t.validate(c, src);
   const int64_t probe = c.snapshots.probe_len;
   if (probe > 0 && probe < t.min_probe_len)
     config_fail(src, "snapshots.probe_len",

@@ -3,16 +3,15 @@
 #include <torch/version.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <thread>
 
 #include "core/util/errors.h"
+#include "core/util/process.h"
 
 namespace relpos {
 
@@ -41,13 +40,15 @@ std::string utc_timestamp() {
 
 namespace {
 
+// What the shell command `cmd` prints on stdout, without trailing newlines; "" when it fails to
+// start. Its stderr is captured and dropped.
 std::string run_capture(const std::string& cmd) {
   std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::array<char, 256> buf{};
-  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-  pclose(p);
+  try {
+    out = run_child({"/bin/sh", "-c", cmd}, SpawnOptions{}).out;
+  } catch (const RunError&) {
+    return out;
+  }
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   return out;
 }
