@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "analysis/gnuplot.h"
+#include "core/task/registry.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {
@@ -367,31 +368,13 @@ std::string metric_axis_label(const std::string& metric, const std::string& task
   std::string base = metric, prefix;
   for (const char* p : {"valid_", "test_"})
     if (base.rfind(p, 0) == 0) prefix = p, base = base.substr(std::string(p).size());
-  const bool synthetic = !task.empty() && task != "mlm" && task != "clm" && task != "classify" &&
-                         task != "span_qa";
-  // The evaluation's column names (docs/experiments.md), with the protocol spelled out and,
-  // when the task is known, what is counted.
-  std::string name;
-  if (base == "ppl") name = "perplexity (nonoverlapping chunks)";
-  else if (base == "ppl_sliding") name = "perplexity (sliding window)";
-  else if (base == "loss")
-    name = task == "mlm"   ? "masked-token loss (nats)"
-           : task == "clm" ? "next-token loss (nats)"
-                           : "loss (nats per target)";
-  else if (base == "loss_sliding") name = "loss, sliding window (nats per target)";
-  else if (base == "accuracy")
-    name = task == "mlm"        ? "masked-token accuracy"
-           : task == "clm"      ? "next-token accuracy"
-           : task == "classify" ? "classification accuracy"
-           : synthetic          ? "token accuracy"
-                                : "accuracy";
-  else if (base == "seq_accuracy") name = "sequence accuracy";
-  else if (base == "em" && task == "span_qa") name = "exact match (%)";
-  else if (base == "f1" && task == "span_qa") name = "F1 (%)";
-  else if (base == "f1" && task == "classify") name = "classification F1 (label 1, or macro)";
-  else if (base == "mcc" && task == "classify") name = "Matthews correlation";
-  else return metric;
-  return (prefix == "valid_" ? "validation " : prefix == "test_" ? "test " : "") + name;
+  // The task's own words for what is counted (the task registry); else the evaluation's column
+  // names (docs/experiments.md) with the protocol spelled out.
+  const TaskInfo* t = task.empty() ? nullptr : TaskRegistry::get().find(task);
+  const MetricInfo* m = t ? t->metric(base) : nullptr;
+  if (!m) m = common_metric(base);
+  if (!m) return metric;
+  return (prefix == "valid_" ? "validation " : prefix == "test_" ? "test " : "") + m->axis_label();
 }
 
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,

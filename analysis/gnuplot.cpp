@@ -1,8 +1,6 @@
 #include "analysis/gnuplot.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 #include <sstream>
 
 #include "core/util/errors.h"
+#include "core/util/process.h"
 
 namespace relpos::analysis {
 namespace fs = std::filesystem;
@@ -149,37 +148,6 @@ void write_file(const fs::path& path, const std::string& text) {
   if (!f) throw Error(fmt::format("cannot write {}", path.string()));
 }
 
-// Runs argv[0] (a full path) with `cwd` as working directory; returns the exit status and
-// everything it printed.
-std::pair<int, std::string> run_process(const std::vector<std::string>& argv,
-                                        const std::string& cwd) {
-  int pipe_fd[2];
-  if (pipe(pipe_fd) != 0) throw Error("cannot create a pipe to run " + argv[0]);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw Error("cannot start " + argv[0]);
-  if (pid == 0) {  // child: only async-signal-safe calls until exec
-    dup2(pipe_fd[1], STDOUT_FILENO);
-    dup2(pipe_fd[1], STDERR_FILENO);
-    close(pipe_fd[0]);
-    close(pipe_fd[1]);
-    if (chdir(cwd.c_str()) != 0) _exit(126);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(pipe_fd[1]);
-  std::string output;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(pipe_fd[0], buf, sizeof buf)) > 0) output.append(buf, static_cast<size_t>(n));
-  close(pipe_fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, output};
-}
-
 FigureFiles render(const fs::path& dir, const std::string& stem, const std::string& script,
                    const std::string& data) {
   const std::string gnuplot = require_gnuplot();
@@ -190,7 +158,11 @@ FigureFiles render(const fs::path& dir, const std::string& stem, const std::stri
   write_file(files.script, script);
   fs::remove(files.png);
   fs::remove(files.pdf);
-  const auto [status, output] = run_process({gnuplot, stem + ".gp"}, dir.string());
+  SpawnOptions in_dir;
+  in_dir.cwd = dir.string();
+  const ChildResult run = run_child({gnuplot, stem + ".gp"}, in_dir, /*merge_output=*/true);
+  const int status = run.status();
+  const std::string& output = run.out;
   if (status != 0 || !fs::exists(files.png) || fs::file_size(files.png) == 0)
     throw Error(
         fmt::format("gnuplot failed on {} (exit status {}):\n{}", files.script, status, output),

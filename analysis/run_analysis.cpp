@@ -11,7 +11,7 @@
 
 #include "analysis/stats.h"
 #include "analysis/tables.h"
-#include "core/train/objective.h"
+#include "core/task/registry.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {
@@ -59,8 +59,8 @@ std::string choose_metric(const std::map<std::string, Series>& metrics,
         fmt::format("--metric {}: the run has no such metric (it has: {})", requested,
                     names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
   }
-  if (!task.empty())
-    if (const std::string m = "valid_" + primary_metric(task).name; metrics.count(m)) return m;
+  if (const TaskInfo* t = TaskRegistry::get().find(task))
+    if (const std::string m = "valid_" + t->primary().name; metrics.count(m)) return m;
   for (const char* m : {"valid_accuracy", "valid_f1", "valid_em", "valid_ppl", "valid_loss"})
     if (metrics.count(m)) return m;
   for (const auto& [k, v] : metrics)

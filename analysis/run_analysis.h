@@ -29,7 +29,7 @@ struct RunInfo {
   std::string dir;   // run folder
   std::string name;  // its folder name
   std::string config_yaml, position_types, git_commit, created, torch_version;
-  std::string task;  // task.type of the config ("mlm", "clm", ...); empty unknown
+  std::string task;  // task.type of the config (a task registry name); empty unknown
   int64_t seed = 0;
   bool causal = false;
   int64_t train_length = 0;             // task.seq_len; 0 unknown

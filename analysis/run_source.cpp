@@ -12,10 +12,8 @@
 
 #include "analysis/gnuplot.h"
 #include "analysis/run_checks.h"
-#include "core/config/config.h"
+#include "core/io/run_paths.h"
 #include "core/io/schema.h"
-#include "core/position/position_encoding.h"
-#include "core/train/trainer.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {
@@ -25,21 +23,6 @@ namespace {
 std::vector<double> to_doubles(const torch::Tensor& t) {
   const auto c = t.to(torch::kFloat64).contiguous().reshape({-1});  // (n)
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
-}
-
-// Positional parameters of the run's encodings, built from its stored config; -1 when the
-// config cannot be built (written by another version, say).
-int64_t positional_parameters(const std::string& config_yaml) {
-  try {
-    const Config c = parse_config(YAML::Load(config_yaml), nullptr);
-    const ModelDims dims = model_dims(c.model);
-    int64_t n = 0;
-    for (const auto& type : c.position.types)
-      n += make_position_encoding(type, dims, c.position)->parameter_count();
-    return n;
-  } catch (const std::exception&) {
-    return -1;
-  }
 }
 
 // train_seconds of DIR/result.json (written by `relpos train` when a run finishes); NaN when
@@ -147,7 +130,9 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   i.task = yaml_value(i.config_yaml, "task.type");
   const std::string seq_len = yaml_value(i.config_yaml, "task.seq_len");
   i.train_length = seq_len.empty() ? 0 : std::stoll(seq_len);
-  i.positional_parameters = positional_parameters(i.config_yaml);
+  // Written by the trainer; a run file from before it has none: unknown (-1).
+  const std::string params = attr(schema::kAttrPositionalParameters);
+  i.positional_parameters = params.empty() ? -1 : std::stoll(params);
   i.group = i.position_types.empty() ? i.name : i.position_types;
   if (!group_by.empty()) {
     std::vector<std::string> parts;

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <iostream>
 
+#include <fmt/ranges.h>
+
 #include "app/commands.h"
-#include "core/data/tasks.h"
 #include "core/io/run_file.h"
+#include "core/position/registry.h"
+#include "core/task/registry.h"
 #include "core/train/extrapolation.h"
 #include "core/train/trainer.h"
 #include "core/util/cpu_block_cache.h"
@@ -17,24 +20,35 @@
 namespace relpos::app {
 namespace {
 
-// The keys `eval --set` may change: how the run is evaluated, never what was trained or which
-// documents are its test split (everything else comes from the run's own config.yaml).
-// position.learned.beyond=clamp asks a learned table to reuse its last row past its length.
-const std::vector<std::string> kEvalKeys = {"eval", "device", "threads", "cpu_allocator",
-                                            "precision", "position.learned.beyond"};
-
+// The keys `eval --set` may change (eval_settings(): eval.*, device, threads, cpu_allocator,
+// precision, and the evaluation keys of the position variants, such as a learned table's
+// `beyond`): how the run is evaluated, never what was trained or which documents are its test
+// split (everything else comes from the run's own config.yaml).
 void check_eval_override(const std::string& set) {
   const std::string key = set.substr(0, set.find('='));
   if (set.find('=') == std::string::npos) return;  // the config loader reports the form
-  for (const auto& k : kEvalKeys)
+  const std::vector<std::string> settings = eval_settings();
+  for (const auto& k : settings)
     if (key == k || key.rfind(k + ".", 0) == 0) return;
+  std::vector<std::string> listed;  // "eval.*, device, ... and position.learned.beyond"
+  for (const auto& k : settings) listed.push_back(k == "eval" ? "eval.*" : k);
+  const std::string last = listed.back();
+  listed.pop_back();
   throw ConfigError(
       fmt::format("eval: --set {}: '{}' is not an evaluation setting: eval uses the run's own "
                   "config (its model, position encoding, data split and task as trained)",
                   set, key),
-      "eval --set accepts eval.*, device, threads, cpu_allocator, precision and "
-      "position.learned.beyond; "
-      "to evaluate another configuration, train it (relpos train --set ...)");
+      fmt::format("eval --set accepts {} and {}; to evaluate another configuration, train it "
+                  "(relpos train --set ...)",
+                  fmt::join(listed, ", "), last));
+}
+
+// The tasks whose evaluation has a sliding window (eval --stride), comma-separated.
+std::string sliding_window_tasks() {
+  std::vector<std::string> names;
+  for (const auto& name : TaskRegistry::get().names())
+    if (task_info(name).length_eval == LengthEval::CausalStream) names.push_back(name);
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 }  // namespace
@@ -77,12 +91,14 @@ Command add_eval(CLI::App& app) {
             if (!a->device.empty()) sets.push_back("device=" + a->device);
             auto run = load_run(a->run, sets);
             // Other tasks have no sliding window: the stride would be ignored without a word.
-            if (a->stride > 0 && run.config.config.task.type != "clm")
+            const TaskInfo& task_facts = task_info(run.config.config.task.type);
+            if (a->stride > 0 && task_facts.length_eval != LengthEval::CausalStream)
               throw ConfigError(
-                  fmt::format("eval: --stride {} applies to clm runs only (a sliding-window "
+                  fmt::format("eval: --stride {} applies to {} runs only (a sliding-window "
                               "perplexity); this run's task is {}",
-                              a->stride, run.config.config.task.type),
-                  "leave --stride out: only a clm run has a sliding-window perplexity");
+                              a->stride, sliding_window_tasks(), run.config.config.task.type),
+                  fmt::format("leave --stride out: only a {} run has a sliding-window perplexity",
+                              sliding_window_tasks()));
             configure_threads(run.config.config.threads);
             apply_cpu_allocator(run.config.config.cpu_allocator);
             // The table goes into the run's run.h5: no other relpos process may write it now
@@ -103,7 +119,7 @@ Command add_eval(CLI::App& app) {
             auto rows = evaluate_lengths(run, opts);
             save_extrapolation(a->run, run, rows, opts);
             const auto& task = run.config.config.task;
-            std::cout << (is_synthetic_task(task.type)
+            std::cout << (task_facts.length_eval == LengthEval::TaskLengths
                               ? fmt::format("length extrapolation of {} (trained at task lengths "
                                             "{}..{}; T = task length):\n",
                                             a->run, task.min_len, task.max_len)

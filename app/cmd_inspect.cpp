@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "app/commands.h"
-#include "core/data/text_util.h"  // file_kind
+#include "core/util/text_util.h"  // file_kind
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
 #include "core/util/errors.h"

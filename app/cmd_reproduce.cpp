@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "core/util/errors.h"
+#include "core/util/system.h"
 #include "experiments/experiment.h"
 
 namespace relpos::app {

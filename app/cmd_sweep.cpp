@@ -9,17 +9,10 @@
 
 #include "app/commands.h"
 #include "core/util/errors.h"
+#include "core/util/system.h"
 #include "experiments/sweep.h"
 
 namespace relpos::app {
-
-std::string self_executable() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw RunError("cannot find the relpos executable (/proc/self/exe)");
-  buf[n] = '\0';
-  return buf;
-}
 
 Command add_sweep(CLI::App& app) {
   auto* cmd = app.add_subcommand("sweep", "run a grid of training runs, in parallel");

@@ -11,6 +11,7 @@
 #include "core/dist/launch.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/util/system.h"
 #include "core/util/signals.h"
 
 namespace relpos::app {

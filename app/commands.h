@@ -73,8 +73,6 @@ Command add_eval(CLI::App& app);
 Command add_sweep(CLI::App& app);
 Command add_reproduce(CLI::App& app);
 
-// The running relpos executable (for child processes).
-std::string self_executable();
 Command add_inspect(CLI::App& app);
 Command add_analyze(CLI::App& app);
 Command add_report(CLI::App& app);

@@ -9,6 +9,7 @@
 
 #include "analysis/report.h"
 #include "analysis/run_source.h"
+#include "core/task/registry.h"
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
@@ -114,6 +115,12 @@ std::vector<std::string> ExperimentContext::sets_for(const std::string& stage) c
   for (const auto& [stages, set] : stage_sets_)
     if (std::find(stages.begin(), stages.end(), stage) != stages.end()) out.push_back(set);
   return out;
+}
+
+std::string classification_stage() {
+  for (const auto& name : TaskRegistry::get().names())
+    if (task_info(name).head == HeadKind::Classifier) return name;
+  throw std::logic_error("no classification task registered");
 }
 
 std::string ExperimentContext::part_path(const std::string& part) const {

@@ -94,6 +94,10 @@ const std::vector<ExperimentInfo>& experiment_list();
 // name or scale (listing the known ones).
 std::string reproduce(const ReproduceOptions& opts);
 
+// The stage that fine-tunes a classifier (huang2020, tisa2021) is named after its task, the task
+// registry's task with a classifier head: its sub-folder, and its config <scale>-<task>.yaml.
+std::string classification_stage();
+
 // The run folders of a sweep's statuses.
 std::vector<std::string> run_dirs(const std::vector<SweepRunStatus>& runs);
 

@@ -41,6 +41,7 @@ ExperimentInfo huang2020_experiment() {
           [](ExperimentContext& ctx) {
             const auto grid = ctx.config().sweep.grid;
             const fs::path dir(ctx.dir());
+            const std::string cls_stage = classification_stage();
             // The drop-in stage continues pretrain/learned-seed1: a grid without that point
             // would fail only after every other stage has trained.
             std::vector<GridAxis> axes;
@@ -62,8 +63,8 @@ ExperimentInfo huang2020_experiment() {
             // 2. Fine-tuning from each pre-trained run.
             auto qa = ctx.sweep("squad", {ctx.part_config("squad")}, grid, {}, from);
             ctx.analyze_and_report((dir / "squad").string());
-            auto cls = ctx.sweep("classify", {ctx.part_config("classify")}, grid, {}, from);
-            ctx.analyze_and_report((dir / "classify").string());
+            auto cls = ctx.sweep(cls_stage, {ctx.part_config(cls_stage)}, grid, {}, from);
+            ctx.analyze_and_report((dir / cls_stage).string());
             // 3. Drop-in: continue the learned model with and without huang_m4.
             const std::string learned_run = (dir / "pretrain" / "learned-seed1").string();
             auto dropin = ctx.sweep("dropin", {ctx.part_config("dropin")},
@@ -109,7 +110,7 @@ ExperimentInfo huang2020_experiment() {
                 "(--jobs > 1, other work) took longer, so compare them within one invocation.",
                 validation_data(ctx, "pretrain", ctx.config_file()),
                 validation_data(ctx, "squad", ctx.part_config("squad")),
-                validation_data(ctx, "classify", ctx.part_config("classify")));
+                validation_data(ctx, cls_stage, ctx.part_config(cls_stage)));
             std::vector<analysis::ColumnSpec> inductive_cols;
             for (auto len : ctx.config().eval.lengths)
               inductive_cols.push_back({"accuracy@" + std::to_string(len),
@@ -138,11 +139,12 @@ ExperimentInfo huang2020_experiment() {
                                   "huang_m4, first layer: attention averaged over heads (probe set)"});
             return write_experiment_report(
                 ctx, "Huang et al. 2020: relative position embeddings compared",
-                "Stage reports: [pretrain](pretrain/report.md), [squad](squad/report.md), "
-                "[classify](classify/report.md), [dropin](dropin/report.md).",
+                fmt::format("Stage reports: [pretrain](pretrain/report.md), [squad](squad/report.md), "
+                            "[{0}]({0}/report.md), [dropin](dropin/report.md).",
+                            cls_stage),
                 {s1, s2, s3, s4});
           },
-          {"pretrain", "squad", "classify", "dropin"}};
+          {"pretrain", "squad", classification_stage(), "dropin"}};
 }
 
 }  // namespace relpos

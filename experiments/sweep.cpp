@@ -2,17 +2,11 @@
 
 #include "experiments/run_info.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/wait.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <csignal>
@@ -31,6 +25,7 @@
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"
+#include "core/util/process.h"
 #include "core/util/signals.h"
 #include "core/util/threads.h"
 
@@ -133,33 +128,20 @@ std::vector<std::string> train_args(const SweepOptions& o, const SweepPoint& p,
 }
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) throw RunError(fmt::format("cannot start a run: fork failed: {}", std::strerror(errno)));
-  if (pid == 0) {
-    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    // The sweep alone decides when a run stops: it forwards SIGTERM to each run once. So a run
-    // ignores SIGINT (Ctrl-C reaches the sweep only; relpos keeps an inherited SIG_IGN), sits in
-    // its own process group (a signal to the sweep's group is not delivered twice), and gets
-    // SIGTERM when the sweep dies without forwarding it (kill -9), so it still checkpoints.
-    std::signal(SIGINT, SIG_IGN);
-    setpgid(0, 0);
-#ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(128 + SIGTERM);  // the sweep died before prctl
-#endif
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+  // The sweep alone decides when a run stops: it forwards SIGTERM to each run once. So a run
+  // ignores SIGINT (Ctrl-C reaches the sweep only; relpos keeps an inherited SIG_IGN), sits in
+  // its own process group (a signal to the sweep's group is not delivered twice), and gets
+  // SIGTERM when the sweep dies without forwarding it (kill -9), so it still checkpoints.
+  SpawnOptions o;
+  o.log_file = log_path;
+  o.ignore_interrupt = true;
+  o.new_process_group = true;
+  o.stop_with_parent = true;
+  try {
+    return spawn_child(args, o);
+  } catch (const RunError& e) {
+    throw RunError(fmt::format("cannot start a run: {}", e.what()));
   }
-  return pid;
 }
 
 std::string quote_args(const std::vector<std::string>& args) {
@@ -353,9 +335,8 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
     if (active.empty()) break;
     // Poll, so that a signal arriving at any moment is seen within a few milliseconds
     // (handlers restart system calls, so a blocking waitpid would not return for it).
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid == 0) {  // all still running: show where they are now and then
+    const auto ended = reap_child();
+    if (!ended) {  // all still running: show where they are now and then
       sleep_unless_interrupted(0.02);
       const auto now = std::chrono::steady_clock::now();
       if (!o.quiet && now - last_report > progress_every) {
@@ -367,15 +348,12 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
       }
       continue;
     }
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    auto it = active.find(pid);
+    auto it = active.find(ended->pid);
     if (it == active.end()) continue;
     auto& r = runs[it->second];
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started[pid]).count();
+    r.exit_code = ended->code();
+    r.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started[ended->pid]).count();
     r.finished = run_finished(r.dir);
     active.erase(it);
     ++done;

@@ -71,12 +71,13 @@ ExperimentInfo tisa2021_experiment() {
   return {"tisa2021", "ALBERT-style model with and without TISA on classification",
           [](ExperimentContext& ctx) {
             const auto grid = ctx.config().sweep.grid;
+            const std::string cls_stage = classification_stage();
             auto pre = ctx.sweep("pretrain", {ctx.config_file()}, grid);
             const std::string pre_dir = (fs::path(ctx.dir()) / "pretrain").string();
             ctx.analyze_and_report(pre_dir);
-            auto cls = ctx.sweep("classify", {ctx.part_config("classify")}, grid, {},
+            auto cls = ctx.sweep(cls_stage, {ctx.part_config(cls_stage)}, grid, {},
                                  pre_dir + "/{point}");
-            ctx.analyze_and_report((fs::path(ctx.dir()) / "classify").string());
+            ctx.analyze_and_report((fs::path(ctx.dir()) / cls_stage).string());
 
             std::vector<analysis::RunRecord> recs = records(summaries(cls));
             auto pre_recs = records(summaries(pre));
@@ -98,16 +99,17 @@ ExperimentInfo tisa2021_experiment() {
             ReportSection params = tisa2021_parameter_section(ctx.config(), ctx.config_file());
             return write_experiment_report(
                 ctx, "TISA on an ALBERT-style model",
-                fmt::format("Pre-training (MLM on {}) then fine-tuning on {} (validation: {}), "
+                fmt::format("Pre-training (MLM on {0}) then fine-tuning on {1} (validation: {2}), "
                             "with factorized embeddings and one block shared by every layer. "
                             "Stage reports: [pretrain](pretrain/report.md), "
-                            "[classify](classify/report.md).",
+                            "[{3}]({3}/report.md).",
                             training_data(ctx, "pretrain", ctx.config_file()),
-                            training_data(ctx, "classify", ctx.part_config("classify")),
-                            validation_data(ctx, "classify", ctx.part_config("classify"))),
+                            training_data(ctx, cls_stage, ctx.part_config(cls_stage)),
+                            validation_data(ctx, cls_stage, ctx.part_config(cls_stage)),
+                            cls_stage),
                 {results, params});
           },
-          {"pretrain", "classify"}};
+          {"pretrain", classification_stage()}};
 }
 
 }  // namespace relpos

@@ -27,7 +27,7 @@
 
 #include "core/config/config.h"
 #include "core/data/corpus.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/data/tokenizer.h"
 #include "core/util/errors.h"
 

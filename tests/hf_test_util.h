@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/bench/child_process.h"
+#include "core/util/process.h"
 #include "core/io/checkpoint.h"
 #include "core/model/model.h"
 #include "core/train/trainer.h"

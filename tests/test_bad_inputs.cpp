@@ -15,6 +15,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
 #include "core/model/model.h"
+#include "core/task/registry.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"
 

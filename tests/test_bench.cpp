@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/bench/bench.h"
-#include "core/bench/child_process.h"
+#include "core/util/process.h"
 #include "core/bench/report.h"
 #include "core/util/errors.h"
 #include "core/util/threads.h"

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <tuple>
 
-#include "core/bench/child_process.h"
+#include "core/util/process.h"
 #include "core/config/config.h"
 #include "core/io/run_file.h"
 #include "core/train/run_model.h"

@@ -6,7 +6,7 @@
 
 #include "core/data/corpus.h"
 #include "core/data/json_util.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/data/tokenizer.h"
 #include "data_helpers.h"
 

@@ -6,6 +6,7 @@
 
 #include "core/data/synthetic.h"
 #include "core/data/task.h"
+#include "core/task/registry.h"
 #include "data_helpers.h"
 
 using namespace relpos;

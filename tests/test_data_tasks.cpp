@@ -8,7 +8,8 @@
 
 #include "core/data/task.h"
 #include "core/data/tasks.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
+#include "core/task/registry.h"
 #include "data_helpers.h"
 
 using namespace relpos;

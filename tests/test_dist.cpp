@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/bench/child_process.h"
+#include "core/util/process.h"
 #include "core/config/config.h"
 #include "core/dist/distributed.h"
 #include "core/dist/launch.h"

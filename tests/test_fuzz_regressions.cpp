@@ -1,6 +1,7 @@
 // Replays the inputs kept from fuzzing (tests/fixtures/fuzz/<harness>/: crashes found by
-// scripts/fuzz.sh, named after what they broke) and the harnesses' seed corpora (fuzz/corpus/)
-// through the same checks the libFuzzer harnesses run (fuzz/fuzz_checks.h): each input must load
+// scripts/fuzz.sh, named after what they broke) and the harnesses' seeds (every YAML file under
+// configs/ for the config harness, as scripts/fuzz.sh seeds it; fuzz/corpus/data for the data
+// harness) through the same checks the libFuzzer harnesses run (fuzz/fuzz_checks.h): each input must load
 // or be refused with a relpos::Error, and what loads must satisfy the harness's invariants (a
 // resolved config survives its YAML round trip, a corpus holds valid UTF-8 and labels in range).
 // Memory errors themselves (the config crash kept here was a use-after-free) only show under the
@@ -27,6 +28,16 @@ std::vector<fs::path> inputs_in(const fs::path& dir) {
   return out;
 }
 
+// The seeds scripts/fuzz.sh starts a harness from.
+std::vector<fs::path> seeds_of(const std::string& harness) {
+  if (harness != "config") return inputs_in(fs::path(RELPOS_SOURCE_DIR) / "fuzz" / "corpus" / harness);
+  std::vector<fs::path> out;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(RELPOS_SOURCE_DIR) / "configs"))
+    if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::string bytes_of(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -36,9 +47,9 @@ std::string bytes_of(const fs::path& p) {
 template <class Check>
 size_t replay(const std::string& harness, Check check) {
   size_t n = 0;
-  for (const auto& dir : {fs::path(relpos::test::fixture_path("fuzz/" + harness)),
-                          fs::path(RELPOS_SOURCE_DIR) / "fuzz" / "corpus" / harness}) {
-    for (const auto& p : inputs_in(dir)) {
+  for (const auto& inputs :
+       {inputs_in(relpos::test::fixture_path("fuzz/" + harness)), seeds_of(harness)}) {
+    for (const auto& p : inputs) {
       CAPTURE(p.string());
       const std::string b = bytes_of(p);
       try {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/bench/child_process.h"
+#include "core/util/process.h"
 #include "core/io/run_file.h"
 #include "tests/helpers.h"
 #include "tests/run_file_sample.h"

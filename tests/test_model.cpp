@@ -312,18 +312,31 @@ struct Sizes {
   bool shared;
 };
 
-// docs/variants.md, positional parameters of each variant in the whole model.
-int64_t closed_form(const std::string& name, const Sizes& s) {
-  const int64_t d = s.D / s.H, Lp = s.shared ? 1 : s.L, R = 2 * s.K + 1;
+// docs/variants.md, positional parameters of each learnable variant: one set (a layer's, or the
+// model's for a variant whose parameters are not per layer). -1: not written down here.
+int64_t closed_form_set(const std::string& name, const Sizes& s) {
+  const int64_t d = s.D / s.H, R = 2 * s.K + 1;
   if (name == "learned") return s.max_len * s.E;
-  if (name == "shaw") return 2 * R * d * Lp;
-  if (name == "transformer_xl") return (s.H * d * s.D + 2 * s.H * d) * Lp;
-  if (name == "huang" || name == "huang_m3" || name == "huang_m4") return R * d * Lp;
-  if (name == "huang_m1") return (s.K + 1) * Lp;
-  if (name == "huang_m2") return R * Lp;
-  if (name == "tisa") return 3 * s.S * s.H * Lp;
-  if (name == "t5_bias") return s.buckets * s.H;  // shared by layers in any case
-  return 0;                                       // none, sinusoidal, alibi, rope
+  if (name == "shaw") return 2 * R * d;
+  if (name == "transformer_xl") return s.H * d * s.D + 2 * s.H * d;
+  if (name == "huang" || name == "huang_m3" || name == "huang_m4") return R * d;
+  if (name == "huang_m1") return s.K + 1;
+  if (name == "huang_m2") return R;
+  if (name == "tisa") return 3 * s.S * s.H;
+  if (name == "t5_bias") return s.buckets * s.H;
+  return -1;
+}
+
+// In the whole model: a parameter-free variant has none; the registry says whether a set is per
+// layer (then times the distinct layers, 1 when shared) or one for the model.
+int64_t closed_form(const std::string& name, const Sizes& s) {
+  const VariantInfo& info = Registry::get().at(name);
+  if (!info.learnable()) return 0;
+  const int64_t set = closed_form_set(name, s);
+  REQUIRE_MESSAGE(set >= 0, "no closed form for the learnable variant " << name
+                                << ": add it from docs/variants.md");
+  const int64_t Lp = s.shared ? 1 : s.L;
+  return info.parameters == ParamScope::PerLayer ? set * Lp : set;
 }
 
 std::vector<std::string> size_sets(const Sizes& s) {

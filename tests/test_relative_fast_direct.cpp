@@ -6,6 +6,7 @@
 #include <torch/autograd.h>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -326,4 +327,11 @@ TEST_CASE("relative variants: fast and direct agree in scores, outputs and gradi
   for (const auto& vc : cases)
     for (int64_t K : {2, 5, 8})  // T = 6: K < T-1, K = T-1, K > T
       for (bool causal : {false, true}) check_fast_direct(vc, K, causal);
+  // Every variant the registry says has a direct path is compared here.
+  for (const auto& name : Registry::get().names()) {
+    if (!Registry::get().at(name).direct_path) continue;
+    CAPTURE(name);
+    CHECK(std::any_of(cases.begin(), cases.end(),
+                      [&](const VariantCase& vc) { return vc.type == name; }));
+  }
 }

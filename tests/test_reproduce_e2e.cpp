@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "core/bench/child_process.h"
+#include "core/util/process.h"
 #include "tests/data_helpers.h"
 #include "tests/tiny_run.h"
 #include "tests/text_file.h"

@@ -8,11 +8,12 @@
 
 #include "core/config/config.h"
 #include "core/data/task.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/data/tokenizer.h"
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/task/registry.h"
 #include "tests/helpers.h"
 #include "tests/tiny_run.h"
 

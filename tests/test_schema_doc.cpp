@@ -189,8 +189,12 @@ TEST_CASE(
       const auto exported = encodings[0]->export_tensors(opts);
       const auto& rows = doc.at(name);
       std::vector<NamedTensor> tensors;
+      const VariantInfo& info = Registry::get().at(name);
       for (const auto& x : exported) {
         CAPTURE(x.name);
+        // What the registry says the variant exports (when it says).
+        if (!info.exports.empty())
+          CHECK(std::find(info.exports.begin(), info.exports.end(), x.name) != info.exports.end());
         auto row = std::find_if(rows.begin(), rows.end(),
                                 [&](const DocRow& r) { return r.dataset == x.name; });
         REQUIRE_MESSAGE(row != rows.end(),
@@ -203,8 +207,11 @@ TEST_CASE(
         tensors.push_back({x.name, x.value, x.dims});
       }
       for (const auto& r : rows) {
-        if (r.optional) continue;
         CAPTURE(r.dataset);
+        if (!info.exports.empty())
+          CHECK(std::find(info.exports.begin(), info.exports.end(), r.dataset) !=
+                info.exports.end());
+        if (r.optional) continue;
         CHECK(std::any_of(exported.begin(), exported.end(),
                           [&](const ExportedTensor& x) { return x.name == r.dataset; }));
       }

@@ -14,6 +14,7 @@
 #include "core/util/errors.h"
 #include "core/util/system.h"
 #include "core/util/threads.h"
+#include "core/task/registry.h"
 #include "experiments/experiment.h"
 #include "experiments/report_util.h"
 #include "experiments/sweep.h"

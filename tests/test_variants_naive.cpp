@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <vector>
@@ -321,13 +322,27 @@ Formula content_formula(const Setup&) {
 std::string clip_yaml(int64_t K) { return "{clip: " + std::to_string(K) + "}"; }
 std::string no_yaml(int64_t) { return "{}"; }
 
+// The variants the test cases of this file check against their formula: each test case states
+// its own next to it (at static initialization, so every test process knows them all), and the
+// last test compares them with the registry.
+std::set<std::string>& naive_tested() {
+  static std::set<std::string> names;
+  return names;
+}
+bool naive_tests(std::initializer_list<const char*> names) {
+  for (const char* n : names) naive_tested().insert(n);
+  return true;
+}
+
 }  // namespace
 
+const bool kNaiveAbsolute = naive_tests({"none", "sinusoidal", "learned"});
 TEST_CASE("naive: none, sinusoidal and learned add nothing inside attention") {
   for (const char* type : {"none", "sinusoidal", "learned"})
     check_all_modes(type, no_yaml, content_formula);
 }
 
+const bool kNaiveShaw = naive_tests({"shaw"});
 TEST_CASE("naive: shaw with and without value vectors") {
   check_all_modes("shaw", clip_yaml, [](const Setup& s) { return shaw_formula(s, true); });
   check_all_modes(
@@ -335,6 +350,7 @@ TEST_CASE("naive: shaw with and without value vectors") {
       [](const Setup& s) { return shaw_formula(s, false); });
 }
 
+const bool kNaiveTransformerXl = naive_tests({"transformer_xl"});
 TEST_CASE("naive: transformer_xl") {
   check_all_modes("transformer_xl", no_yaml,
                   [](const Setup& s) { return transformer_xl_formula(s, 10000.0); });
@@ -343,6 +359,7 @@ TEST_CASE("naive: transformer_xl") {
       [](const Setup& s) { return transformer_xl_formula(s, 7.5); });
 }
 
+const bool kNaiveHuangPresets = naive_tests({"huang_m1", "huang_m2", "huang_m3", "huang_m4"});
 TEST_CASE("naive: huang presets m1..m4") {
   check_all_modes("huang_m1", clip_yaml,
                   [](const Setup& s) { return huang_formula(s, {"qk"}, "abs"); });
@@ -370,6 +387,7 @@ TEST_CASE("naive: huang presets m1..m4") {
   });
 }
 
+const bool kNaiveHuang = naive_tests({"huang"});
 TEST_CASE("naive: huang general mechanism, several term combinations") {
   struct Combo {
     std::set<std::string> terms;
@@ -391,12 +409,14 @@ TEST_CASE("naive: huang general mechanism, several term combinations") {
   }
 }
 
+const bool kNaiveTisa = naive_tests({"tisa"});
 TEST_CASE("naive: tisa") {
   check_all_modes("tisa", no_yaml, tisa_formula);
   check_all_modes(
       "tisa", [](int64_t) { return "{kernels: 2}"; }, tisa_formula);
 }
 
+const bool kNaiveT5 = naive_tests({"t5_bias"});
 TEST_CASE("naive: t5_bias, default and small buckets so the log range is used") {
   check_all_modes("t5_bias", no_yaml, [](const Setup& s) { return t5_formula(s, 32, 128); });
   check_all_modes(
@@ -404,6 +424,7 @@ TEST_CASE("naive: t5_bias, default and small buckets so the log range is used") 
       [](const Setup& s) { return t5_formula(s, 8, 10); });
 }
 
+const bool kNaiveAlibi = naive_tests({"alibi"});
 TEST_CASE("naive: alibi") {
   check_all_modes("alibi", no_yaml, alibi_formula);
   // The fixed slopes themselves, including head counts that are not powers of two.
@@ -415,6 +436,7 @@ TEST_CASE("naive: alibi") {
   }
 }
 
+const bool kNaiveRope = naive_tests({"rope"});
 TEST_CASE("naive: rope, full and partial rotary width") {
   check_all_modes("rope", no_yaml, [](const Setup& s) { return rope_formula(s, 0, 10000.0); });
   check_all_modes(
@@ -423,11 +445,15 @@ TEST_CASE("naive: rope, full and partial rotary width") {
 }
 
 TEST_CASE("naive: every registered variant is covered by this file") {
-  const std::set<std::string> covered = {
-      "none",     "sinusoidal", "learned",  "shaw", "transformer_xl", "huang", "huang_m1",
-      "huang_m2", "huang_m3",   "huang_m4", "tisa", "t5_bias",        "alibi", "rope"};
-  for (const auto& name : Registry::get().names()) {
+  const auto names = Registry::get().names();
+  for (const auto& name : names) {
     CAPTURE(name);
-    CHECK(covered.count(name) == 1);
+    CHECK_MESSAGE(naive_tested().count(name) == 1,
+                  "no naive-loop test of this variant: add one here (README.md, \"Adding a "
+                  "position encoding\")");
+  }
+  for (const auto& name : naive_tested()) {
+    CAPTURE(name);
+    CHECK(std::find(names.begin(), names.end(), name) != names.end());  // no stale name
   }
 }

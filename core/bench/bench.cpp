@@ -8,7 +8,8 @@
 #include <map>
 #include <sstream>
 
-#include "core/bench/child_process.h"
+#include "core/position/registry.h"
+#include "core/util/process.h"
 
 namespace relpos {
 
@@ -17,11 +18,6 @@ const char* const kResultTag = "RELPOS_BENCH_RESULT ";
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Variants whose score/value terms have a fast and a direct [T,T,d] implementation
-// (relative_ops.h); huang_m1/m2 only rescale q·k and have nothing to switch.
-const std::vector<std::string> kTwoPathVariants = {"shaw", "transformer_xl", "huang", "huang_m3",
-                                                   "huang_m4"};
 
 struct RunRecord {
   double step_ms = kNaN, cpu_ms = kNaN, tokens_per_s = kNaN, peak_mb = kNaN, base_mb = kNaN,
@@ -58,11 +54,14 @@ RunRecord run_one(const BenchPlan& plan, const BenchCase& c) {
     args.push_back("--set");
     args.push_back(s);
   }
-  // A learned table must cover the benchmarked length.
-  if (c.variant.find("learned") != std::string::npos) {
-    args.push_back("--set");
-    args.push_back("position.learned.max_len=" + std::to_string(c.length));
-  }
+  // A table whose rows bound the length (VariantInfo::length_key) must cover the benchmarked
+  // length.
+  std::stringstream parts(c.variant);  // a stack such as learned+shaw
+  for (std::string part; std::getline(parts, part, '+');)
+    if (const VariantInfo* v = Registry::get().find(part); v && !v->length_key.empty()) {
+      args.push_back("--set");
+      args.push_back(fmt::format("position.{}.{}={}", part, v->length_key, c.length));
+    }
   ChildLimits limits;
   limits.timeout_s = plan.timeout_s;
   limits.max_memory_mb = plan.max_memory_mb;
@@ -101,26 +100,19 @@ std::string key_of(const BenchCase& c) {
 
 }  // namespace
 
-bool has_direct_path(const std::string& variant) {
-  std::stringstream parts(variant);  // a combination such as learned+shaw
-  for (std::string v; std::getline(parts, v, '+');)
-    if (std::find(kTwoPathVariants.begin(), kTwoPathVariants.end(), v) != kTwoPathVariants.end())
-      return true;
-  return false;
-}
-
 std::vector<std::string> default_direct_variants(const std::vector<std::string>& variants) {
   std::vector<std::string> out;
   for (const auto& v : variants)
-    if (std::find(kTwoPathVariants.begin(), kTwoPathVariants.end(), v) != kTwoPathVariants.end())
+    if (const VariantInfo* info = Registry::get().find(v); info && info->direct_path)
       out.push_back(v);
   return out;
 }
 
 std::vector<BenchCase> plan_cases(const BenchPlan& plan) {
   std::vector<std::string> variants = plan.variants;
-  if (std::find(variants.begin(), variants.end(), "none") == variants.end())
-    variants.insert(variants.begin(), "none");
+  const std::string baseline = Registry::get().baseline();
+  if (std::find(variants.begin(), variants.end(), baseline) == variants.end())
+    variants.insert(variants.begin(), baseline);
   std::vector<BenchCase> cases;
   for (int64_t T : plan.lengths) {
     for (const auto& v : variants) {
@@ -155,9 +147,10 @@ std::vector<CaseSummary> run_bench(
   }
 
   std::vector<CaseSummary> out;
+  const std::string baseline = Registry::get().baseline();
   for (const auto& c : cases) {
     const auto& recs = runs[key_of(c)];
-    const auto& none = runs[key_of({"none", "fast", c.length})];
+    const auto& none = runs[key_of({baseline, "fast", c.length})];
     CaseSummary s;
     s.key = c;
     std::vector<double> step, cpu, tok, peak, base, stepmb, cuda, rt, rp, rs, rc;

@@ -63,12 +63,10 @@ struct BenchPlan {
 // The configurations of a plan, in the order they run within one repeat.
 std::vector<BenchCase> plan_cases(const BenchPlan& plan);
 
-// The relative variants whose relative_impl selects between two code paths: the direct column
-// is measured for those of them that are in `variants`.
+// The variants of `variants` whose relative_impl selects between two code paths
+// (VariantInfo::direct_path): the direct column is measured for them. has_direct_path() of a
+// stack: core/position/registry.h.
 std::vector<std::string> default_direct_variants(const std::vector<std::string>& variants);
-
-// True when `variant` (or a part of a combination such as learned+shaw) has a direct path.
-bool has_direct_path(const std::string& variant);
 
 // Runs every case `repeats` times (cases interleaved within a repeat), each in a child process.
 // `progress` is called after every child. A child that fails is recorded, never thrown.

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 
-#include "core/position/registry.h"
-
 namespace relpos {
 
 LoadedConfig load_config(const std::vector<std::string>& files,
@@ -88,15 +86,7 @@ void validate(const Config& c, const SourceMap* src) {
                 std::to_string(m.embedding_width), fmt::format("0 or <= width {}", m.width));
 
   // Position variants: each checks its own parameters against the model.
-  const Registry& reg = Registry::get();
-  for (const auto& [name, params] : c.position.params) {
-    const VariantInfo& info = reg.at(name, "position." + name, src);
-    const std::string path = "position." + name;
-    if (info.validate) info.validate(*params, c, ParamCheck{path, src});
-  }
-  if (c.position.has("none") && c.position.types.size() > 1)
-    config_fail(src, "position.type", "'none' cannot be stacked with other variants",
-                join_names(c.position.types, "+"), "'none' alone");
+  validate_position(c, src);
 
   const TaskConfig& t = c.task;
   k.at_least("task.seq_len", t.seq_len, 2);
@@ -116,29 +106,6 @@ void validate(const Config& c, const SourceMap* src) {
       config_fail(src, "task.eval_lengths", "test length outside [min_len, test_max_len]",
                   std::to_string(len),
                   fmt::format("lengths in [{}, {}]", t.min_len, t.test_max_len));
-  if (t.type == "recall" && t.synthetic_vocab < t.test_max_len)
-    config_fail(src, "task.synthetic_vocab", "recall needs a distinct key per pair at every length",
-                fmt::format("{} symbols with test_max_len {}", t.synthetic_vocab, t.test_max_len),
-                fmt::format(">= {} (task.test_max_len)", t.test_max_len));
-  // The snapshot probe is one example of the task at the probe length (snapshots.probe_len, or
-  // task.seq_len when 0): for recall that many pairs need as many distinct keys.
-  if (const int64_t probe = c.snapshots.probe_len > 0 ? c.snapshots.probe_len : t.seq_len;
-      t.type == "recall" && t.synthetic_vocab < probe)
-    config_fail(src, c.snapshots.probe_len > 0 ? "snapshots.probe_len" : "task.seq_len",
-                "the recall probe (one example of this many key-value pairs) needs a distinct key per pair",
-                fmt::format("{} pairs with task.synthetic_vocab {}", probe, t.synthetic_vocab),
-                fmt::format("<= {} (task.synthetic_vocab)", t.synthetic_vocab));
-  if (t.type == "marker_distance" && t.min_len < 2)
-    config_fail(src, "task.min_len", "marker_distance needs room for two markers",
-                std::to_string(t.min_len), ">= 2");
-  const bool causal_task = t.type == "clm";
-  if (causal_task && !m.causal())
-    config_fail(src, "task.type", "the clm task needs a causal model", "'clm' with model.mode encoder",
-                "model.mode: decoder");
-  if ((t.type == "mlm" || t.type == "span_qa") && m.causal())
-    config_fail(src, "task.type", "this task needs a bidirectional model",
-                "'" + t.type + "' with model.mode decoder", "model.mode: encoder");
-
   const DataConfig& d = c.data;
   k.at_least("data.vocab_size", d.vocab_size, 16);
   k.in_range("data.valid_fraction", d.valid_fraction, 0, 0.5);
@@ -162,27 +129,8 @@ void validate(const Config& c, const SourceMap* src) {
     config_fail(src, "data.vocab_size", "byte fallback takes 256 ids of the vocabulary",
                 std::to_string(d.vocab_size),
                 ">= 300, or data.sentencepiece_byte_fallback: false");
-  for (const auto& [key, corpus] : {std::pair<const char*, const std::string&>{"data.corpus", d.corpus},
-                                     {"data.valid_corpus", d.valid_corpus},
-                                     {"data.test_corpus", d.test_corpus}}) {
-    // Built-in corpora have a known kind; paths are checked when they are loaded.
-    const bool lm = t.type == "mlm" || t.type == "clm";
-    std::string need;
-    if (t.type == "classify" && (corpus == "sotu" || corpus == "wordnet_qa"))
-      need = "a labelled corpus: sentiment or a GLUE-style .tsv";
-    if (t.type == "span_qa" && (corpus == "sotu" || corpus == "sentiment"))
-      need = "span QA data: wordnet_qa or a SQuAD v1.1 .json";
-    if (lm && corpus == "wordnet_qa") need = "text: sotu, sentiment, a text file or a folder";
-    if (!need.empty())
-      config_fail(src, key, "corpus does not fit the task",
-                  fmt::format("'{}' for task '{}', set at {}", corpus, t.type,
-                              src ? src->describe("task.type") : "<config>"),
-                  need);
-    const bool synthetic = !lm && t.type != "classify" && t.type != "span_qa";
-    if (key != std::string("data.corpus") && !corpus.empty() && synthetic)
-      config_fail(src, key, "the synthetic tasks generate their own data",
-                  fmt::format("'{}' for task '{}'", corpus, t.type), "\"\" (no file)");
-  }
+  // The task's own rules: model mode, corpus kind, lengths, probe.
+  validate_task(c, src);
   if (!d.tokenizer_file.empty() && d.tokenizer != "sentencepiece")
     config_fail(src, "data.tokenizer_file", "only the sentencepiece tokenizer loads a model file",
                 fmt::format("'{}' with data.tokenizer {}", d.tokenizer_file, d.tokenizer),
@@ -212,11 +160,6 @@ void validate(const Config& c, const SourceMap* src) {
   k.in_range("snapshots.every_percent", s.every_percent, 0, 100);
   k.at_least("snapshots.probe_size", s.probe_size, 1);
   k.at_least("snapshots.probe_len", s.probe_len, 0);
-  // An mlm row is [CLS] plus T-1 tokens of text: at T = 1 the probe would hold no text at all.
-  if (c.task.type == "mlm" && s.probe_len == 1)
-    config_fail(src, "snapshots.probe_len",
-                "too short for an mlm probe ([CLS] and at least one text token)", "1",
-                ">= 2, or 0 for task.seq_len");
   k.at_least("snapshots.profile_radius", s.profile_radius, 1);
   for (auto step : s.steps)
     if (step < 0 || step > tr.steps)

@@ -1,6 +1,7 @@
 // The whole run configuration as plain structs. Each default is written once, here, in the
 // member initializer; visit() lists the YAML keys. configs/base.yaml mirrors these defaults
-// with comments. Cross-field rules live in validate() (validate.cpp), nowhere else.
+// with comments. Cross-field rules live in validate() (config.cpp), nowhere else; the rules of
+// a position variant or a task come from its registry (validate_position, validate_task).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 
 #include "core/config/fields.h"
 #include "core/config/loader.h"
-#include "core/position/variant_params.h"
+#include "core/config/position_config.h"
 
 namespace relpos {
 
@@ -114,9 +115,15 @@ struct DataConfig : ConfigSection {
   }
 };
 
+// The task names of the task registry (core/task/registry.h), which defines this function,
+// and the default task (defined by its file in core/task/).
+std::vector<std::string> known_task_types();
+extern const char* const kDefaultTaskType;
+
 struct TaskConfig : ConfigSection {
-  // mlm | clm | classify | span_qa | copy | reverse | sort | shift | recall | marker_distance
-  std::string type = "mlm";
+  // A name of the task registry: mlm (the default) | clm | classify | span_qa | copy | reverse |
+  // sort | shift | recall | marker_distance
+  std::string type = kDefaultTaskType;
   int64_t seq_len = 128;           // training sequence length T
   double mask_prob = 0.15;         // mlm
   int64_t num_classes = 2;         // classify
@@ -136,10 +143,7 @@ struct TaskConfig : ConfigSection {
 
   template <class V>
   void visit(V& v) {
-    v.choice("type", type,
-             {"mlm", "clm", "classify", "span_qa", "copy", "reverse", "sort", "shift", "recall",
-              "marker_distance"},
-             "task");
+    v.choice("type", type, known_task_types(), "task");
     v("seq_len", seq_len, "training sequence length");
     v("mask_prob", mask_prob, "mlm masking rate");
     v("num_classes", num_classes, "classify: classes");
@@ -292,6 +296,9 @@ Config parse_config(const YAML::Node& root, const SourceMap* sources);
 
 // Every cross-field rule, in one place. Throws ConfigError.
 void validate(const Config& c, const SourceMap* sources);
+// The rules of the config's task (validate() calls it): the model mode it needs, its own
+// TaskInfo::validate, and the probe length it needs. Defined by the task registry (core/task/registry.cpp).
+void validate_task(const Config& c, const SourceMap* sources);
 
 // The resolved config as YAML text (every key, defaults included).
 std::string to_yaml(const Config& c);

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 
 namespace relpos {
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 
 namespace relpos {
 namespace fs = std::filesystem;

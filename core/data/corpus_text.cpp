@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "core/data/corpus.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/util/errors.h"
 
 namespace relpos {

@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/util/errors.h"
 
 namespace relpos {

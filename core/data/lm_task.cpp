@@ -56,7 +56,7 @@ std::vector<Document> pieces_of(const std::vector<Document>& docs) {
 
 class LmTaskData : public TaskData {
  public:
-  LmTaskData(const Config& cfg, Corpus corpus) : cfg_(cfg), mlm_(cfg.task.type == "mlm") {
+  LmTaskData(const Config& cfg, Corpus corpus, bool masked) : cfg_(cfg), mlm_(masked) {
     if (corpus.kind == CorpusKind::Qa)
       throw DataError(fmt::format("task '{}' needs text; corpus '{}' is span QA data",
                                   cfg.task.type, corpus.name),
@@ -206,8 +206,8 @@ class LmTaskData : public TaskData {
 
 }  // namespace
 
-std::unique_ptr<TaskData> make_lm_task(const Config& cfg, Corpus corpus) {
-  return std::make_unique<LmTaskData>(cfg, std::move(corpus));
+std::unique_ptr<TaskData> make_lm_task(const Config& cfg, Corpus corpus, bool masked) {
+  return std::make_unique<LmTaskData>(cfg, std::move(corpus), masked);
 }
 
 }  // namespace relpos

@@ -12,7 +12,7 @@
 #include "core/data/split.h"
 #include "core/data/task_util.h"
 #include "core/data/tasks.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/data/tokenizer.h"
 #include "core/util/errors.h"
 

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "core/data/python_unicode.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 
 namespace relpos {
 

@@ -105,8 +105,7 @@ class TaskData {
   virtual std::vector<std::string> split_document_names(Split split) const = 0;
 };
 
-// Loads (fetching/caching what is needed) the corpus and tokenizer of `cfg` and builds its
-// task. Throws DataError naming the file and what is wrong.
-std::unique_ptr<TaskData> make_task_data(const Config& cfg);
+// make_task_data(cfg), which builds the TaskData of a config's task, is the task registry's:
+// core/task/registry.h.
 
 }  // namespace relpos

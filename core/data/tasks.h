@@ -1,4 +1,4 @@
-// The task implementations behind make_task_data (task.h). Internal to core/data.
+// The task data implementations, which the task registry's entries build (core/task/).
 #pragma once
 
 #include <memory>
@@ -9,10 +9,9 @@
 
 namespace relpos {
 
-bool is_synthetic_task(const std::string& type);
-
-// mlm and clm over the documents of a text (or labelled) corpus.
-std::unique_ptr<TaskData> make_lm_task(const Config& cfg, Corpus corpus);
+// Language modelling over the documents of a text (or labelled) corpus: `masked` rows for a
+// masked LM ([CLS] first, task.mask_prob of the text chosen), else next-token rows.
+std::unique_ptr<TaskData> make_lm_task(const Config& cfg, Corpus corpus, bool masked);
 // Sentence (pair) classification over a labelled corpus.
 std::unique_ptr<TaskData> make_classify_task(const Config& cfg, Corpus corpus);
 // Extractive QA over a span-QA corpus.

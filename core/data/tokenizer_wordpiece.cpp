@@ -4,7 +4,7 @@
 
 #include <unordered_map>
 
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/data/tokenizer.h"
 #include "core/data/unicode_basic.h"
 #include "core/util/errors.h"

@@ -19,7 +19,7 @@
 #include <sstream>
 
 #include "core/data/corpus.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/util/errors.h"
 
 namespace relpos {

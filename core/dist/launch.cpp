@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include <thread>
 
 #include "core/util/errors.h"
+#include "core/util/process.h"
 #include "core/util/signals.h"
 
 extern char** environ;
@@ -92,40 +92,26 @@ LaunchResult launch_local(const LaunchOptions& o) {
   const int64_t port = o.master_port > 0 ? o.master_port : free_tcp_port();
   const int64_t world = o.nproc * o.nnodes;
 
-  // Everything a child needs is built before fork: after it, only async-signal-safe calls.
-  std::vector<std::vector<std::string>> envs;
-  for (int64_t local = 0; local < o.nproc; ++local)
-    envs.push_back(rank_environment({{"RANK", std::to_string(o.node_rank * o.nproc + local)},
-                                     {"WORLD_SIZE", std::to_string(world)},
-                                     {"LOCAL_RANK", std::to_string(local)},
-                                     {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
-                                     {"MASTER_ADDR", o.master_addr},
-                                     {"MASTER_PORT", std::to_string(port)}}));
-  std::vector<char*> argv;
-  for (const auto& a : o.args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
   install_interrupt_handlers();
-  const pid_t parent = getpid();
   const auto t0 = Clock::now();
   std::map<pid_t, int64_t> alive;  // pid -> rank
   for (int64_t local = 0; local < o.nproc; ++local) {
-    std::vector<char*> envp;
-    for (auto& kv : envs[local]) envp.push_back(kv.data());
-    envp.push_back(nullptr);
-    const pid_t pid = fork();
-    if (pid < 0) {
+    SpawnOptions spawn;
+    spawn.env = rank_environment({{"RANK", std::to_string(o.node_rank * o.nproc + local)},
+                                  {"WORLD_SIZE", std::to_string(world)},
+                                  {"LOCAL_RANK", std::to_string(local)},
+                                  {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
+                                  {"MASTER_ADDR", o.master_addr},
+                                  {"MASTER_PORT", std::to_string(port)}});
+    spawn.only_env = true;
+    spawn.new_process_group = true;  // Ctrl-C goes to the launcher only
+    spawn.stop_with_parent = true;   // the launcher died: checkpoint and stop
+    try {
+      alive[spawn_child(o.args, spawn)] = o.node_rank * o.nproc + local;
+    } catch (const RunError& e) {
       for (const auto& [p, r] : alive) kill(p, SIGKILL);
-      throw RunError(fmt::format("cannot start rank {}: fork failed: {}", local, std::strerror(errno)));
+      throw RunError(fmt::format("cannot start rank {}: {}", local, e.what()));
     }
-    if (pid == 0) {
-      setpgid(0, 0);                       // Ctrl-C goes to the launcher only
-      prctl(PR_SET_PDEATHSIG, SIGTERM);    // the launcher died: checkpoint and stop
-      if (getppid() != parent) _exit(1);   // it died before prctl
-      execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
-    alive[pid] = o.node_rank * o.nproc + local;
   }
 
   LaunchResult res;
@@ -142,13 +128,10 @@ LaunchResult launch_local(const LaunchOptions& o) {
     for (const auto& [pid, rank] : alive) kill(pid, sig);
   };
   while (!alive.empty()) {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      auto it = alive.find(pid);
+    if (const auto done = reap_child()) {
+      auto it = alive.find(done->pid);
       if (it == alive.end()) continue;
-      RankExit e{it->second, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-                 describe_status(status), since(t0)};
+      RankExit e{it->second, done->code(), describe_status(done->status), since(t0)};
       if (termed && e.status != 0) e.how += " (stopped by the launcher)";
       alive.erase(it);
       if (e.status != 0 && res.first_failed < 0 && !res.interrupted) {
@@ -165,7 +148,6 @@ LaunchResult launch_local(const LaunchOptions& o) {
       res.ranks.push_back(e);
       continue;
     }
-    if (pid < 0 && errno != EINTR && errno != ECHILD) break;
     // Only consequences so far, and nothing else failed for a while: the earliest one counts.
     if (res.first_failed < 0 && consequence_rank >= 0 && since(consequence_at) > kSettleSeconds) {
       res.first_failed = consequence_rank;

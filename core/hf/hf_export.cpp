@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/config.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/hf/hf_layout.h"
 #include "core/hf/hf_vocab.h"
 #include "core/hf/staged_folder.h"

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/io/safetensors.h"
 #include "core/util/errors.h"
 #include "core/util/system.h"

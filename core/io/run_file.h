@@ -21,6 +21,7 @@ struct RunAttributes {
   std::string torch_version;
   std::string git_commit;
   std::string created;         // ISO 8601, UTC
+  int64_t positional_parameters = -1;  // of the position encodings; -1: not written
 };
 
 // A tensor with the names of its axes, written as a float32/int64 dataset with a `dims`

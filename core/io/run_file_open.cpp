@@ -3,21 +3,15 @@
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "core/io/h5_util.h"
 #include "core/io/run_file_internal.h"
 #include "core/io/schema.h"
 #include "core/util/errors.h"
+#include "core/util/process.h"
 
 namespace relpos {
 
@@ -129,58 +123,33 @@ const char* const kDamagedHint = "the file was truncated, changed, or torn by a 
 constexpr int kWalkSeconds = 120;
 
 void walk_in_child(const std::string& path) {
-  int fds[2];
-  if (pipe(fds) != 0) return;  // cannot isolate: the walk in this process still runs
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return;
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    std::string error;
-    try {
-      H5::H5File file(path, H5F_ACC_RDONLY, H5::FileCreatPropList::DEFAULT, h5::unlocked_access());
-      walk(file.openGroup(sc::kRoot), /*values=*/true);
-    } catch (const H5::Exception& e) {
-      error = h5::error_detail(e);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    if (!error.empty() && write(fds[1], error.data(), error.size()) < 0) error = "?";
-    _exit(error.empty() ? 0 : 1);
-  }
-  close(fds[1]);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kWalkSeconds);
-  int status = 0;
-  pid_t done = 0;
-  while ((done = waitpid(pid, &status, WNOHANG)) == 0 &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  if (done == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    close(fds[0]);
+  const auto r = call_in_child(
+      [&]() -> std::string {
+        try {
+          H5::H5File file(path, H5F_ACC_RDONLY, H5::FileCreatPropList::DEFAULT,
+                          h5::unlocked_access());
+          walk(file.openGroup(sc::kRoot), /*values=*/true);
+        } catch (const H5::Exception& e) {
+          return h5::error_detail(e);
+        }
+        return {};
+      },
+      kWalkSeconds);
+  if (!r) return;  // cannot isolate: the walk in this process still runs
+  if (r->timed_out)
     throw DamagedRunFile(
         fmt::format("run file '{}' is damaged: reading its metadata did not finish in {} s "
                     "(HDF5 loops on some files torn while written)",
                     path, kWalkSeconds),
         kDamagedHint);
-  }
-  std::string error;
-  char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) error.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  if (done < 0) return;
-  if (WIFSIGNALED(status))
+  if (r->signal != 0)
     throw DamagedRunFile(
         fmt::format("run file '{}' is damaged: reading its metadata crashed the HDF5 library "
                     "({}), so nothing in it can be trusted",
-                    path, strsignal(WTERMSIG(status))),
+                    path, strsignal(r->signal)),
         kDamagedHint);
-  if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-    throw DamagedRunFile(fmt::format("run file '{}' is damaged: {}", path, error), kDamagedHint);
+  if (!r->error.empty())
+    throw DamagedRunFile(fmt::format("run file '{}' is damaged: {}", path, r->error), kDamagedHint);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/util/errors.h"
 
 namespace relpos {

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "core/data/json_util.h"
-#include "core/data/text_util.h"
+#include "core/util/text_util.h"
 #include "core/util/errors.h"
 
 namespace relpos {

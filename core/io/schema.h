@@ -21,6 +21,8 @@ inline constexpr const char* kAttrSeed = "seed";                     // int64
 inline constexpr const char* kAttrTorchVersion = "torch_version";    // string
 inline constexpr const char* kAttrGitCommit = "git_commit";          // string
 inline constexpr const char* kAttrCreated = "created";               // string, ISO 8601 UTC
+// int64, optional (runs before it lack it): trainable parameters of the position encodings
+inline constexpr const char* kAttrPositionalParameters = "positional_parameters";
 
 // On every dataset: comma-separated axis names, one per axis ("" for a scalar).
 inline constexpr const char* kAttrDims = "dims";

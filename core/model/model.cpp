@@ -8,13 +8,8 @@
 
 namespace relpos {
 
-HeadKind head_kind(const std::string& task) {
-  if (task == "classify") return HeadKind::Classifier;
-  if (task == "span_qa") return HeadKind::Span;
-  return HeadKind::Lm;
-}
-
-ModelImpl::ModelImpl(const Config& cfg, int64_t vocab_size) : kind_(head_kind(cfg.task.type)) {
+ModelImpl::ModelImpl(const Config& cfg, int64_t vocab_size)
+    : kind_(task_info(cfg.task.type).head) {
   const ModelConfig& m = cfg.model;
   transformer = register_module("transformer", Transformer(m, cfg.position, vocab_size));
   switch (kind_) {

@@ -5,13 +5,11 @@
 #include "core/config/config.h"
 #include "core/model/heads.h"
 #include "core/model/transformer.h"
+#include "core/task/registry.h"  // HeadKind
 
 namespace relpos {
 
-enum class HeadKind { Lm, Classifier, Span };
-// mlm/clm/synthetic -> Lm; classify -> Classifier; span_qa -> Span.
-HeadKind head_kind(const std::string& task);
-
+// The head is the one the task registry names for cfg.task.type.
 class ModelImpl : public torch::nn::Module {
  public:
   ModelImpl(const Config& cfg, int64_t vocab_size);

@@ -74,6 +74,7 @@ void register_alibi(Registry& r) {
   VariantInfo v;
   v.name = "alibi";
   v.summary = "fixed linear distance penalty -m_h|i-j|, geometric slopes (Press et al. 2022)";
+  v.exports = {"distances", "slopes", "profile"};
   v.make_params = [] { return std::make_shared<NoParams>(); };
   v.make = [](const ModelDims& d, const VariantParams&, const PositionConfig&) {
     return std::make_shared<AlibiImpl>(d);

@@ -171,6 +171,9 @@ void register_huang(Registry& r) {
   VariantInfo v;
   v.name = "huang";
   v.summary = "general Huang et al. 2020 mechanism: chosen terms from {qk,qa,ka,qka}";
+  v.parameters = ParamScope::PerLayer;
+  v.direct_path = true;
+  v.exports = {"distances", "table", "scale_distances", "scale"};
   v.make_params = [] { return std::make_shared<HuangParams>(); };
   v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
     const auto& p = static_cast<const HuangParams&>(vp);
@@ -190,6 +193,15 @@ void register_huang_preset(Registry& r, const std::string& name, const std::stri
   v.name = name;
   v.summary = summary;
   v.provisional = provisional;
+  v.parameters = ParamScope::PerLayer;
+  // The relative table's terms have the direct [T,T,d] path; a scale of q·k alone has nothing
+  // to switch.
+  const bool table = std::any_of(terms.begin(), terms.end(),
+                                 [](const std::string& t) { return t != "qk"; });
+  v.direct_path = table;
+  v.exports = {"distances"};
+  if (table) v.exports.push_back("table");
+  if (scale_qk != "none") v.exports.insert(v.exports.end(), {"scale_distances", "scale"});
   v.make_params = [] { return std::make_shared<PresetParams>(); };
   v.validate = [terms, scale_qk](const VariantParams& vp, const Config&, const ParamCheck& c) {
     validate_huang_spec({terms, scale_qk, static_cast<const PresetParams&>(vp).clip}, c);

@@ -64,6 +64,10 @@ void register_learned(Registry& r) {
   v.name = "learned";
   v.summary = "trained absolute table P (max_len x E) added to the input (BERT)";
   v.translation_invariant = false;
+  v.parameters = ParamScope::Model;
+  v.length_key = "max_len";
+  v.eval_keys = {{"beyond", "clamp"}};
+  v.exports = {"table"};
   v.make_params = [] { return std::make_shared<LearnedParams>(); };
   v.validate = [](const VariantParams& vp, const Config& cfg, const ParamCheck& c) {
     const auto& p = static_cast<const LearnedParams&>(vp);

@@ -14,10 +14,13 @@ class NoneImpl : public PositionEncodingImpl {
 
 }  // namespace
 
+const char* const kDefaultPositionType = "none";
+
 void register_none(Registry& r) {
   VariantInfo v;
   v.name = "none";
   v.summary = "no position encoding (NoPE): e = q·k/√d";
+  v.baseline = true;
   v.make_params = [] { return std::make_shared<NoParams>(); };
   v.make = [](const ModelDims&, const VariantParams&, const PositionConfig&) {
     return std::make_shared<NoneImpl>();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <sstream>
 
 #include "core/config/config.h"
 #include "core/position/position_encoding.h"
@@ -62,20 +63,70 @@ ModelDims model_dims(const ModelConfig& m) {
   return d;
 }
 
+void validate_position(const Config& c, const SourceMap* src) {
+  const Registry& reg = Registry::get();
+  for (const auto& [name, params] : c.position.params) {
+    const VariantInfo& info = reg.at(name, "position." + name, src);
+    const std::string path = "position." + name;
+    if (info.validate) info.validate(*params, c, ParamCheck{path, src});
+  }
+  if (c.position.types.size() > 1)
+    for (const auto& t : c.position.types)
+      if (reg.at(t).baseline)
+        config_fail(src, "position.type",
+                    fmt::format("'{}' cannot be stacked with other variants", t),
+                    join_names(c.position.types, "+"), fmt::format("'{}' alone", t));
+}
+
 void ParamCheck::fail(const std::string& key, const std::string& problem, const std::string& got,
                       const std::string& expected) const {
   config_fail(sources, join_path(path, key), problem, got, expected);
 }
 
-const Registry& Registry::get() {
-  static const Registry registry = build_registry();
+Registry& Registry::instance() {
+  static Registry registry = build_registry();
   return registry;
 }
+
+const Registry& Registry::get() { return instance(); }
 
 void Registry::add(VariantInfo info) {
   if (find(info.name))
     throw std::logic_error("position variant registered twice: " + info.name);
   variants_.push_back(std::move(info));
+}
+
+void Registry::remove(const std::string& name) {
+  variants_.erase(std::remove_if(variants_.begin(), variants_.end(),
+                                 [&](const VariantInfo& v) { return v.name == name; }),
+                  variants_.end());
+}
+
+std::string Registry::baseline() const {
+  for (const auto& v : variants_)
+    if (v.baseline) return v.name;
+  throw std::logic_error("no baseline position variant registered");
+}
+
+ScopedVariant::ScopedVariant(VariantInfo info) : name_(info.name) {
+  Registry::instance().add(std::move(info));
+}
+
+ScopedVariant::~ScopedVariant() { Registry::instance().remove(name_); }
+
+bool has_direct_path(const std::string& type) {
+  std::stringstream parts(type);
+  for (std::string v; std::getline(parts, v, '+');)
+    if (const VariantInfo* info = Registry::get().find(v); info && info->direct_path) return true;
+  return false;
+}
+
+std::vector<std::string> eval_settings() {
+  std::vector<std::string> keys = {"eval", "device", "threads", "cpu_allocator", "precision"};
+  for (const auto& name : Registry::get().names())
+    for (const auto& [key, past] : Registry::get().at(name).eval_keys)
+      keys.push_back("position." + name + "." + key);
+  return keys;
 }
 
 const VariantInfo* Registry::find(const std::string& name) const {

@@ -1,16 +1,18 @@
-// The variant registry: name -> (description, parameter parser, validator, factory).
-// Every variant is registered in one explicit function, register_all() in registry.cpp.
-// Adding a variant: one file in core/position/, one line in register_all(), one test, one
-// overlay configs/position/<name>.yaml, and its HDF5 datasets in docs/hdf5-schema.md.
+// The variant registry: name -> (description, capabilities, parameter parser, validator,
+// factory). Every variant is registered in one explicit function, build_registry() in
+// registry.cpp. Adding a variant: one file in core/position/, one line in build_registry(), a
+// naive-loop test, one overlay configs/position/<name>.yaml, and its HDF5 datasets in
+// docs/hdf5-schema.md (README.md, "Adding a position encoding").
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/position/variant_params.h"
+#include "core/config/position_config.h"
 
 namespace relpos {
 
@@ -39,13 +41,39 @@ struct ParamCheck {
                          const std::string& got, const std::string& expected) const;
 };
 
+// Where a variant's trainable parameters live.
+enum class ParamScope {
+  None,      // no trainable parameters
+  Model,     // one set for the whole model (an input table; a bias shared by the layers)
+  PerLayer,  // one set per layer (one in all with model.share_layers)
+};
+
 struct VariantInfo {
   std::string name;
   std::string summary;       // one line for `relpos list`
   bool provisional = false;  // reconstructed from secondary sources
+
+  // ---- Capabilities: what bench, eval, analysis and the tests ask instead of listing names.
+  // The defaults describe a parameter-free encoding with one code path.
   // True when the scores depend on positions only through j - i (attention unchanged when all
-  // positions are shifted); false for absolute encodings (learned, sinusoidal).
+  // positions are shifted); false for absolute encodings.
   bool translation_invariant = true;
+  ParamScope parameters = ParamScope::None;
+  // position.relative_impl chooses between the fast relative terms and the direct [T,T,d]
+  // reference path (relative_ops.h): bench measures both, tests compare them.
+  bool direct_path = false;
+  // Stands for "no position information": bench's ratios are to it, and it is never stacked.
+  bool baseline = false;
+  // The parameter that bounds the sequence length (a table's rows), which bench sets to each
+  // length it measures; "" when the encoding has no such bound.
+  std::string length_key;
+  // Parameters a trained run may be evaluated with (`relpos eval --set position.<name>.KEY=V`):
+  // KEY -> the value that lets the encoding run past its length bound ("" when none does).
+  std::map<std::string, std::string> eval_keys;
+  // The datasets export_tensors() writes (docs/hdf5-schema.md); empty: not stated.
+  std::vector<std::string> exports;
+  bool learnable() const { return parameters != ParamScope::None; }
+
   std::function<std::shared_ptr<VariantParams>()> make_params;
   // Cross-field rules of this variant against the rest of the config (may be empty).
   std::function<void(const VariantParams&, const Config&, const ParamCheck&)> validate;
@@ -65,10 +93,36 @@ class Registry {
   const VariantInfo& at(const std::string& name, const std::string& path = "position.type",
                         const SourceMap* sources = nullptr) const;
   std::vector<std::string> names() const;
+  // The name of the baseline variant (VariantInfo::baseline).
+  std::string baseline() const;
 
  private:
+  friend class ScopedVariant;
+  static Registry& instance();
+  void remove(const std::string& name);
   std::vector<VariantInfo> variants_;
 };
+
+// Adds `info` to the registry for as long as it lives: a test's throw-away variant then goes
+// through the same machinery (config, model, snapshots, bench plans, eval settings) as a
+// registered one. Not thread-safe; for tests.
+class ScopedVariant {
+ public:
+  explicit ScopedVariant(VariantInfo info);
+  ~ScopedVariant();
+  ScopedVariant(const ScopedVariant&) = delete;
+  ScopedVariant& operator=(const ScopedVariant&) = delete;
+
+ private:
+  std::string name_;
+};
+
+// True when `type` (a name, or a stack such as learned+shaw) has a part with a direct path.
+bool has_direct_path(const std::string& type);
+
+// The settings `relpos eval --set` may change: eval.*, device, threads, cpu_allocator,
+// precision, and position.<name>.<key> for every registered variant's eval_keys.
+std::vector<std::string> eval_settings();
 
 // Constructs the encoding `type` with its parameters from `cfg`.
 std::shared_ptr<PositionEncodingImpl> make_position_encoding(const std::string& type,

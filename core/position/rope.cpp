@@ -72,6 +72,7 @@ void register_rope(Registry& r) {
   VariantInfo v;
   v.name = "rope";
   v.summary = "rotary embedding of q and k channel pairs by angle i·θ_m (Su et al. 2021)";
+  v.exports = {"frequencies"};
   v.make_params = [] { return std::make_shared<RopeParams>(); };
   v.validate = [](const VariantParams& vp, const Config& cfg, const ParamCheck& c) {
     const auto& p = static_cast<const RopeParams&>(vp);

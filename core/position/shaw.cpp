@@ -71,6 +71,9 @@ void register_shaw(Registry& r) {
   VariantInfo v;
   v.name = "shaw";
   v.summary = "relative key (and value) vectors per clipped distance (Shaw et al. 2018)";
+  v.parameters = ParamScope::PerLayer;
+  v.direct_path = true;
+  v.exports = {"distances", "keys", "values"};
   v.make_params = [] { return std::make_shared<ShawParams>(); };
   v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
     const auto& p = static_cast<const ShawParams&>(vp);

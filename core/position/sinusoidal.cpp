@@ -66,6 +66,7 @@ void register_sinusoidal(Registry& r) {
   v.name = "sinusoidal";
   v.summary = "fixed sin/cos table added to the input (Vaswani et al. 2017)";
   v.translation_invariant = false;
+  v.exports = {"table"};
   v.make_params = [] { return std::make_shared<SinusoidalParams>(); };
   v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
     const auto& p = static_cast<const SinusoidalParams&>(vp);

@@ -97,6 +97,8 @@ void register_t5_bias(Registry& r) {
   VariantInfo v;
   v.name = "t5_bias";
   v.summary = "learned bias per log-bucketed distance, shared by layers (T5, Raffel et al. 2020)";
+  v.parameters = ParamScope::Model;
+  v.exports = {"distances", "bias", "buckets", "profile"};
   v.make_params = [] { return std::make_shared<T5Params>(); };
   v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
     const auto& p = static_cast<const T5Params&>(vp);

@@ -72,6 +72,8 @@ void register_tisa(Registry& r) {
   VariantInfo v;
   v.name = "tisa";
   v.summary = "per-head sum of Gaussian kernels of j-i added to scores (Wennberg & Henter 2021)";
+  v.parameters = ParamScope::PerLayer;
+  v.exports = {"distances", "a", "b", "c", "f"};
   v.make_params = [] { return std::make_shared<TisaParams>(); };
   v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
     const auto& p = static_cast<const TisaParams&>(vp);

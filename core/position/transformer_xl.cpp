@@ -78,6 +78,9 @@ void register_transformer_xl(Registry& r) {
   VariantInfo v;
   v.name = "transformer_xl";
   v.summary = "(q+u)·k + (q+v)·(R_{i-j} W_R), sinusoidal R (Dai et al. 2019)";
+  v.parameters = ParamScope::PerLayer;
+  v.direct_path = true;
+  v.exports = {"w_r", "u", "v"};
   v.make_params = [] { return std::make_shared<TransformerXLParams>(); };
   v.validate = [](const VariantParams& vp, const Config&, const ParamCheck& c) {
     const auto& p = static_cast<const TransformerXLParams&>(vp);

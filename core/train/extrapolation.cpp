@@ -12,12 +12,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/bench/child_process.h"
 #include "core/io/run_file.h"
+#include "core/position/registry.h"
+#include "core/task/registry.h"
 #include "core/train/objective.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/precision.h"
+#include "core/util/system.h"
 
 namespace relpos {
 
@@ -79,6 +81,27 @@ void keep_first_rows(std::vector<Batch>& batches, int64_t n) {
   batches = std::move(kept);
 }
 
+// The encoding of a stack whose table bounds the sequence length (VariantInfo::length_key), and
+// the evaluation setting that lets it run past its table, for the notes of the rows.
+struct LengthBound {
+  std::string name = "position encoding's", key = "length";  // the variant, its length_key
+  std::string past;  // position.<name>.<key>=<value> from its eval_keys; "" when there is none
+};
+
+LengthBound length_bound(const PositionConfig& p) {
+  LengthBound b;
+  for (const auto& type : p.types) {
+    const VariantInfo& v = Registry::get().at(type);
+    if (v.length_key.empty()) continue;
+    b.name = type;
+    b.key = v.length_key;
+    for (const auto& [key, value] : v.eval_keys)
+      if (!value.empty()) b.past = fmt::format("position.{}.{}={}", type, key, value);
+    break;
+  }
+  return b;
+}
+
 // The longest sequences a run's position table was trained on: its task.seq_len, or that of the
 // run it was initialised from (result.json's init_from, followed while the folders exist) when
 // longer — a fine-tune at 384 of a model pre-trained at 512 has trained rows up to 512.
@@ -112,7 +135,7 @@ std::string attention_memory_note(int64_t batch, int64_t heads, int64_t length, 
 ExtrapolationOptions extrapolation_options(const Config& cfg) {
   ExtrapolationOptions o;
   o.lengths = cfg.eval.lengths;
-  if (o.lengths.empty() && !is_synthetic_task(cfg.task.type)) {
+  if (o.lengths.empty() && task_info(cfg.task.type).length_eval != LengthEval::TaskLengths) {
     const int64_t T = cfg.task.seq_len;
     o.lengths = {T, 2 * T, 4 * T};
   }
@@ -122,11 +145,128 @@ ExtrapolationOptions extrapolation_options(const Config& cfg) {
   return o;
 }
 
+namespace {
+
+// Synthetic tasks: their test examples come at the task's own lengths.
+std::vector<ExtrapolationRow> evaluate_task_lengths(LoadedRun& run, const ExtrapolationOptions& o,
+                                                    int64_t max_len) {
+  const std::string& task = run.config.config.task.type;
+  std::vector<ExtrapolationRow> rows;
+  auto batches = run.data->eval_batches(Split::Test, o.batch_size, 0);
+  std::map<int64_t, std::vector<Batch>> by_len;
+  for (auto& b : batches) {
+    const int64_t len = b.lengths.empty() ? b.tokens.size(1) : b.lengths.front();
+    by_len[len].push_back(b);
+  }
+  std::set<int64_t> wanted(o.lengths.begin(), o.lengths.end());
+  std::vector<int64_t> available;
+  for (const auto& [len, bs] : by_len) available.push_back(len);
+  for (int64_t len : wanted)
+    if (!by_len.count(len)) {
+      ExtrapolationRow row;
+      row.length = len;
+      row.applicable = false;
+      row.note = fmt::format("not a test length of the task (task.eval_lengths gives {})",
+                             fmt::join(available, ", "));
+      rows.push_back(row);
+    }
+  for (auto& [len, bs] : by_len) {
+    if (!wanted.empty() && !wanted.count(len)) continue;
+    ExtrapolationRow row;
+    row.length = len;
+    const int64_t seq = bs.front().tokens.size(1);
+    if (max_len >= 0 && seq > max_len) {
+      row.applicable = false;
+      row.note = fmt::format("sequence length {} beyond the position table ({})", seq, max_len);
+    } else {
+      row.metrics = evaluate(run.model, *run.data, task, Split::Test, bs, run.device);
+    }
+    rows.push_back(row);
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const ExtrapolationRow& a, const ExtrapolationRow& b) { return a.length < b.length; });
+  return rows;
+}
+
+// Causal LM at length L: perplexity over the test stream in nonoverlapping chunks, and with
+// --stride over a sliding window.
+void score_causal_stream(LoadedRun& run, const ExtrapolationOptions& o, int64_t L, int64_t batch,
+                         const std::string& too_big, ExtrapolationRow& row) {
+  const auto& stream = run.data->stream(Split::Test);
+  const int64_t N = static_cast<int64_t>(stream.size()) - 1;  // positions with a target
+  if (N < L || !too_big.empty()) {
+    row.applicable = false;
+    row.note = N < L ? fmt::format("test stream ({} tokens) too short: a window of {} "
+                                   "tokens needs {} (its last token's target follows it)",
+                                   N + 1, L, L + 1)
+                     : too_big;
+    return;
+  }
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  for (int64_t s = 0; s + L <= N && static_cast<int64_t>(chunks.size()) * L < o.max_tokens; s += L)
+    chunks.push_back({s, 0});
+  auto sum = score_windows(run, stream, chunks, L, batch);
+  row.metrics["loss"] = sum.loss / sum.count;
+  row.metrics["ppl"] = std::exp(sum.loss / sum.count);
+  row.metrics["tokens"] = sum.count;
+  if (o.stride > 0) {
+    const int64_t stride = std::min(o.stride, L);
+    std::vector<std::pair<int64_t, int64_t>> windows{{0, 0}};
+    int64_t scored = L;
+    for (int64_t s = stride; s + L <= N && scored < o.max_tokens; s += stride) {
+      windows.push_back({s, L - stride});
+      scored += stride;
+    }
+    auto sl = score_windows(run, stream, windows, L, batch);
+    row.metrics["loss_sliding"] = sl.loss / sl.count;
+    row.metrics["ppl_sliding"] = std::exp(sl.loss / sl.count);
+    row.metrics["tokens_sliding"] = sl.count;
+  }
+}
+
+// The task's own metrics on test batches of length L: windows of the test stream (masked LM)
+// or every test example laid out in rows of L tokens.
+void score_batches(LoadedRun& run, const ExtrapolationOptions& o, int64_t L, int64_t batch,
+                   const std::string& too_big, bool stream_windows, ExtrapolationRow& row) {
+  std::vector<Batch> batches;
+  if (stream_windows) {
+    // max_tokens / L windows (at least one), whatever the batch size: the scored set must
+    // not change with eval.batch_size.
+    const int64_t windows = std::max<int64_t>(1, o.max_tokens / L);
+    batches = run.data->eval_batches(Split::Test, batch, (windows + batch - 1) / batch, L);
+    keep_first_rows(batches, windows);
+    // A test split shorter than one window gives one shorter row: not this length.
+    if (batches.empty() || batches.front().tokens.size(1) < L) {
+      row.applicable = false;
+      row.note = fmt::format("test stream ({} tokens) shorter than the length",
+                             run.data->stream(Split::Test).size());
+      return;
+    }
+  } else {
+    // A longer L keeps more of a long context or sentence pair; positions past the training
+    // length are the test.
+    batches = run.data->eval_batches(Split::Test, batch, 0, L);
+    if (batches.empty()) {
+      row.applicable = false;
+      row.note = "the test split is empty";
+      return;
+    }
+  }
+  if (!too_big.empty()) {
+    row.applicable = false;
+    row.note = too_big;
+    return;
+  }
+  row.metrics =
+      evaluate(run.model, *run.data, run.config.config.task.type, Split::Test, batches, run.device);
+}
+
+}  // namespace
+
 std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const ExtrapolationOptions& o) {
   const Config& cfg = run.config.config;
-  const std::string& task = cfg.task.type;
+  const LengthEval protocol = task_info(cfg.task.type).length_eval;
   const int64_t max_len = run.model->transformer->position->max_length();
-  std::vector<ExtrapolationRow> rows;
   run.model->eval();
   const PrecisionScope precision(cfg.precision, run.device);
   std::set<int64_t> seen;  // every length checked before the first is evaluated
@@ -135,148 +275,51 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
     if (!seen.insert(L).second)
       throw ConfigError(fmt::format("eval: length {} is listed twice", L), "list each length once");
   }
-
-  if (is_synthetic_task(task)) {
-    auto batches = run.data->eval_batches(Split::Test, o.batch_size, 0);
-    std::map<int64_t, std::vector<Batch>> by_len;
-    for (auto& b : batches) {
-      const int64_t len = b.lengths.empty() ? b.tokens.size(1) : b.lengths.front();
-      by_len[len].push_back(b);
-    }
-    std::set<int64_t> wanted(o.lengths.begin(), o.lengths.end());
-    std::vector<int64_t> available;
-    for (const auto& [len, bs] : by_len) available.push_back(len);
-    for (int64_t len : wanted)
-      if (!by_len.count(len)) {
-        ExtrapolationRow row;
-        row.length = len;
-        row.applicable = false;
-        row.note = fmt::format("not a test length of the task (task.eval_lengths gives {})",
-                               fmt::join(available, ", "));
-        rows.push_back(row);
-      }
-    for (auto& [len, bs] : by_len) {
-      if (!wanted.empty() && !wanted.count(len)) continue;
-      ExtrapolationRow row;
-      row.length = len;
-      const int64_t seq = bs.front().tokens.size(1);
-      if (max_len >= 0 && seq > max_len) {
-        row.applicable = false;
-        row.note = fmt::format("sequence length {} beyond the position table ({})", seq, max_len);
-      } else {
-        row.metrics = evaluate(run.model, *run.data, task, Split::Test, bs, run.device);
-      }
-      rows.push_back(row);
-    }
-    std::sort(rows.begin(), rows.end(),
-              [](const ExtrapolationRow& a, const ExtrapolationRow& b) { return a.length < b.length; });
-    return rows;
-  }
+  if (protocol == LengthEval::TaskLengths) return evaluate_task_lengths(run, o, max_len);
 
   // A learned table's rows past the training length never received a gradient (every training
   // window starts at position 0): lengths past it use untrained rows, clamped or not.
   const int64_t table = run.model->transformer->position->table_length();
   const bool clamped = table >= 0 && max_len < 0;
   const int64_t trained = trained_length(run.dir, cfg.task.seq_len);
-
+  const LengthBound bound = length_bound(cfg.position);
+  std::vector<ExtrapolationRow> rows;
   for (int64_t L : o.lengths) try {
     ExtrapolationRow row;
     row.length = L;
     if (max_len >= 0 && L > max_len) {
       row.applicable = false;
       row.note = table > trained
-                     ? fmt::format("beyond the learned position table (max_len {}), whose rows "
-                                   "past {} were never trained either", max_len, trained)
-                     : fmt::format("beyond the learned position table (max_len {}); set "
-                                   "position.learned.beyond=clamp to evaluate anyway", max_len);
-      rows.push_back(row);
-      continue;
-    }
-    if (table > trained && L > trained) {
+                     ? fmt::format("beyond the {} position table ({} {}), whose rows past {} "
+                                   "were never trained either",
+                                   bound.name, bound.key, max_len, trained)
+                     : fmt::format("beyond the {} position table ({} {}){}", bound.name,
+                                   bound.key, max_len,
+                                   bound.past.empty()
+                                       ? std::string()
+                                       : fmt::format("; set {} to evaluate anyway", bound.past));
+    } else if (table > trained && L > trained) {
       row.applicable = false;
       row.note = fmt::format(
-          "positions {}..{} would use rows of the learned table (max_len {}) that training "
+          "positions {}..{} would use rows of the {} table ({} {}) that training "
           "never reached (it used lengths up to {}){}",
-          trained, std::min(L, table) - 1, table, trained,
+          trained, std::min(L, table) - 1, bound.name, bound.key, table, trained,
           clamped ? ", and clamping reuses its last, untrained row" : "");
-      rows.push_back(row);
-      continue;
-    }
-    if (clamped && L > table)
-      row.note = fmt::format("positions past {} reuse learned row {} "
-                             "(position.learned.beyond=clamp)", table, table - 1);
-    const int64_t batch = std::max<int64_t>(1, o.batch_size * cfg.task.seq_len / L);
-    // Checked before anything of that size is allocated; on a GPU an allocation that fails
-    // names the length instead (below).
-    const std::string too_big =
-        run.device.is_cpu()
-            ? attention_memory_note(batch, cfg.model.heads, L, physical_memory_mb() * 1024.0 * 1024.0)
-            : std::string();
-    if (task == "clm") {
-      const auto& stream = run.data->stream(Split::Test);
-      const int64_t N = static_cast<int64_t>(stream.size()) - 1;  // positions with a target
-      if (N < L || !too_big.empty()) {
-        row.applicable = false;
-        row.note = N < L ? fmt::format("test stream ({} tokens) too short: a window of {} "
-                                       "tokens needs {} (its last token's target follows it)",
-                                       N + 1, L, L + 1)
-                         : too_big;
-        rows.push_back(row);
-        continue;
-      }
-      std::vector<std::pair<int64_t, int64_t>> chunks;
-      for (int64_t s = 0; s + L <= N && static_cast<int64_t>(chunks.size()) * L < o.max_tokens; s += L)
-        chunks.push_back({s, 0});
-      auto sum = score_windows(run, stream, chunks, L, batch);
-      row.metrics["loss"] = sum.loss / sum.count;
-      row.metrics["ppl"] = std::exp(sum.loss / sum.count);
-      row.metrics["tokens"] = sum.count;
-      if (o.stride > 0) {
-        const int64_t stride = std::min(o.stride, L);
-        std::vector<std::pair<int64_t, int64_t>> windows{{0, 0}};
-        int64_t scored = L;
-        for (int64_t s = stride; s + L <= N && scored < o.max_tokens; s += stride) {
-          windows.push_back({s, L - stride});
-          scored += stride;
-        }
-        auto sl = score_windows(run, stream, windows, L, batch);
-        row.metrics["loss_sliding"] = sl.loss / sl.count;
-        row.metrics["ppl_sliding"] = std::exp(sl.loss / sl.count);
-        row.metrics["tokens_sliding"] = sl.count;
-      }
-    } else if (task == "mlm") {
-      // max_tokens / L windows (at least one), whatever the batch size: the scored set must
-      // not change with eval.batch_size.
-      const int64_t windows = std::max<int64_t>(1, o.max_tokens / L);
-      auto batches = run.data->eval_batches(Split::Test, batch, (windows + batch - 1) / batch, L);
-      keep_first_rows(batches, windows);
-      // A test split shorter than one window gives one shorter row: not this length.
-      if (batches.empty() || batches.front().tokens.size(1) < L) {
-        row.applicable = false;
-        row.note = fmt::format("test stream ({} tokens) shorter than the length",
-                               run.data->stream(Split::Test).size());
-      } else if (!too_big.empty()) {
-        row.applicable = false;
-        row.note = too_big;
-      } else {
-        row.metrics = evaluate(run.model, *run.data, task, Split::Test, batches, run.device);
-      }
-    } else if (task == "classify" || task == "span_qa") {
-      // Every test example, laid out in rows of L tokens: a longer L keeps more of a long
-      // context (span_qa) or sentence pair; positions past the training length are the test.
-      auto batches = run.data->eval_batches(Split::Test, batch, 0, L);
-      if (batches.empty()) {
-        row.applicable = false;
-        row.note = "the test split is empty";
-      } else if (!too_big.empty()) {
-        row.applicable = false;
-        row.note = too_big;
-      } else {
-        row.metrics = evaluate(run.model, *run.data, task, Split::Test, batches, run.device);
-      }
     } else {
-      row.applicable = false;
-      row.note = "task '" + task + "' has no length axis to extrapolate along";
+      if (clamped && L > table)
+        row.note = fmt::format("positions past {} reuse {} row {} ({})", table, bound.name,
+                               table - 1, bound.past);
+      const int64_t batch = std::max<int64_t>(1, o.batch_size * cfg.task.seq_len / L);
+      // Checked before anything of that size is allocated; on a GPU an allocation that fails
+      // names the length instead (below).
+      const std::string too_big =
+          run.device.is_cpu() ? attention_memory_note(batch, cfg.model.heads, L,
+                                                      physical_memory_mb() * 1024.0 * 1024.0)
+                              : std::string();
+      if (protocol == LengthEval::CausalStream)
+        score_causal_stream(run, o, L, batch, too_big, row);
+      else
+        score_batches(run, o, L, batch, too_big, protocol == LengthEval::MaskedStream, row);
     }
     rows.push_back(row);
   } catch (const c10::Error& e) {  // out of memory, mostly: say at which length

@@ -6,19 +6,11 @@
 #include <limits>
 
 #include "core/data/squad_metric.h"
-#include "core/data/tasks.h"
+#include "core/task/registry.h"
 
 namespace relpos {
 
 namespace F = torch::nn::functional;
-
-PrimaryMetric primary_metric(const std::string& task) {
-  if (task == "mlm") return {"accuracy", true};
-  if (task == "clm") return {"ppl", false};
-  if (task == "classify") return {"accuracy", true};
-  if (task == "span_qa") return {"f1", true};
-  return {"seq_accuracy", true};  // synthetic tasks
-}
 
 Batch to_device(const Batch& b, torch::Device device) {
   Batch out = b;
@@ -129,6 +121,14 @@ int64_t loss_items(Model& model, const Batch& b) {
   return b.targets.size(0);
 }
 
+MetricAccumulator::MetricAccumulator(const std::string& task, const TaskData* data, Split split)
+    : data_(data), split_(split) {
+  if (const TaskInfo* info = TaskRegistry::get().find(task)) {
+    perplexity_ = info->metric("ppl") != nullptr;
+    sequence_accuracy_ = info->metric("seq_accuracy") != nullptr;
+  }
+}
+
 void MetricAccumulator::add(Model& model, const Batch& b) {
   torch::NoGradGuard guard;
   switch (model->kind()) {
@@ -143,7 +143,7 @@ void MetricAccumulator::add(Model& model, const Batch& b) {
       auto right_rows = r.logits.argmax(-1) == r.targets;  // (N)
       correct_ += right_rows.sum().item<double>();
       total_ += n;
-      if (is_synthetic_task(task_)) {
+      if (sequence_accuracy_) {
         // A position without a target never makes its sequence wrong.
         auto right = torch::ones({b.targets.numel()}, r.targets.options().dtype(torch::kBool))
                          .index_put_({r.index}, right_rows);                    // (BT)
@@ -214,7 +214,7 @@ std::map<std::string, double> MetricAccumulator::result() const {
   std::map<std::string, double> m;
   if (loss_count_ > 0) m["loss"] = loss_sum_ / loss_count_;
   if (total_ > 0) m["accuracy"] = correct_ / total_;
-  if (task_ == "clm" && loss_count_ > 0) m["ppl"] = std::exp(loss_sum_ / loss_count_);
+  if (perplexity_ && loss_count_ > 0) m["ppl"] = std::exp(loss_sum_ / loss_count_);
   if (seq_total_ > 0) m["seq_accuracy"] = seq_correct_ / seq_total_;
   for (const auto& [len, counts] : by_length_)
     m["seq_accuracy@" + std::to_string(len)] = counts.first / counts.second;

@@ -1,7 +1,8 @@
-// Task losses and evaluation metrics, by the model's head kind.
-//   Lm head (mlm, clm, synthetic): cross-entropy over positions with a target (!= -100);
-//     accuracy = correct predictions / targets; clm adds ppl = exp(loss); synthetic tasks add
-//     seq_accuracy = rows whose every target is right.
+// Task losses and evaluation metrics, by the model's head kind (the task registry,
+// core/task/registry.h, says which head and which metrics a task has).
+//   Lm head: cross-entropy over positions with a target (!= -100); accuracy = correct
+//     predictions / targets; a task whose metrics list ppl adds ppl = exp(loss), one that lists
+//     seq_accuracy adds it (rows whose every target is right) and seq_accuracy@LENGTH.
 //   Classifier: cross-entropy, accuracy, f1 and mcc from the confusion matrix of the argmax
 //     predictions (2 classes: F1 of class 1 and the binary MCC; more: macro-F1 and Gorodkin's
 //     R_K; edge cases in core/train/classification_metrics.h).
@@ -14,18 +15,10 @@
 #include <vector>
 
 #include "core/data/task.h"
-#include "core/data/tasks.h"  // is_synthetic_task
 #include "core/model/model.h"
 #include "core/train/classification_metrics.h"
 
 namespace relpos {
-
-// The metric a task is judged by: its name and whether higher is better.
-struct PrimaryMetric {
-  std::string name;
-  bool higher_is_better = true;
-};
-PrimaryMetric primary_metric(const std::string& task);
 
 // Copies a batch to `device` (tensors only).
 Batch to_device(const Batch& b, torch::Device device);
@@ -61,14 +54,16 @@ std::vector<std::pair<int64_t, int64_t>> best_spans(const torch::Tensor& start,
 // Sums statistics over evaluation batches; result() turns them into metrics.
 class MetricAccumulator {
  public:
-  MetricAccumulator(const std::string& task, const TaskData* data, Split split)
-      : task_(task), data_(data), split_(split) {}
+  // `task`: a task.type (its registered metrics decide ppl and seq_accuracy; none for a name
+  // the registry does not know).
+  MetricAccumulator(const std::string& task, const TaskData* data, Split split);
   // Runs the model on `b` (already on the model's device) without gradients and adds it up.
   void add(Model& model, const Batch& b);
   std::map<std::string, double> result() const;
 
  private:
-  std::string task_;
+  bool perplexity_ = false;         // the task reports ppl
+  bool sequence_accuracy_ = false;  // the task reports seq_accuracy
   const TaskData* data_;
   Split split_;
   double loss_sum_ = 0;      // summed per-item losses

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "core/data/tasks.h"
 #include "core/io/checkpoint.h"
+#include "core/task/registry.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 
@@ -20,7 +20,7 @@ LoadedRun load_run(const std::string& dir, const std::vector<std::string>& overr
   Config data_cfg = cfg;
   // Every sentencepiece run keeps its tokenizer: without it the ids of the checkpoint's
   // embeddings would be those of whatever tokenizer a new training produced.
-  if (cfg.data.tokenizer == "sentencepiece" && !is_synthetic_task(cfg.task.type) &&
+  if (cfg.data.tokenizer == "sentencepiece" && task_info(cfg.task.type).tokenized &&
       cfg.data.tokenizer_file.empty() && !std::filesystem::exists(run_tokenizer_path(dir)))
     throw ConfigError(fmt::format("{}: missing: the run's sentencepiece tokenizer",
                                   run_tokenizer_path(dir)),

@@ -4,21 +4,28 @@
 #include <filesystem>
 
 #include "core/data/task.h"
-#include "core/data/tasks.h"
-#include "core/data/text_util.h"
+#include "core/task/registry.h"
 #include "core/train/run_folder.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/util/text_util.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
 
-std::string run_tokenizer_path(const std::string& dir) {
-  return (fs::path(dir) / "tokenizer.model").string();
+namespace {
+
+// Whether the task of `type` reads text through data.tokenizer (not the synthetic tasks, which
+// make their own symbols); a task the registry does not know is taken to.
+bool tokenized(const std::string& type) {
+  const TaskInfo* t = TaskRegistry::get().find(type);
+  return !t || t->tokenized;
 }
 
+}  // namespace
+
 void use_run_tokenizer(const std::string& dir, Config& cfg) {
-  if (is_synthetic_task(cfg.task.type)) return;
+  if (!tokenized(cfg.task.type)) return;
   if (cfg.data.tokenizer == "sentencepiece" && fs::exists(run_tokenizer_path(dir)))
     cfg.data.tokenizer_file = run_tokenizer_path(dir);
   // A run imported from a BERT folder keeps its vocab.txt (`relpos import`): the copy in the
@@ -50,7 +57,7 @@ bool same_contents(const std::string& x, const std::string& y) {
 
 Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
   Config c = cfg;
-  if (is_synthetic_task(cfg.task.type)) return c;
+  if (!tokenized(cfg.task.type)) return c;
   if (opts.resume) {
     use_run_tokenizer(opts.out_dir, c);
     return c;
@@ -59,7 +66,7 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
   Config src = load_run_config(opts.init_from).config;
   use_run_tokenizer(opts.init_from, src);  // an imported run's vocab.txt, where it is now
   // A synthetic pre-training has its own vocabulary; nothing to match (its embeddings do not fit).
-  if (is_synthetic_task(src.task.type)) return c;
+  if (!tokenized(src.task.type)) return c;
   const DataConfig& a = src.data;
   const DataConfig& b = cfg.data;
   if (a.tokenizer == "byte_bpe")

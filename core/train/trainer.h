@@ -15,6 +15,7 @@
 #include <torch/types.h>
 
 #include "core/config/config.h"
+#include "core/io/run_paths.h"
 
 namespace relpos {
 
@@ -43,16 +44,7 @@ struct TrainResult {
   int64_t skipped_batches = 0;           // non-finite batches skipped (train.skip_nonfinite)
 };
 
-// Files of a run folder.
-std::string run_config_path(const std::string& dir);
-std::string run_checkpoint_path(const std::string& dir);
-std::string run_h5_path(const std::string& dir);
-std::string run_result_path(const std::string& dir);
-std::string run_metrics_path(const std::string& dir);
-std::string run_split_path(const std::string& dir);
-std::string run_tokenizer_path(const std::string& dir);
-// result.json and run.h5 both present.
-bool run_finished(const std::string& dir);
+// Files of a run folder: core/io/run_paths.h (run_h5_path(DIR), run_finished(DIR), ...).
 
 class Tokenizer;
 // A run's token ids belong to one tokenizer, and its model must keep it: a SentencePiece run

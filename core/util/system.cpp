@@ -1,15 +1,33 @@
 #include "core/util/system.h"
 
 #include <torch/version.h>
+#include <unistd.h>
 
-#include <array>
+#include <cerrno>
 #include <chrono>
-#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <thread>
 
+#include "core/util/errors.h"
+#include "core/util/process.h"
+
 namespace relpos {
+
+double physical_memory_mb() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * page / (1024.0 * 1024.0) : 0.0;
+}
+
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    throw RunError(std::string("cannot find the relpos executable (/proc/self/exe): ") +
+                   std::strerror(errno));
+  return std::string(buf, static_cast<size_t>(n));
+}
 
 std::string utc_timestamp() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -22,13 +40,15 @@ std::string utc_timestamp() {
 
 namespace {
 
+// What the shell command `cmd` prints on stdout, without trailing newlines; "" when it fails to
+// start. Its stderr is captured and dropped.
 std::string run_capture(const std::string& cmd) {
   std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::array<char, 256> buf{};
-  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-  pclose(p);
+  try {
+    out = run_child({"/bin/sh", "-c", cmd}, SpawnOptions{}).out;
+  } catch (const RunError&) {
+    return out;
+  }
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   return out;
 }

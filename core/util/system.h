@@ -1,4 +1,5 @@
-// Facts about the environment a run records: time, git commit, library versions.
+// Facts about the environment: time, git commit, library versions, the machine's memory, the
+// running executable.
 #pragma once
 
 #include <string>
@@ -12,5 +13,8 @@ std::string git_commit();
 std::string git_commit_of(const std::string& dir);
 std::string torch_version();      // "1.13.0"
 std::string machine_summary();    // "Intel(R) Xeon(R) Processor, 2 cores" (from /proc/cpuinfo)
+double physical_memory_mb();      // physical memory of the machine in MB (0 if unknown)
+// Absolute path of the running executable (/proc/self/exe), for child processes of relpos.
+std::string self_executable();
 
 }  // namespace relpos

@@ -92,6 +92,10 @@ class Checker:
             if self.expect(name in f.attrs, "/", f"no attribute '{name}'"):
                 self.expect(isinstance(f.attrs[name], str), "/",
                             f"'{name}' is {type(f.attrs[name]).__name__}, expected a UTF-8 string")
+        if "positional_parameters" in f.attrs:  # optional: older files lack it
+            v = f.attrs["positional_parameters"]
+            self.expect(np.asarray(v).dtype == np.int64 and int(v) >= 0, "/",
+                        f"'positional_parameters' is {np.asarray(v).dtype} {v}, expected int64 >= 0")
         if "schema_version" in f.attrs:
             self.expect(int(f.attrs["schema_version"]) == SCHEMA_VERSION, "/",
                         f"schema_version {f.attrs['schema_version']}")

@@ -1,0 +1,51 @@
+// The config of a run folder (for --resume, evaluation, analysis) and the device of a config.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/cuda.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+
+#include "core/io/run_paths.h"
+#include "core/train/trainer.h"
+#include "core/util/errors.h"
+
+namespace relpos {
+namespace fs = std::filesystem;
+
+torch::Device parse_device(const std::string& device) {
+  if (device == "cpu") return torch::kCPU;
+  if (!torch::cuda::is_available())
+    throw ConfigError(fmt::format("device: '{}' asked for, but CUDA is not available", device),
+                      "this LibTorch has no CUDA or no GPU is visible; use device: cpu, or build "
+                      "against a CUDA LibTorch (docs/scaling.md, \"CUDA\")");
+  const torch::Device d(device);
+  const auto visible = static_cast<int64_t>(torch::cuda::device_count());
+  if (d.has_index() && d.index() >= visible)
+    throw ConfigError(fmt::format("device: '{}' asked for, but {} GPU(s) are visible", device, visible),
+                      "use cuda (GPU 0, or the rank's LOCAL_RANK under data parallelism) or cuda:0..");
+  return d;
+}
+
+LoadedConfig load_run_config(const std::string& dir, const std::vector<std::string>& overrides) {
+  const std::string path = run_config_path(dir);
+  if (!fs::exists(path))
+    throw ConfigError(fmt::format("{}: no config.yaml: not a relpos run folder", dir),
+                      "give the folder that `relpos train --out` wrote");
+  LoadedConfig loaded = load_config({path}, overrides);
+  // A run's config.yaml is the resolved config: every section is written. One that lacks them
+  // (emptied, truncated, hand-edited) would silently give defaults for the model, and the
+  // checkpoint would then be blamed for not matching it.
+  const YAML::Node root = YAML::LoadFile(path);
+  std::vector<std::string> missing;
+  for (const char* section : {"model", "position", "data", "task", "train"})
+    if (!root.IsMap() || !root[section]) missing.emplace_back(section);
+  if (!missing.empty())
+    throw ConfigError(fmt::format("{}: not a run's resolved config: no {} section{} (relpos train "
+                                  "writes every key)",
+                                  path, fmt::join(missing, ", "), missing.size() > 1 ? "s" : ""),
+                      "the file was emptied or cut short; restore it, or train the run again");
+  return loaded;
+}
+
+}  // namespace relpos
