@@ -203,7 +203,8 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
             fmt::format("bench: --direct: '{}' is not a measured variant with a direct path "
                         "(expected auto, none, or a list of: {})",
                         v, allowed.empty() ? std::string("(none among --variants)") : fmt::format("{}", fmt::join(allowed, ", "))),
-            "the relative variants shaw, transformer_xl, huang, huang_m3 and huang_m4 have one; "
+            "the relative variants shaw, transformer_xl, huang, huang_m3, huang_m4, deberta and "
+            "cope have one; "
             "list them in --variants too");
       plan.direct.push_back(v);
     }

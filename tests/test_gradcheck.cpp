@@ -83,7 +83,8 @@ TEST_CASE("gradcheck: one attention layer, every variant, w.r.t. position parame
       for (const char* impl : {"fast", "direct"}) {
         // The direct path exists only for the variants built on relative tables.
         const bool relative = name == "shaw" || name == "transformer_xl" || name == "huang" ||
-                              name == "huang_m3" || name == "huang_m4";
+                              name == "huang_m3" || name == "huang_m4" || name == "deberta" ||
+                              name == "cope";
         if (impl == std::string("direct") && !relative) continue;
         CAPTURE(name);
         CAPTURE(causal);
@@ -116,7 +117,7 @@ TEST_CASE("gradcheck: one attention layer, every variant, w.r.t. position parame
         check_gradients(loss, inputs);
         // Every variant of docs/variants.md with parameters is covered here.
         const bool fixed = name == "none" || name == "sinusoidal" || name == "alibi" ||
-                           name == "rope";
+                           name == "rope" || name == "xpos";
         CHECK(learnable != fixed);
       }
     }
@@ -126,7 +127,8 @@ TEST_CASE("gradcheck: one attention layer, every variant, w.r.t. position parame
 TEST_CASE("gradcheck: the small model w.r.t. its position parameters, shared and not") {
   // The whole model (embedding hook, stacked encodings, per-layer parameter sets, heads).
   for (const auto& stack : {"learned+tisa+shaw", "huang+t5_bias", "transformer_xl+rope",
-                            "huang_m1+huang_m2+alibi", "huang_m3+huang_m4+sinusoidal"}) {
+                            "huang_m1+huang_m2+alibi", "huang_m3+huang_m4+sinusoidal",
+                            "deberta+kerple_log+xpos", "fire+cope+kerple_power"}) {
     for (bool shared : {false, true}) {
       for (bool causal : {false, true}) {
         CAPTURE(stack);

@@ -323,7 +323,12 @@ int64_t closed_form(const std::string& name, const Sizes& s) {
   if (name == "huang_m2") return R * Lp;
   if (name == "tisa") return 3 * s.S * s.H * Lp;
   if (name == "t5_bias") return s.buckets * s.H;  // shared by layers in any case
-  return 0;                                       // none, sinusoidal, alibi, rope
+  // P (2K×D) shared by the layers, W_{Q,r} and W_{K,r} (H·d × D) per layer.
+  if (name == "deberta") return 2 * s.K * s.D + 2 * s.H * d * s.D * Lp;
+  if (name == "kerple_log" || name == "kerple_power") return 2 * s.H * Lp;
+  if (name == "fire") return ((s.H + 2) * 32 + s.H + 2) * Lp;  // mlp_width 32
+  if (name == "cope") return 2 * 64 * d * Lp;  // n_pos 64; E and E' (an encoder)
+  return 0;                                     // none, sinusoidal, alibi, rope, xpos
 }
 
 std::vector<std::string> size_sets(const Sizes& s) {
@@ -334,7 +339,8 @@ std::vector<std::string> size_sets(const Sizes& s) {
           std::string("model.share_layers=") + (s.shared ? "true" : "false"),
           "position.shaw.clip=" + K, "position.huang.clip=" + K, "position.huang_m1.clip=" + K,
           "position.huang_m2.clip=" + K, "position.huang_m3.clip=" + K,
-          "position.huang_m4.clip=" + K, "position.tisa.kernels=" + std::to_string(s.S),
+          "position.huang_m4.clip=" + K, "position.deberta.clip=" + K,
+          "position.tisa.kernels=" + std::to_string(s.S),
           "position.t5_bias.buckets=" + std::to_string(s.buckets),
           "position.learned.max_len=" + std::to_string(s.max_len), "task.seq_len=16"};
 }

@@ -19,9 +19,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Variants whose score/value terms have a fast and a direct [T,T,d] implementation
-// (relative_ops.h); huang_m1/m2 only rescale q·k and have nothing to switch.
+// (relative_ops.h; cope's interpolation); huang_m1/m2 only rescale q·k and have nothing to switch.
 const std::vector<std::string> kTwoPathVariants = {"shaw", "transformer_xl", "huang", "huang_m3",
-                                                   "huang_m4"};
+                                                   "huang_m4", "deberta", "cope"};
 
 struct RunRecord {
   double step_ms = kNaN, cpu_ms = kNaN, tokens_per_s = kNaN, peak_mb = kNaN, base_mb = kNaN,

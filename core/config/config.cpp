@@ -92,6 +92,24 @@ void validate(const Config& c, const SourceMap* src) {
   if (c.position.has("none") && c.position.types.size() > 1)
     config_fail(src, "position.type", "'none' cannot be stacked with other variants",
                 join_names(c.position.types, "+"), "'none' alone");
+  if (const int64_t n = c.position.randomized_max; n != 0) {
+    if (n < c.task.seq_len)
+      config_fail(src, "position.randomized_max",
+                  "randomized positions need at least as many positions as a training sequence",
+                  std::to_string(n),
+                  fmt::format("0 (off) or >= task.seq_len ({})", c.task.seq_len));
+    std::vector<std::string> absolute;
+    for (const auto& name : reg.names())
+      if (reg.at(name).absolute_positions) absolute.push_back(name);
+    const bool any = std::any_of(c.position.types.begin(), c.position.types.end(),
+                                 [&](const std::string& t) { return reg.at(t).absolute_positions; });
+    if (!any)
+      config_fail(src, "position.randomized_max",
+                  "no encoding in position.type reads absolute positions, so there is nothing "
+                  "to randomize",
+                  fmt::format("{} with position.type {}", n, join_names(c.position.types, "+")),
+                  "0, or a stack with an absolute or rotary encoding", absolute);
+  }
 
   const TaskConfig& t = c.task;
   k.at_least("task.seq_len", t.seq_len, 2);

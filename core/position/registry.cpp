@@ -25,6 +25,12 @@ void register_tisa(Registry& r);
 void register_t5_bias(Registry& r);
 void register_alibi(Registry& r);
 void register_rope(Registry& r);
+void register_deberta(Registry& r);
+void register_kerple_log(Registry& r);
+void register_kerple_power(Registry& r);
+void register_fire(Registry& r);
+void register_xpos(Registry& r);
+void register_cope(Registry& r);
 
 namespace {
 
@@ -44,6 +50,12 @@ Registry build_registry() {
   register_t5_bias(r);
   register_alibi(r);
   register_rope(r);
+  register_deberta(r);
+  register_kerple_log(r);
+  register_kerple_power(r);
+  register_fire(r);
+  register_xpos(r);
+  register_cope(r);
   return r;
 }
 
@@ -153,7 +165,7 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
   if (n.IsNull()) return;
   if (!n.IsMap()) config_fail(src, path, "wrong type", describe_node(n), "a map of keys");
   const Registry& reg = Registry::get();
-  std::vector<std::string> known = {"type", "relative_impl"};
+  std::vector<std::string> known = {"type", "relative_impl", "randomized_max"};
   for (const auto& name : reg.names()) known.push_back(name);
 
   for (auto it = n.begin(); it != n.end(); ++it) {
@@ -189,6 +201,8 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
       read_value(val, kpath, src, v.relative_impl);
       if (v.relative_impl != "fast" && v.relative_impl != "direct")
         config_fail(src, kpath, "unknown value", "'" + v.relative_impl + "'", "fast | direct");
+    } else if (key == "randomized_max") {
+      read_value(val, kpath, src, v.randomized_max);
     } else {
       const VariantInfo* info = reg.find(key);
       if (!info)
@@ -208,6 +222,9 @@ void write_value(YAML::Emitter& out, const PositionConfig& v) {
   out << YAML::Key << "type" << YAML::Value;
   write_value(out, join_names(v.types, "+"));
   out << YAML::Key << "relative_impl" << YAML::Value << v.relative_impl;
+  // Written only when on, so that the configs of runs without it read as before.
+  if (v.randomized_max != 0)
+    out << YAML::Key << "randomized_max" << YAML::Value << v.randomized_max;
   // Every variant with parameters given, plus the defaults of stacked types without a section
   // (a config built in code), so the written config always states what was used.
   std::map<std::string, const VariantParams*> all;

@@ -46,6 +46,9 @@ struct VariantInfo {
   // True when the scores depend on positions only through j - i (attention unchanged when all
   // positions are shifted); false for absolute encodings (learned, sinusoidal).
   bool translation_invariant = true;
+  // True when the variant reads absolute position indices (hook 1, or q/k rotations), so that
+  // position.randomized_max can draw them at random in training (learned, sinusoidal, rope, xpos).
+  bool absolute_positions = false;
   std::function<std::shared_ptr<VariantParams>()> make_params;
   // Cross-field rules of this variant against the rest of the config (may be empty).
   std::function<void(const VariantParams&, const Config&, const ParamCheck&)> validate;

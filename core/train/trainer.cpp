@@ -29,6 +29,7 @@
 #include "core/train/extrapolation.h"
 #include "core/train/prefetch.h"
 #include "core/train/progress.h"
+#include "core/train/randomized_positions.h"
 #include "core/train/run_folder.h"
 #include "core/train/run_record.h"
 #include "core/train/snapshot.h"
@@ -546,8 +547,12 @@ TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
     // One process: a signal arrived. Data parallel: some rank had one at the last step's
     // gradient exchange, the same answer on every rank.
     if (dp.stop_requested()) stop_interrupted(step, false);
+    Batch global = batches.get(step);
+    if (cfg.position.randomized_max > 0)
+      global.positions = randomized_positions(cfg.seed, step, global.tokens.size(0),
+                                              global.tokens.size(1), cfg.position.randomized_max);
     const Batch batch = to_device(
-        dp.local_rows(batches.get(step), step, cfg.train.batch_size, cfg.seed), device);
+        dp.local_rows(global, step, cfg.train.batch_size, cfg.seed), device);
     set_learning_rate(*optimizer, learning_rate(cfg.train, step));
     optimizer->zero_grad();
     auto loss = [&] {
