@@ -92,7 +92,9 @@ TEST_CASE("gradcheck: one attention layer, every variant, w.r.t. position parame
         const Config cfg = small_config(
             name, causal,
             {"model.width=8", "model.heads=2", "task.seq_len=5",
-             std::string("position.relative_impl=") + impl});
+             std::string("position.relative_impl=") + impl,
+             // FIRE's threshold L between the query positions 2..6: both sides of max(L, i).
+             "position.fire.init_threshold=4.5"});
         torch::manual_seed(3);
         auto enc = make_position_encoding(name, model_dims(cfg.model), cfg.position);
         enc->to(torch::kDouble);

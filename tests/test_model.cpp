@@ -326,7 +326,7 @@ int64_t closed_form(const std::string& name, const Sizes& s) {
   // P (2K×D) shared by the layers, W_{Q,r} and W_{K,r} (H·d × D) per layer.
   if (name == "deberta") return 2 * s.K * s.D + 2 * s.H * d * s.D * Lp;
   if (name == "kerple_log" || name == "kerple_power") return 2 * s.H * Lp;
-  if (name == "fire") return ((s.H + 2) * 32 + s.H + 2) * Lp;  // mlp_width 32
+  if (name == "fire") return ((s.H + 2) * 32 + 2) * Lp;  // mlp_width 32
   if (name == "cope") return 2 * 64 * d * Lp;  // n_pos 64; E and E' (an encoder)
   return 0;                                     // none, sinusoidal, alibi, rope, xpos
 }

@@ -121,14 +121,14 @@ Formula kerple_formula(const Setup& s, bool power) {
 
 // ---- fire ------------------------------------------------------------------------------------
 
-// f_h(x) = Σ_w w2_hw·relu(w1_w·x + b1_w) + b2_h, x = ψ(i - j)/ψ(max(L, i)) for j <= i and
+// f_h(x) = Σ_w w2_hw·relu(w1_w·x + b1_w), x = ψ(i - j)/ψ(max(L, i)) for j <= i and
 // -ψ(j - i)/ψ(max(L, T-1-t_i)) for j > i, ψ(x) = log(c·x + 1), c = softplus(γ), L = |λ|,
 // normalizers floored at 1; i the absolute position offset + t_i.
 Formula fire_formula(const Setup& s) {
   Formula f;
   f.score = [s](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
     auto w1 = param(enc, "w1"), b1 = param(enc, "b1");  // (L,W)
-    auto w2 = param(enc, "w2"), b2 = param(enc, "b2");  // (L,H,W), (L,H)
+    auto w2 = param(enc, "w2");                         // (L,H,W)
     const double c = softplus(el(param(enc, "c_raw"), s.layer));
     const double L = std::abs(el(param(enc, "threshold_raw"), s.layer));
     auto content = content_score(x);
@@ -143,7 +143,7 @@ Formula fire_formula(const Setup& s) {
         in = -psi(static_cast<double>(j - i)) /
              psi(std::max({L, static_cast<double>(T - 1 - i), 1.0}));
       }
-      double out = el(b2, s.layer, h);
+      double out = 0;
       for (int64_t w = 0; w < W; ++w)
         out += el(w2, s.layer, h, w) * std::max(0.0, el(w1, s.layer, w) * in + el(b1, s.layer, w));
       return content(b, h, i, j) + out;
@@ -200,6 +200,7 @@ Formula cope_formula(const Setup& s) {
     auto content = content_score(x);
     const int64_t n = E.size(1);
     return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
+      if (s.causal && j > i) return content(b, h, i, j);  // masked: no position at all
       double p = 0;
       for (int64_t t = std::min(i, j); t <= std::max(i, j); ++t) p += sigmoid(content(b, h, i, t));
       p = std::min(p, static_cast<double>(n - 1));

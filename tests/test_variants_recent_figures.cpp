@@ -68,7 +68,7 @@ TEST_CASE("exports: kerple bias, fire bias and xpos decay against their formulas
     for (int64_t h = 0; h < H; ++h)
       for (int64_t r = -R; r <= 0; ++r) {
         const double x = std::log(c * -r + 1.0) / std::log(c * std::max({L, double(R), 1.0}) + 1.0);
-        double out = P["b2"][l][h].item<double>();
+        double out = 0;
         for (int64_t w = 0; w < 5; ++w)
           out += P["w2"][l][h][w].item<double>() *
                  std::max(0.0, P["w1"][l][w].item<double>() * x + P["b1"][l][w].item<double>());

@@ -2,7 +2,8 @@
 // Transformers" (FIRE).
 // Formula (causal, the paper's): e_ij += f_θ(ψ(i - j) / ψ(max(L, i))), ψ(x) = log(c·x + 1),
 // i the query's position, j <= i; f_θ: R -> R^H an MLP with one hidden ReLU layer of width W
-// (one output per head), c > 0 and the threshold L learned. Dividing by ψ(max(L, i)) maps every
+// (one output per head, no output bias: a constant per head shifts every score of a query
+// alike and leaves attention unchanged), c > 0 and the threshold L learned. Dividing by ψ(max(L, i)) maps every
 // visible distance into [0, 1] whatever the length ("progressive interpolation"); L keeps short
 // prefixes from being stretched over the whole range.
 // Encoder form (our choice; the paper is causal only): keys after the query get the mirror
@@ -13,11 +14,10 @@
 // Positions: i = offset + t_i (ForwardOptions.offset, 0 in training and evaluation). The
 // normalizer max(L, i) (and T - 1 - t_i) is floored at 1, so the first query is defined.
 // c = softplus(γ) and L = |λ| with γ, λ the stored parameters (init c = init_c, L = init_threshold).
-// MLP init: w1, b1 ~ U(-1, 1), w2 ~ U(-1/√W, 1/√W), b2 = 0 (PyTorch's Linear init for fan-in
-// 1 and W).
+// MLP init: w1, b1 ~ U(-1, 1), w2 ~ U(-1/√W, 1/√W) (PyTorch's Linear init for fan-in 1 and W).
 // Hook: score term (3), a bias (H,T,T) independent of content; not a function of j - i alone, so
 // not translation invariant (the normalizer depends on i).
-// Parameters per layer: w1, b1 (W), w2 (H×W), b2 (H), γ, λ: (H+2)·W + H + 2.
+// Parameters per layer: w1, b1 (W), w2 (H×W), γ, λ: (H+2)·W + 2.
 // Memory: the hidden layer is evaluated at every (i, j): a (T,T,W) tensor per layer.
 // Beyond the training length: inputs stay in [-1, 1]; for i > L a longer context is squeezed
 // into the same range, which is what lets FIRE interpolate rather than extrapolate.
@@ -48,7 +48,6 @@ class FireImpl : public PositionEncodingImpl {
     w1 = register_parameter("w1", torch::rand({L, W}) * 2.0 - 1.0);               // (L,W)
     b1 = register_parameter("b1", torch::rand({L, W}) * 2.0 - 1.0);               // (L,W)
     w2 = register_parameter("w2", (torch::rand({L, H, W}) * 2.0 - 1.0) * bound2);  // (L,H,W)
-    b2 = register_parameter("b2", torch::zeros({L, H}));                           // (L,H)
     // softplus^-1(c) = log(e^c - 1)
     c_raw = register_parameter("c_raw", torch::full({L}, std::log(std::expm1(p.init_c))));  // (L)
     threshold_raw = register_parameter("threshold_raw", torch::full({L}, p.init_threshold));  // (L)
@@ -73,7 +72,7 @@ class FireImpl : public PositionEncodingImpl {
     auto x = torch::where(past, num, -num) / den;                                       // (T,T)
     auto h = torch::relu(x.unsqueeze(-1) * w1[layer].to(o.dtype()) +
                          b1[layer].to(o.dtype()));                                      // (T,T,W)
-    auto f = torch::matmul(h, w2[layer].to(o.dtype()).t()) + b2[layer].to(o.dtype());  // (T,T,H)
+    auto f = torch::matmul(h, w2[layer].to(o.dtype()).t());                            // (T,T,H)
     return f.permute({2, 0, 1});                                                        // (H,T,T)
   }
 
@@ -106,11 +105,10 @@ class FireImpl : public PositionEncodingImpl {
             {"threshold", cpu(torch::stack(ls)), {"layer"}},
             {"w1", cpu(w1), {"layer", "hidden"}},
             {"b1", cpu(b1), {"layer", "hidden"}},
-            {"w2", cpu(w2), {"layer", "head", "hidden"}},
-            {"b2", cpu(b2), {"layer", "head"}}};
+            {"w2", cpu(w2), {"layer", "head", "hidden"}}};
   }
 
-  torch::Tensor w1, b1, w2, b2, c_raw, threshold_raw;
+  torch::Tensor w1, b1, w2, c_raw, threshold_raw;
 };
 
 }  // namespace

@@ -165,8 +165,9 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
   if (n.IsNull()) return;
   if (!n.IsMap()) config_fail(src, path, "wrong type", describe_node(n), "a map of keys");
   const Registry& reg = Registry::get();
-  std::vector<std::string> known = {"type", "relative_impl", "randomized_max"};
+  std::vector<std::string> known = {"type", "relative_impl"};
   for (const auto& name : reg.names()) known.push_back(name);
+  known.push_back("randomized_max");
 
   for (auto it = n.begin(); it != n.end(); ++it) {
     const std::string key = it->first.Scalar();
