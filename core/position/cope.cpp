@@ -9,14 +9,15 @@
 // Encoder form (our choice; the paper is causal only): keys after the query count the gates
 // forwards, p_ij = Σ_{t=i..j} g_it for j > i, and read a second table E' (n_pos × d), so the
 // direction stays known: e_ij += q_i·e'(p_ij) for j > i.
-// Hook: score term (3). Fast path: q·E for the n_pos rows, (B,H,T,n_pos), then a gather at
-// ⌊p⌋ and ⌈p⌉ and the interpolation: no [T,T,d] tensor. Direct path (reference, tests):
-// interpolate e(p_ij) as (B,H,T,T,d) first, then the dot product with q.
+// Hook: score term (3). Fast path: q·E for the n_pos rows, (B,H,T,n_pos), and its step to the
+// next row, both gathered at ⌊p⌋, then q·e(p) = q·E[⌊p⌋] + w·step: no [T,T,d] tensor. Direct
+// path (reference, tests): interpolate e(p_ij) as (B,H,T,T,d) first, then the dot product with q.
 // Parameters per layer: E (n_pos·d), plus E' (n_pos·d) in encoder mode. Init N(0, init_std²).
 // Translation invariant: positions come from the gates, not from token indices.
 // Beyond the training length: p counts gated tokens, so it grows only as fast as the gates
 // fire; past n_pos - 1 every position reads the last row.
 #include <cmath>
+#include <vector>
 
 #include "core/position/position_encoding.h"
 
@@ -69,18 +70,19 @@ class CopeImpl : public PositionEncodingImpl {
                 "cope: built for a causal model (no table for keys after the query) but used "
                 "bidirectionally");
     auto p = positions(content, causal);                  // (B,H,T,T)
-    auto lo = p.detach().floor(), hi = p.detach().ceil();  // (B,H,T,T)
+    auto lo = p.detach().floor();                          // (B,H,T,T)
     auto w = p - lo;                                       // (B,H,T,T) weight of E[⌈p⌉]
     // Keys after the query read the second table: rows n .. 2n-1 of the concatenation.
     torch::Tensor E = table[ctx.layer];                    // (n,d)
-    auto lo_i = lo.to(torch::kLong), hi_i = hi.to(torch::kLong);  // (B,H,T,T)
+    auto lo_i = lo.to(torch::kLong);                       // (B,H,T,T)
     if (!causal) {
       E = torch::cat({E, table_after[ctx.layer]}, 0);      // (2n,d)
       auto shift = (torch::ones({T, T}, p.options().dtype(torch::kLong)).triu(1) * n_);  // (T,T)
       lo_i = lo_i + shift;
-      hi_i = hi_i + shift;
     }
     if (direct_) {
+      // ⌈p⌉: the same row as ⌊p⌋ when p is a whole number (w = 0 there).
+      auto hi_i = lo_i + (w.detach() > 0).to(torch::kLong);  // (B,H,T,T)
       const int64_t d = E.size(1);
       auto e_lo = E.index_select(0, lo_i.reshape({-1})).view({-1, d});  // (BHTT,d)
       auto e_hi = E.index_select(0, hi_i.reshape({-1})).view({-1, d});  // (BHTT,d)
@@ -88,11 +90,21 @@ class CopeImpl : public PositionEncodingImpl {
       auto e = (e_lo * (1.0 - wf) + e_hi * wf).view({q.size(0), q.size(1), T, T, d});  // (B,H,T,T,d)
       return (q.unsqueeze(3) * e).sum(-1).to(content.scalar_type());    // (B,H,T,T)
     }
-    auto logits = torch::matmul(q, E.to(q.dtype()).t());  // (B,H,T,n|2n) q·E per row
-    auto at_lo = logits.gather(-1, lo_i);                  // (B,H,T,T)
-    auto at_hi = logits.gather(-1, hi_i);                  // (B,H,T,T)
+    // q·E per row, and the step to the next row of the same table (0 after a table's last row,
+    // where w = 0): e(p)·q = q·E[⌊p⌋] + w·(q·E[⌊p⌋+1] - q·E[⌊p⌋]), one index for both gathers,
+    // fewer (B,H,T,T) tensors kept for the backward pass than two gathers and two products.
+    auto logits = torch::matmul(q, E.to(q.dtype()).t());  // (B,H,T,n|2n)
+    std::vector<torch::Tensor> steps;
+    for (int64_t part = 0; part < logits.size(-1) / n_; ++part) {
+      auto l = logits.narrow(-1, part * n_, n_);                                   // (B,H,T,n)
+      steps.push_back(l.narrow(-1, 1, n_ - 1) - l.narrow(-1, 0, n_ - 1));          // (B,H,T,n-1)
+      steps.push_back(torch::zeros_like(l.narrow(-1, 0, 1)));                      // (B,H,T,1)
+    }
+    auto step = torch::cat(steps, -1);                      // (B,H,T,n|2n)
+    auto at_lo = logits.gather(-1, lo_i);                   // (B,H,T,T)
+    auto rise = step.gather(-1, lo_i);                      // (B,H,T,T)
     // In the scores' dtype: w is float32 under bfloat16 autocast.
-    return (at_lo * (1.0 - w) + at_hi * w).to(content.scalar_type());  // (B,H,T,T)
+    return (at_lo + w * rise).to(content.scalar_type());   // (B,H,T,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
