@@ -102,7 +102,8 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
       const bool by_head = dims_are(t, {"head", "distance"});
       const bool by_layer = dims_are(t, {"layer", "distance"});
       const bool layer_head = dims_are(t, {"layer", "head", "distance"});
-      if (!table && !by_head && !by_layer && !layer_head) continue;
+      const bool by_pair = dims_are(t, {"pair", "distance"});  // xpos decay per channel pair
+      if (!table && !by_head && !by_layer && !layer_head && !by_pair) continue;
       const int64_t n = t.value.size(table ? 1 : t.value.dim() - 1);
       const std::vector<double> r = distances_for(tensors, name, n);
       const bool signed_r = std::any_of(r.begin(), r.end(), [](double x) { return x < 0; });
@@ -161,9 +162,9 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
         p.title = title;
         const bool absolute = std::all_of(r.begin(), r.end(), [](double x) { return x >= 0; });
         p.xlabel = absolute ? "distance |r| = |j − i|" : "relative position r = j − i";
-        p.ylabel = name == "scale" ? "scale s on q·k" : "score term";
+        p.ylabel = name == "scale" ? "scale s on q·k" : by_pair ? "factor on q·k" : "score term";
         p.curves = profile_curves(m, r, idx, row_name);
-        p.zero_line = name != "scale";  // a scale's neutral value is 1, not 0
+        p.zero_line = name != "scale" && !by_pair;  // a factor's neutral value is 1, not 0
         double reach = 0;
         for (int64_t k : idx) reach = std::max(reach, std::abs(r[k]));
         p.xrange = absolute                 ? std::make_pair(0.0, reach)
@@ -177,13 +178,14 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
         for (int64_t l = 0; l < t.value.size(0); ++l)
           add_panel(t.value[l], fmt::format("layer {}", l), "head");
       } else {
-        add_panel(t.value, title, by_head ? "head" : "layer");
+        add_panel(t.value, title, by_head ? "head" : by_pair ? "pair" : "layer");
       }
       const int64_t np = static_cast<int64_t>(panels.size());
       const FigureSize size = np == 1 ? FigureSize{900, 560} : grid_size(np, 620, 400);
       const auto f = plot_curves(dir, base, title, panels, grid_columns(np), size);
       out.push_back(info(f, fmt::format("{} against the relative position r, one curve per {}.{}",
-                                        what, by_layer ? "layer" : "head", notes)));
+                                        what, by_layer ? "layer" : by_pair ? "channel pair" : "head",
+                                        notes)));
     }
   }
   return out;

@@ -2,7 +2,8 @@
 // PNG, PDF, .dat and .gp files into `dir` (see gnuplot.h) and returns what it drew.
 //
 //   1 relative_weight_figures  curves over r in [−R, R] of every exported profile (TISA f, T5
-//                              and ALiBi profiles, Huang scales), one curve per head (or layer);
+//                              and ALiBi profiles, Huang scales, KERPLE and FIRE biases, the
+//                              xPos decay), one curve per head (or layer, or channel pair);
 //                              relative tables (Shaw keys/values, Huang tables) as channel × r
 //                              heatmaps, one figure per layer
 //   2 attention_figures        head-averaged attention map of each layer, and a per-head grid

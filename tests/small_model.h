@@ -15,8 +15,10 @@
 
 namespace relpos::test {
 
-// D=16, H=2 (d=8), L=2, T=8; clip K=3 for shaw/huang*, t5 with 8 buckets up to distance 12,
-// learned table of 32 rows, general huang with every term and a signed qk scale.
+// D=16, H=2 (d=8), L=2, T=8; clip K=3 for shaw/huang*/deberta, t5 with 8 buckets up to distance
+// 12, learned table of 32 rows, general huang with every term and a signed qk scale, FIRE's
+// threshold L at 2 (so that its normalizer max(L, i) varies within 8 tokens), CoPE with 4
+// positions (so that they saturate).
 inline Config small_config(const std::string& type, bool causal,
                            const std::vector<std::string>& extra = {}) {
   std::vector<std::string> sets = {
@@ -29,7 +31,8 @@ inline Config small_config(const std::string& type, bool causal,
       "position.huang_m2.clip=3", "position.huang_m3.clip=3", "position.huang_m4.clip=3",
       "position.huang.terms=qk,qa,ka,qka", "position.huang.scale_qk=signed",
       "position.t5_bias.buckets=8", "position.t5_bias.max_distance=12",
-      "position.learned.max_len=32", "position.tisa.kernels=3"};
+      "position.learned.max_len=32", "position.tisa.kernels=3", "position.deberta.clip=3",
+      "position.fire.init_threshold=2", "position.cope.n_pos=4"};
   sets.insert(sets.end(), extra.begin(), extra.end());
   return load_config({config_path("base.yaml")}, sets).config;
 }

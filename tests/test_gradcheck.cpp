@@ -90,7 +90,9 @@ TEST_CASE("gradcheck: one attention layer, every variant, w.r.t. position parame
         const Config cfg = small_config(
             name, causal,
             {"model.width=8", "model.heads=2", "task.seq_len=5",
-             std::string("position.relative_impl=") + impl});
+             std::string("position.relative_impl=") + impl,
+             // FIRE's threshold L between the query positions 2..6: both sides of max(L, i).
+             "position.fire.init_threshold=4.5"});
         torch::manual_seed(3);
         auto enc = make_position_encoding(name, model_dims(cfg.model), cfg.position);
         enc->to(torch::kDouble);
@@ -124,7 +126,8 @@ TEST_CASE("gradcheck: one attention layer, every variant, w.r.t. position parame
 TEST_CASE("gradcheck: the small model w.r.t. its position parameters, shared and not") {
   // The whole model (embedding hook, stacked encodings, per-layer parameter sets, heads).
   for (const auto& stack : {"learned+tisa+shaw", "huang+t5_bias", "transformer_xl+rope",
-                            "huang_m1+huang_m2+alibi", "huang_m3+huang_m4+sinusoidal"}) {
+                            "huang_m1+huang_m2+alibi", "huang_m3+huang_m4+sinusoidal",
+                            "deberta+kerple_log+xpos", "fire+cope+kerple_power"}) {
     for (bool shared : {false, true}) {
       for (bool causal : {false, true}) {
         CAPTURE(stack);

@@ -47,7 +47,8 @@ TEST_CASE("run file: the h5py reader accepts the run.h5 that relpos train writes
   // Every exporter and score path: tables, kernels, buckets, per-layer matrices, rotary.
   const std::vector<std::string> variants = {
       "none",     "learned+tisa", "sinusoidal", "shaw",    "transformer_xl", "huang_m1",
-      "huang_m2", "huang_m3",     "huang_m4",   "t5_bias", "alibi",          "rope"};
+      "huang_m2", "huang_m3",     "huang_m4",   "t5_bias", "alibi",          "rope",
+      "deberta",  "kerple_log",   "kerple_power", "fire",  "xpos",           "cope"};
   for (const auto& v : variants) {
     CAPTURE(v);
     const std::string out = tmp.str(v);

@@ -324,6 +324,9 @@ int64_t closed_form_set(const std::string& name, const Sizes& s) {
   if (name == "huang_m2") return R;
   if (name == "tisa") return 3 * s.S * s.H;
   if (name == "t5_bias") return s.buckets * s.H;
+  if (name == "kerple_log" || name == "kerple_power") return 2 * s.H;
+  if (name == "fire") return (s.H + 2) * 32 + 2;  // mlp_width 32
+  if (name == "cope") return 2 * 64 * d;           // n_pos 64; E and E' (an encoder)
   return -1;
 }
 
@@ -332,10 +335,12 @@ int64_t closed_form_set(const std::string& name, const Sizes& s) {
 int64_t closed_form(const std::string& name, const Sizes& s) {
   const VariantInfo& info = Registry::get().at(name);
   if (!info.learnable()) return 0;
+  const int64_t Lp = s.shared ? 1 : s.L;
+  // deberta: P (2K×D) shared by the layers, W_{Q,r} and W_{K,r} (H·d × D) per layer.
+  if (name == "deberta") return 2 * s.K * s.D + 2 * s.D * s.D * Lp;
   const int64_t set = closed_form_set(name, s);
   REQUIRE_MESSAGE(set >= 0, "no closed form for the learnable variant " << name
                                 << ": add it from docs/variants.md");
-  const int64_t Lp = s.shared ? 1 : s.L;
   return info.parameters == ParamScope::PerLayer ? set * Lp : set;
 }
 
@@ -347,7 +352,8 @@ std::vector<std::string> size_sets(const Sizes& s) {
           std::string("model.share_layers=") + (s.shared ? "true" : "false"),
           "position.shaw.clip=" + K, "position.huang.clip=" + K, "position.huang_m1.clip=" + K,
           "position.huang_m2.clip=" + K, "position.huang_m3.clip=" + K,
-          "position.huang_m4.clip=" + K, "position.tisa.kernels=" + std::to_string(s.S),
+          "position.huang_m4.clip=" + K, "position.deberta.clip=" + K,
+          "position.tisa.kernels=" + std::to_string(s.S),
           "position.t5_bias.buckets=" + std::to_string(s.buckets),
           "position.learned.max_len=" + std::to_string(s.max_len), "task.seq_len=16"};
 }

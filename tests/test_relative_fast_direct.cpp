@@ -1,13 +1,15 @@
 // Relative-position terms: the functions of relative_ops.h against naive loops (forward and
 // hand-derived gradients, including relative_qka_term's custom backward), and every variant
 // built on them with relative_impl "fast" against "direct" (scores, outputs and gradients), in
-// float64 with clip distances K < T-1, K = T-1 and K > T.
+// float64 with clip distances K < T-1, K = T-1 and K > T. deberta's shared projections and
+// CoPE's interpolation (n_pos in place of K) have a fast and a direct path too.
 #include <doctest/doctest.h>
 #include <torch/autograd.h>
 #include <torch/types.h>
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model/attention.h"
@@ -260,6 +262,16 @@ void check_fast_direct(const VariantCase& vc, int64_t K, bool causal) {
   ctx.layer = 1;
   ctx.length = T;
   ctx.causal = causal;
+  // A stand-in for the layer's own projections (deberta share_projections).
+  torch::nn::Linear proj_q(H * d, H * d), proj_k(H * d, H * d);
+  proj_q->to(torch::kDouble);
+  proj_k->to(torch::kDouble);
+  ctx.project_qk = [&](const torch::Tensor& x) {
+    auto heads = [&](const torch::Tensor& y) {
+      return y.view({y.size(0), y.size(1), H, d}).transpose(1, 2);  // (B,H,N,d)
+    };
+    return std::make_pair(heads(proj_q(x)), heads(proj_k(x)));
+  };
 
   // Hook level: gradients w.r.t. q, k, v and the position parameters.
   auto q = torch::randn({B, H, T, d}, torch::kDouble),
@@ -323,6 +335,13 @@ TEST_CASE("relative variants: fast and direct agree in scores, outputs and gradi
       {"huang", "{terms: [qk, qa, ka, qka], scale_qk: abs, clip: {K}}"},
       {"huang", "{terms: [qk, qa, ka, qka], scale_qk: signed, clip: {K}}"},
       {"transformer_xl", "{}"},
+      {"shaw", "{clip: {K}, per_head: true}"},
+      {"huang_m4", "{clip: {K}, per_head: true}"},
+      {"deberta", "{clip: {K}}"},
+      {"deberta", "{clip: {K}, table_per_layer: true}"},
+      {"deberta", "{clip: {K}, share_projections: true}"},
+      {"deberta", "{clip: {K}, bucketing: log, max_distance: 11}"},
+      {"cope", "{n_pos: {K}}"},
   };
   for (const auto& vc : cases)
     for (int64_t K : {2, 5, 8})  // T = 6: K < T-1, K = T-1, K > T

@@ -154,7 +154,11 @@ TEST_CASE(
       {"t5_bias", {"position.t5_bias.buckets=8", "position.t5_bias.max_distance=16"}},
       {"learned", {"position.learned.max_len=20"}},
       {"tisa", {"position.tisa.kernels=3"}},
-      {"rope", {"position.rope.rotary_dim=6"}}};
+      {"rope", {"position.rope.rotary_dim=6"}},
+      {"deberta", {"position.deberta.clip=3"}},
+      {"fire", {"position.fire.mlp_width=10"}},
+      {"xpos", {"position.xpos.rotary_dim=6"}},
+      {"cope", {"position.cope.n_pos=7"}}};
   test::ScratchDir dir("schema_doc");
   for (bool shared : {false, true}) {
     const std::map<std::string, int64_t> sym = {{"L", 2},  {"Lp", shared ? 1 : 2},
@@ -163,7 +167,8 @@ TEST_CASE(
                                                 {"T", 12}, {"R", 5},
                                                 {"K", 3},  {"S", 3},
                                                 {"N", 8},  {"M", 20},
-                                                {"rd", 6}};
+                                                {"rd", 6},  {"W", 10},
+                                                {"P", 7}};
     for (const auto& name : Registry::get().names()) {
       CAPTURE(name);
       CAPTURE(shared);

@@ -15,107 +15,13 @@
 
 #include "core/model/attention.h"
 #include "tests/naive_attention.h"
+#include "tests/naive_variant_check.h"
 #include "tests/variant_helpers.h"
 
 using namespace relpos;
 using namespace relpos::test;
 
 namespace {
-
-constexpr double kTol = 1e-10;
-
-struct Setup {
-  int64_t B = 2, H = 3, d = 4, T = 7, K = 2;
-  bool causal = false;
-  int64_t offset = 2;  // absolute position of token 0 (matters for rope only)
-  int64_t layer = 1;   // parameter set used (of 2)
-};
-
-// What the test knows about the variant: its score per pair, optionally a value vector per
-// pair and a transformation of q and k, all built from the variant's parameters.
-struct Formula {
-  std::function<ScoreFn(const NaiveHeads&, PositionEncodingImpl&)> score;
-  std::function<ValueFn(PositionEncodingImpl&)> value;
-  std::function<void(NaiveHeads&)> transform;
-};
-
-torch::Tensor param(PositionEncodingImpl& enc, const std::string& name) {
-  return enc.named_parameters()[name].detach();
-}
-
-double dot_qk(const NaiveHeads& x, int64_t b, int64_t h, int64_t i, int64_t j) {
-  double s = 0;
-  for (int64_t m = 0; m < x.q.size(3); ++m) s += el(x.q, b, h, i, m) * el(x.k, b, h, j, m);
-  return s;
-}
-
-ScoreFn content_score(const NaiveHeads& x) {
-  const double rsd = 1.0 / std::sqrt(static_cast<double>(x.q.size(3)));
-  return
-      [x, rsd](int64_t b, int64_t h, int64_t i, int64_t j) { return dot_qk(x, b, h, i, j) * rsd; };
-}
-
-// Runs the real layer with the variant and the naive loop, and compares scores on visible
-// pairs, probabilities and the layer output.
-void check_variant(const std::string& type, const std::string& yaml, const Setup& s,
-                   const Formula& f) {
-  CAPTURE(type);
-  CAPTURE(yaml);
-  CAPTURE(s.causal);
-  CAPTURE(s.T);
-  CAPTURE(s.H);
-  torch::manual_seed(1234);
-  auto dims = tiny_dims(s.H, s.d, s.causal);
-  MultiHeadAttention attn(dims.width, s.H, 0.0);
-  attn->to(torch::kDouble);
-  randomize(*attn, 0.5);
-  auto enc = make_variant(type, dims, yaml);
-  randomize(*enc, 1.0);
-
-  auto x = torch::randn({s.B, s.T, dims.width}, torch::kDouble);  // (B,T,D)
-  AttentionContext ctx;
-  ctx.layer = s.layer;
-  ctx.length = s.T;
-  ctx.offset = s.offset;
-  ctx.causal = s.causal;
-  AttentionRecord rec;
-  torch::Tensor y;
-  {
-    torch::NoGradGuard guard;
-    y = attn->forward(x, ctx, {enc}, {}, &rec);  // (B,T,D)
-  }
-
-  NaiveHeads heads{naive_heads(x, attn->query, s.H), naive_heads(x, attn->key, s.H),
-                   naive_heads(x, attn->value, s.H)};
-  if (f.transform) f.transform(heads);
-  auto naive = naive_attend(heads, *attn, s.causal, f.score(heads, *enc),
-                            f.value ? f.value(*enc) : ValueFn{});
-
-  // The variant's term is its position contribution: e - q·k/√d (position_encoding.h).
-  REQUIRE(rec.terms.size() == 1);
-  auto scores = rec.terms[0].defined() ? naive.content + rec.terms[0] : naive.content;  // (B,H,T,T)
-  auto visible = torch::ones({s.T, s.T}, torch::kBool);                                 // (T,T)
-  if (s.causal) visible = visible.tril();
-  CHECK(max_abs_diff(scores.masked_fill(visible.logical_not(), 0),
-                     naive.scores.masked_fill(visible.logical_not(), 0)) < kTol);
-  CHECK(max_abs_diff(rec.probs, naive.probs) < kTol);
-  CHECK(max_abs_diff(y, naive.out) < kTol);
-}
-
-// Runs `check_variant` bidirectional and causal, with K below T and above T.
-void check_all_modes(const std::string& type, const std::function<std::string(int64_t K)>& yaml,
-                     const std::function<Formula(const Setup&)>& formula) {
-  for (bool causal : {false, true}) {
-    for (auto [H, T, K] : std::vector<std::array<int64_t, 3>>{{2, 6, 2}, {3, 7, 9}, {3, 5, 1}}) {
-      Setup s;
-      s.causal = causal;
-      s.H = H;
-      s.T = T;
-      s.K = K;
-      check_variant(type, yaml(K), s, formula(s));
-    }
-  }
-}
 
 // ---- formulas --------------------------------------------------------------------------------
 
@@ -148,23 +54,28 @@ Formula huang_formula(const Setup& s, std::set<std::string> terms, const std::st
   return f;
 }
 
-Formula shaw_formula(const Setup& s, bool values) {
+// Entry (layer, head, row, channel) of a relative table stored (L,R,d), or (L,H,R,d) per head.
+double table_el(const torch::Tensor& a, bool per_head, int64_t l, int64_t h, int64_t c, int64_t m) {
+  return per_head ? el(a, l, h, c, m) : el(a, l, c, m);
+}
+
+Formula shaw_formula(const Setup& s, bool values, bool per_head = false) {
   Formula f;
-  f.score = [s](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
-    auto aK = param(enc, "keys");  // (L,R,d)
+  f.score = [s, per_head](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
+    auto aK = param(enc, "keys");  // (L,R,d) or (L,H,R,d)
     return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
       const int64_t c = clip_offset(j - i, s.K) + s.K;
       double e = 0;
       for (int64_t m = 0; m < s.d; ++m)
-        e += el(x.q, b, h, i, m) * (el(x.k, b, h, j, m) + el(aK, s.layer, c, m));
+        e += el(x.q, b, h, i, m) * (el(x.k, b, h, j, m) + table_el(aK, per_head, s.layer, h, c, m));
       return e / std::sqrt(static_cast<double>(s.d));
     };
   };
   if (values)
-    f.value = [s](PositionEncodingImpl& enc) -> ValueFn {
-      auto aV = param(enc, "values");  // (L,R,d)
-      return [=](int64_t, int64_t i, int64_t j, int64_t m) {
-        return el(aV, s.layer, clip_offset(j - i, s.K) + s.K, m);
+    f.value = [s, per_head](PositionEncodingImpl& enc) -> ValueFn {
+      auto aV = param(enc, "values");  // (L,R,d) or (L,H,R,d)
+      return [=](int64_t h, int64_t i, int64_t j, int64_t m) {
+        return table_el(aV, per_head, s.layer, h, clip_offset(j - i, s.K) + s.K, m);
       };
     };
   return f;
@@ -322,18 +233,6 @@ Formula content_formula(const Setup&) {
 std::string clip_yaml(int64_t K) { return "{clip: " + std::to_string(K) + "}"; }
 std::string no_yaml(int64_t) { return "{}"; }
 
-// The variants the test cases of this file check against their formula: each test case states
-// its own next to it (at static initialization, so every test process knows them all), and the
-// last test compares them with the registry.
-std::set<std::string>& naive_tested() {
-  static std::set<std::string> names;
-  return names;
-}
-bool naive_tests(std::initializer_list<const char*> names) {
-  for (const char* n : names) naive_tested().insert(n);
-  return true;
-}
-
 }  // namespace
 
 const bool kNaiveAbsolute = naive_tests({"none", "sinusoidal", "learned"});
@@ -348,6 +247,37 @@ TEST_CASE("naive: shaw with and without value vectors") {
   check_all_modes(
       "shaw", [](int64_t K) { return "{clip: " + std::to_string(K) + ", values: false}"; },
       [](const Setup& s) { return shaw_formula(s, false); });
+}
+
+TEST_CASE("naive: shaw and huang_m4 with one table per head") {
+  check_all_modes(
+      "shaw", [](int64_t K) { return "{clip: " + std::to_string(K) + ", per_head: true}"; },
+      [](const Setup& s) { return shaw_formula(s, true, true); });
+  check_all_modes(
+      "shaw",
+      [](int64_t K) { return "{clip: " + std::to_string(K) + ", values: false, per_head: true}"; },
+      [](const Setup& s) { return shaw_formula(s, false, true); });
+  // ((q+a_h)·(k+a_h) - a_h·a_h)/√d with head h's own table a_h.
+  check_all_modes(
+      "huang_m4", [](int64_t K) { return "{clip: " + std::to_string(K) + ", per_head: true}"; },
+      [](const Setup& s) {
+        Formula f;
+        f.score = [s](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
+          auto a = param(enc, "table");  // (L,H,R,d)
+          REQUIRE(a.dim() == 4);
+          return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
+            const int64_t c = clip_offset(j - i, s.K) + s.K;
+            double qa_ka = 0, aa = 0;
+            for (int64_t m = 0; m < s.d; ++m) {
+              const double am = el(a, s.layer, h, c, m);
+              qa_ka += (el(x.q, b, h, i, m) + am) * (el(x.k, b, h, j, m) + am);
+              aa += am * am;
+            }
+            return (qa_ka - aa) / std::sqrt(static_cast<double>(s.d));
+          };
+        };
+        return f;
+      });
 }
 
 const bool kNaiveTransformerXl = naive_tests({"transformer_xl"});
@@ -432,7 +362,7 @@ TEST_CASE("naive: alibi") {
     CAPTURE(H);
     auto enc = make_variant("alibi", tiny_dims(H, 4, false), "{}");
     auto slopes = enc->named_buffers()["slopes"].to(torch::kDouble);  // (H)
-    CHECK(max_abs_diff(slopes, torch::tensor(hand_slopes(H), torch::kDouble)) < kTol);
+    CHECK(max_abs_diff(slopes, torch::tensor(hand_slopes(H), torch::kDouble)) < kNaiveTol);
   }
 }
 
@@ -444,7 +374,7 @@ TEST_CASE("naive: rope, full and partial rotary width") {
       [](const Setup& s) { return rope_formula(s, 2, 100.0); });
 }
 
-TEST_CASE("naive: every registered variant is covered by this file") {
+TEST_CASE("naive: every registered variant is covered by this file or its sibling") {
   const auto names = Registry::get().names();
   for (const auto& name : names) {
     CAPTURE(name);

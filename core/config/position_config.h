@@ -58,6 +58,10 @@ struct PositionConfig {
   // "fast": relative terms from the (2K+1) distinct relative vectors, then a gather.
   // "direct": the reference [T,T,d] form (as in Hugging Face); slower, more memory; for tests.
   std::string relative_impl = "fast";
+  // Randomized positions (Ruoss et al. 2023): N > 0 draws the positions of every training
+  // sequence as an ordered random subset of 0..N-1 for the encodings that read absolute
+  // positions (VariantInfo::absolute_positions); evaluation uses 0..T-1. 0 = off.
+  int64_t randomized_max = 0;
   // Parameters of every variant that appears in `types` or has a section of its own.
   std::map<std::string, std::shared_ptr<const VariantParams>> params;
 

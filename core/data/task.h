@@ -62,6 +62,9 @@ struct Batch {
   // row (the final [SEP] and anything cut away are outside): answers are searched only there.
   std::vector<TokenRange> context_range;
   std::vector<int64_t> lengths;      // synthetic: the task length of each row (for accuracy by length)
+  // (B,T) int64 position of every token, drawn by the trainer when position.randomized_max is
+  // set; undefined: 0..T-1 (every other batch).
+  torch::Tensor positions;
 };
 
 class TaskData {

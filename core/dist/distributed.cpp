@@ -211,6 +211,7 @@ Batch DataParallel::local_rows(const Batch& global, int64_t step, int64_t global
   b.example_ids = rows(global.example_ids, begin, n);
   b.context_range = rows(global.context_range, begin, n);
   b.lengths = rows(global.lengths, begin, n);
+  b.positions = rows(global.positions, begin, n);    // (n,T)
   return b;
 }
 

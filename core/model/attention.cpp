@@ -34,10 +34,14 @@ torch::Tensor visibility_mask(int64_t T, bool causal, torch::Device device) {
   return torch::ones({T, T}, opts).tril();        // (T,T) j <= i
 }
 
-torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx,
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
+                                              const AttentionContext& layer_ctx,
                                               const EncodingList& encodings,
                                               const torch::Tensor& key_mask,
                                               AttentionRecord* record) {
+  // The hooks may project position vectors with this layer's W_Q and W_K.
+  AttentionContext ctx = layer_ctx;
+  ctx.project_qk = [this](const torch::Tensor& p) { return project_qk(p); };
   TORCH_CHECK(x.dim() == 3 && x.size(2) == width_, "attention expects (B,T,", width_, "), got ",
               x.sizes());
   const int64_t B = x.size(0), T = x.size(1);

@@ -19,6 +19,11 @@ torch::Tensor PositionStackImpl::embed(torch::Tensor x, int64_t offset) {
   return x;
 }
 
+torch::Tensor PositionStackImpl::embed_at(torch::Tensor x, const torch::Tensor& positions) {
+  for (const auto& e : encodings_) x = e->embed_at(x, positions);  // (B,T,E)
+  return x;
+}
+
 namespace {
 
 // The smallest of the encodings' limits (-1: no limit), or -1 when none has one.
@@ -132,7 +137,13 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, const ForwardO
       x = x + segment_embedding->weight[0];  // (B,T,E) everything in segment 0
     }
   }
-  x = position->embed(x, opts.offset);  // (B,T,E)
+  if (opts.positions.defined()) {
+    TORCH_CHECK(opts.positions.sizes() == tokens.sizes(), "positions ", opts.positions.sizes(),
+                " do not match tokens ", tokens.sizes());
+    x = position->embed_at(x, opts.positions);  // (B,T,E)
+  } else {
+    x = position->embed(x, opts.offset);  // (B,T,E)
+  }
   if (cfg_.embedding_norm_before_projection) {
     // ALBERT: LayerNorm and dropout on the E-wide embeddings, then the projection to D.
     x = embedding_dropout(apply_norm(embedding_norm, x));       // (B,T,E)
@@ -152,6 +163,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, const Forwar
     ctx.layer = cfg_.share_layers ? 0 : l;
     ctx.length = T;
     ctx.offset = opts.offset;
+    ctx.positions = opts.positions;
     ctx.causal = cfg_.causal();
     AttentionRecord* rec = opts.records ? &(*opts.records)[l] : nullptr;
     x = block(l)->forward(x, ctx, position->encodings(), opts.key_mask, rec);  // (B,T,D)

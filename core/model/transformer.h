@@ -41,6 +41,8 @@ class PositionStackImpl : public torch::nn::Module {
   const EncodingList& encodings() const { return encodings_; }
   // Hook 1 of every encoding, in order. x (B,T,E).
   torch::Tensor embed(torch::Tensor x, int64_t offset);
+  // Hook 1 of every encoding at per-sequence positions (B,T) int64.
+  torch::Tensor embed_at(torch::Tensor x, const torch::Tensor& positions);
   // Smallest max_length() over the stack, or -1 when none has a limit.
   int64_t max_length() const;
   // Smallest table_length() over the stack, or -1 when none has a table.
@@ -71,6 +73,9 @@ TORCH_MODULE(Block);
 
 struct ForwardOptions {
   int64_t offset = 0;       // position of the first token
+  // (B,T) int64 position of every token (training with position.randomized_max); undefined:
+  // offset .. offset+T-1. Replaces offset when given.
+  torch::Tensor positions;
   torch::Tensor segments;   // (B,T) int64 segment ids, when the model has segment embeddings
   torch::Tensor key_mask;   // (B,T) bool, false at padding
   std::vector<AttentionRecord>* records = nullptr;  // filled with one record per layer

@@ -9,7 +9,8 @@
 // Presets: huang_m1 = {qk, abs scale}, huang_m2 = {qk, signed scale}, huang_m3 = {qka},
 // huang_m4 = {qk, qa, ka} (Hugging Face's relative_key_query when unclipped, table reversed).
 // Hook: score term (3): the returned term is e - q·k/√d. Parameters per layer: a (2K+1)×d when
-// any of qa/ka/qka is chosen; s (K+1 or 2K+1) when qk is scaled.
+// any of qa/ka/qka is chosen (H×(2K+1)×d with per_head, offered by huang_m4); s (K+1 or 2K+1)
+// when qk is scaled.
 // Init: a ~ N(0, init_std²); when qka is chosen without qk, a = 1 + N(0, init_std²), so the
 // score starts as q·k/√d instead of 0 (our choice; the paper does not say).
 // Beyond the training length: distances past K reuse the clipped entries.
@@ -47,6 +48,26 @@ struct PresetParams : ParamsOf<PresetParams> {
   }
 };
 
+// A preset that also offers one table per head (huang_m4).
+struct PresetHeadParams : ParamsOf<PresetHeadParams> {
+  int64_t clip = 64;
+  bool per_head = false;
+  template <class V>
+  void visit(V& v) {
+    v("clip", clip, "clip distance K");
+    v("per_head", per_head, "one relative table per head instead of one shared by the heads");
+  }
+};
+
+HuangSpec preset_spec(const VariantParams& vp, bool per_head_option,
+                      const std::vector<std::string>& terms, const std::string& scale_qk) {
+  if (per_head_option) {
+    const auto& p = static_cast<const PresetHeadParams&>(vp);
+    return {terms, scale_qk, p.clip, p.per_head};
+  }
+  return {terms, scale_qk, static_cast<const PresetParams&>(vp).clip, false};
+}
+
 bool has(const std::vector<std::string>& v, const char* t) {
   return std::find(v.begin(), v.end(), t) != v.end();
 }
@@ -65,7 +86,10 @@ class HuangImpl : public PositionEncodingImpl {
         scale_mode_(spec.scale_qk) {
     const int64_t R = 2 * K_ + 1;
     if (qa_ || ka_ || qka_) {
-      auto init = torch::randn({dims.param_layers, R, dims.head_dim}) * dims.init_std;  // (L,R,d)
+      auto init = spec.per_head
+                      ? torch::randn({dims.param_layers, dims.heads, R, dims.head_dim})  // (L,H,R,d)
+                      : torch::randn({dims.param_layers, R, dims.head_dim});             // (L,R,d)
+      init = init * dims.init_std;
       if (qka_ && !qk_) init = init + 1.0;
       table = register_parameter("table", init);
     }
@@ -111,9 +135,11 @@ class HuangImpl : public PositionEncodingImpl {
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
     std::vector<ExportedTensor> out;
     out.push_back({"distances", torch::arange(-K_, K_ + 1, torch::kFloat32), {"distance"}});
-    if (table.defined())
-      out.push_back({"table", table.detach().to(torch::kCPU, torch::kFloat32).clone(),
-                     {"layer", "distance", "channel"}});
+    if (table.defined()) {
+      std::vector<std::string> dims = {"layer", "distance", "channel"};
+      if (table.dim() == 4) dims = {"layer", "head", "distance", "channel"};
+      out.push_back({"table", table.detach().to(torch::kCPU, torch::kFloat32).clone(), dims});
+    }
     if (scale.defined()) {
       const bool abs = scale_mode_ == "abs";
       out.push_back({"scale_distances",
@@ -160,6 +186,9 @@ void validate_huang_spec(const HuangSpec& spec, const ParamCheck& check) {
     check.fail("scale_qk", "scales the qk term, which is not among the terms",
                "'" + spec.scale_qk + "'", "none, or add qk to terms");
   if (spec.clip < 1) check.fail("clip", "out of range", std::to_string(spec.clip), ">= 1");
+  if (spec.per_head && has(spec.terms, "qka"))
+    check.fail("per_head", "the qka term takes one table shared by the heads", "true",
+               "false, or terms without qka");
 }
 
 std::shared_ptr<PositionEncodingImpl> make_huang(const ModelDims& dims, const HuangSpec& spec,
@@ -188,7 +217,7 @@ void register_huang(Registry& r) {
 
 void register_huang_preset(Registry& r, const std::string& name, const std::string& summary,
                            bool provisional, std::vector<std::string> terms,
-                           std::string scale_qk) {
+                           std::string scale_qk, bool per_head_option) {
   VariantInfo v;
   v.name = name;
   v.summary = summary;
@@ -202,14 +231,18 @@ void register_huang_preset(Registry& r, const std::string& name, const std::stri
   v.exports = {"distances"};
   if (table) v.exports.push_back("table");
   if (scale_qk != "none") v.exports.insert(v.exports.end(), {"scale_distances", "scale"});
-  v.make_params = [] { return std::make_shared<PresetParams>(); };
-  v.validate = [terms, scale_qk](const VariantParams& vp, const Config&, const ParamCheck& c) {
-    validate_huang_spec({terms, scale_qk, static_cast<const PresetParams&>(vp).clip}, c);
+  v.make_params = [per_head_option]() -> std::shared_ptr<VariantParams> {
+    if (per_head_option) return std::make_shared<PresetHeadParams>();
+    return std::make_shared<PresetParams>();
   };
-  v.make = [terms, scale_qk, name](const ModelDims& d, const VariantParams& vp,
-                                   const PositionConfig& cfg) {
-    HuangSpec spec{terms, scale_qk, static_cast<const PresetParams&>(vp).clip};
-    return make_huang(d, spec, cfg.relative_impl == "direct", name);
+  v.validate = [terms, scale_qk, per_head_option](const VariantParams& vp, const Config&,
+                                                  const ParamCheck& c) {
+    validate_huang_spec(preset_spec(vp, per_head_option, terms, scale_qk), c);
+  };
+  v.make = [terms, scale_qk, name, per_head_option](const ModelDims& d, const VariantParams& vp,
+                                                    const PositionConfig& cfg) {
+    return make_huang(d, preset_spec(vp, per_head_option, terms, scale_qk),
+                      cfg.relative_impl == "direct", name);
   };
   r.add(std::move(v));
 }

@@ -6,7 +6,9 @@
 // Formula: e_ij = (q_i·k_j + q_i·a_{c(j-i)} + k_j·a_{c(j-i)}) / √d
 //               = ((q_i + a)·(k_j + a) - a·a) / √d.
 // Hook: score term (3), via huang.cpp with terms {qk, qa, ka}.
-// Parameters: (2K+1)·d per layer, shared by heads. Param: clip (K).
+// Parameters: (2K+1)·d per layer, shared by heads as in the author's code; per_head: true gives
+// each head its own table, H·(2K+1)·d per layer (the paper's Figure 4 shows one head's).
+// Params: clip (K), per_head (default false).
 // Sign convention: our table row is indexed by j - i; Hugging Face indexes by i - j, so its
 // table is ours flipped along the distance axis.
 #include "core/position/huang.h"
@@ -15,6 +17,6 @@ namespace relpos {
 void register_huang_m4(Registry& r) {
   register_huang_preset(r, "huang_m4",
                         "q·k + q·a + k·a with relative vectors a (Huang 2020 m4, verified)", false,
-                        {"qk", "qa", "ka"}, "none");
+                        {"qk", "qa", "ka"}, "none", /*per_head_option=*/true);
 }
 }  // namespace relpos

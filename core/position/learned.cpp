@@ -1,6 +1,7 @@
 // learned — absolute position embeddings as in BERT (Devlin et al. 2019).
 // Formula: x_i += P_i, P ∈ R^{max_len × E} (E = embedding width), init N(0, init_std²).
-// Hook: embed (1). Parameters: max_len·E.
+// Hook: embed (1), or embed_at with the drawn positions of position.randomized_max in training
+// (every drawn position must be a row: max_len >= randomized_max). Parameters: max_len·E.
 // Beyond max_len: an error by default (positions past the table were never trained);
 // `beyond: clamp` reuses the last row for every later position.
 #include <fmt/format.h>
@@ -42,6 +43,19 @@ class LearnedImpl : public PositionEncodingImpl {
     return x + table.index_select(0, pos).unsqueeze(0);  // (B,T,E)
   }
 
+  torch::Tensor embed_at(const torch::Tensor& x, const torch::Tensor& positions) override {
+    const int64_t B = x.size(0), T = x.size(1);
+    const int64_t top = positions.max().item<int64_t>();
+    if (!clamp_ && top >= max_len_)
+      throw ConfigError(
+          fmt::format("position.learned: a sequence reaches position {} but the learned table "
+                      "has max_len {}",
+                      top + 1, max_len_),
+          "raise position.learned.max_len to at least position.randomized_max");
+    auto pos = positions.reshape({-1}).clamp_max(max_len_ - 1);                // (B*T)
+    return x + table.index_select(0, pos).view({B, T, table.size(1)});          // (B,T,E)
+  }
+
   int64_t max_length() const override { return clamp_ ? -1 : max_len_; }
   int64_t table_length() const override { return max_len_; }
 
@@ -68,6 +82,7 @@ void register_learned(Registry& r) {
   v.length_key = "max_len";
   v.eval_keys = {{"beyond", "clamp"}};
   v.exports = {"table"};
+  v.absolute_positions = true;
   v.make_params = [] { return std::make_shared<LearnedParams>(); };
   v.validate = [](const VariantParams& vp, const Config& cfg, const ParamCheck& c) {
     const auto& p = static_cast<const LearnedParams&>(vp);
@@ -75,6 +90,10 @@ void register_learned(Registry& r) {
     if (cfg.position.has("learned") && p.beyond == "error" && cfg.task.seq_len > p.max_len)
       c.fail("max_len", "the learned table is shorter than the training sequences",
              std::to_string(p.max_len), fmt::format(">= task.seq_len ({})", cfg.task.seq_len));
+    if (cfg.position.has("learned") && cfg.position.randomized_max > p.max_len)
+      c.fail("max_len", "the learned table is shorter than the randomized training positions",
+             std::to_string(p.max_len),
+             fmt::format(">= position.randomized_max ({})", cfg.position.randomized_max));
     if (cfg.position.has("learned") && p.beyond == "error" && cfg.snapshots.probe_len > p.max_len)
       c.fail("max_len", "the learned table is shorter than the snapshot probe sequences",
              std::to_string(p.max_len),

@@ -2,6 +2,7 @@
 // knowing which variant it talks to (docs/variants.md).
 //
 //   hook 1  embed(x, offset)            add to the token embeddings          (learned, sinusoidal)
+//           embed_at(x, positions)      the same at per-sequence positions   (randomized_max)
 //   hook 2  transform_qk(q, k, ctx)     rotate/transform queries and keys    (rope)
 //   hook 3  score_term(content,q,k,ctx) a term added to the scores           (everything relative)
 //           value_term(probs, ctx)      a term added to the attention output (shaw)
@@ -19,7 +20,9 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/position/registry.h"
@@ -31,6 +34,12 @@ struct AttentionContext {
   int64_t length = 0;  // T
   int64_t offset = 0;  // absolute position of the first token
   bool causal = false;
+  // (B,T) int64 absolute position of every token when a training batch draws its own
+  // (position.randomized_max); undefined: offset .. offset+T-1 in every row.
+  torch::Tensor positions;
+  // This layer's own query and key projections, x (B,N,D) -> (B,H,N,d) each, for an encoding
+  // that projects position vectors with them (deberta share_projections). Set by attention.
+  std::function<std::pair<torch::Tensor, torch::Tensor>(const torch::Tensor&)> project_qk;
 };
 
 // A position tensor exported for analysis and HDF5 (`position/<variant>/<name>`).
@@ -54,6 +63,11 @@ class PositionEncodingImpl : public torch::nn::Module {
 
   // Hook 1. x (B,T,E) -> (B,T,E); positions are offset .. offset+T-1.
   virtual torch::Tensor embed(const torch::Tensor& x, int64_t /*offset*/) { return x; }
+  // Hook 1 at given positions: x (B,T,E), positions (B,T) int64 -> (B,T,E). Overridden by the
+  // variants registered with absolute_positions; the others add nothing here either.
+  virtual torch::Tensor embed_at(const torch::Tensor& x, const torch::Tensor& /*positions*/) {
+    return x;
+  }
 
   // Hook 2. q, k (B,H,T,d), replaced by their transformed values.
   virtual void transform_qk(torch::Tensor& /*q*/, torch::Tensor& /*k*/,

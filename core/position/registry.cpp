@@ -26,6 +26,12 @@ void register_tisa(Registry& r);
 void register_t5_bias(Registry& r);
 void register_alibi(Registry& r);
 void register_rope(Registry& r);
+void register_deberta(Registry& r);
+void register_kerple_log(Registry& r);
+void register_kerple_power(Registry& r);
+void register_fire(Registry& r);
+void register_xpos(Registry& r);
+void register_cope(Registry& r);
 
 namespace {
 
@@ -45,6 +51,12 @@ Registry build_registry() {
   register_t5_bias(r);
   register_alibi(r);
   register_rope(r);
+  register_deberta(r);
+  register_kerple_log(r);
+  register_kerple_power(r);
+  register_fire(r);
+  register_xpos(r);
+  register_cope(r);
   return r;
 }
 
@@ -76,6 +88,24 @@ void validate_position(const Config& c, const SourceMap* src) {
         config_fail(src, "position.type",
                     fmt::format("'{}' cannot be stacked with other variants", t),
                     join_names(c.position.types, "+"), fmt::format("'{}' alone", t));
+  if (const int64_t n = c.position.randomized_max; n != 0) {
+    if (n < c.task.seq_len)
+      config_fail(src, "position.randomized_max",
+                  "randomized positions need at least as many positions as a training sequence",
+                  std::to_string(n),
+                  fmt::format("0 (off) or >= task.seq_len ({})", c.task.seq_len));
+    std::vector<std::string> absolute;
+    for (const auto& name : reg.names())
+      if (reg.at(name).absolute_positions) absolute.push_back(name);
+    const bool any = std::any_of(c.position.types.begin(), c.position.types.end(),
+                                 [&](const std::string& t) { return reg.at(t).absolute_positions; });
+    if (!any)
+      config_fail(src, "position.randomized_max",
+                  "no encoding in position.type reads absolute positions, so there is nothing "
+                  "to randomize",
+                  fmt::format("{} with position.type {}", n, join_names(c.position.types, "+")),
+                  "0, or a stack with an absolute or rotary encoding", absolute);
+  }
 }
 
 void ParamCheck::fail(const std::string& key, const std::string& problem, const std::string& got,
@@ -206,6 +236,7 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
   const Registry& reg = Registry::get();
   std::vector<std::string> known = {"type", "relative_impl"};
   for (const auto& name : reg.names()) known.push_back(name);
+  known.push_back("randomized_max");
 
   for (auto it = n.begin(); it != n.end(); ++it) {
     const std::string key = it->first.Scalar();
@@ -240,6 +271,8 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
       read_value(val, kpath, src, v.relative_impl);
       if (v.relative_impl != "fast" && v.relative_impl != "direct")
         config_fail(src, kpath, "unknown value", "'" + v.relative_impl + "'", "fast | direct");
+    } else if (key == "randomized_max") {
+      read_value(val, kpath, src, v.randomized_max);
     } else {
       const VariantInfo* info = reg.find(key);
       if (!info)
@@ -259,6 +292,9 @@ void write_value(YAML::Emitter& out, const PositionConfig& v) {
   out << YAML::Key << "type" << YAML::Value;
   write_value(out, join_names(v.types, "+"));
   out << YAML::Key << "relative_impl" << YAML::Value << v.relative_impl;
+  // Written only when on, so that the configs of runs without it read as before.
+  if (v.randomized_max != 0)
+    out << YAML::Key << "randomized_max" << YAML::Value << v.randomized_max;
   // Every variant with parameters given, plus the defaults of stacked types without a section
   // (a config built in code), so the written config always states what was used.
   std::map<std::string, const VariantParams*> all;

@@ -74,6 +74,9 @@ struct VariantInfo {
   std::vector<std::string> exports;
   bool learnable() const { return parameters != ParamScope::None; }
 
+  // True when the variant reads absolute position indices (hook 1, or q/k rotations), so that
+  // position.randomized_max can draw them at random in training (learned, sinusoidal, rope, xpos).
+  bool absolute_positions = false;
   std::function<std::shared_ptr<VariantParams>()> make_params;
   // Cross-field rules of this variant against the rest of the config (may be empty).
   std::function<void(const VariantParams&, const Config&, const ParamCheck&)> validate;

@@ -5,6 +5,7 @@
 // interleaved as in the paper (GPT-NeoX rotates the two halves instead). q_i·k_j then depends
 // on positions only through i - j.
 // Hook: transform_qk (2). Parameters: none. Params: rotary_dim (0 = d, even, <= d), base.
+// Positions: offset + t, or the drawn positions of position.randomized_max in training.
 // Beyond the training length: rotations are defined everywhere; unseen angles may hurt.
 #include <fmt/format.h>
 
@@ -12,6 +13,31 @@
 #include "core/position/position_encoding.h"
 
 namespace relpos {
+
+// x (B,H,T,d): channel pairs (2m, 2m+1), m < rd/2, rotated by the angle p·θ_m, θ_m = inv_freq[m],
+// p the position of each token: pos (T), or (B,1,T) for per-sequence positions, float64.
+torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& pos,
+                           const torch::Tensor& inv_freq, int64_t rd) {
+  auto ang = pos.unsqueeze(-1) * inv_freq.to(torch::kDouble);  // (T,rd/2) | (B,1,T,rd/2)
+  // cos and sin before the cast: an angle rounded to bfloat16 (8 mantissa bits) is off by
+  // up to a radian past position 256.
+  auto cos = ang.cos().to(x.dtype()), sin = ang.sin().to(x.dtype());  // as ang
+  auto rot = x.narrow(-1, 0, rd);                                                  // (B,H,T,rd)
+  auto pairs = rot.unflatten(-1, {rd / 2, 2});                                     // (B,H,T,rd/2,2)
+  auto x0 = pairs.select(-1, 0), x1 = pairs.select(-1, 1);                         // (B,H,T,rd/2)
+  auto y = torch::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, -1).flatten(-2);  // (B,H,T,rd)
+  if (rd == x.size(-1)) return y;
+  return torch::cat({y, x.narrow(-1, rd, x.size(-1) - rd)}, -1);                  // (B,H,T,d)
+}
+
+// The positions a q/k hook sees: offset .. offset+T-1 as (T), or ctx.positions as (B,1,T);
+// float64.
+torch::Tensor hook_positions(const torch::Tensor& x, const AttentionContext& ctx) {
+  if (ctx.positions.defined()) return ctx.positions.to(torch::kDouble).unsqueeze(1);  // (B,1,T)
+  const int64_t T = x.size(2);
+  return torch::arange(ctx.offset, ctx.offset + T, x.options().dtype(torch::kDouble));  // (T)
+}
+
 namespace {
 
 struct RopeParams : ParamsOf<RopeParams> {
@@ -36,24 +62,10 @@ class RopeImpl : public PositionEncodingImpl {
   }
   std::string type() const override { return "rope"; }
 
-  torch::Tensor rotate(const torch::Tensor& x, int64_t offset) {
-    const int64_t T = x.size(2);
-    auto pos = torch::arange(offset, offset + T, x.options().dtype(torch::kDouble));   // (T)
-    auto ang = pos.unsqueeze(1) * inv_freq.to(torch::kDouble).unsqueeze(0);  // (T,rd/2)
-    // cos and sin before the cast: an angle rounded to bfloat16 (8 mantissa bits) is off by
-    // up to a radian past position 256.
-    auto cos = ang.cos().to(x.dtype()), sin = ang.sin().to(x.dtype());  // (T,rd/2)
-    auto rot = x.narrow(-1, 0, rd_);                                                  // (B,H,T,rd)
-    auto pairs = rot.unflatten(-1, {rd_ / 2, 2});                                     // (B,H,T,rd/2,2)
-    auto x0 = pairs.select(-1, 0), x1 = pairs.select(-1, 1);                          // (B,H,T,rd/2)
-    auto y = torch::stack({x0 * cos - x1 * sin, x0 * sin + x1 * cos}, -1).flatten(-2);  // (B,H,T,rd)
-    if (rd_ == x.size(-1)) return y;
-    return torch::cat({y, x.narrow(-1, rd_, x.size(-1) - rd_)}, -1);                  // (B,H,T,d)
-  }
-
   void transform_qk(torch::Tensor& q, torch::Tensor& k, const AttentionContext& ctx) override {
-    q = rotate(q, ctx.offset);
-    k = rotate(k, ctx.offset);
+    const auto pos = hook_positions(q, ctx);  // (T) | (B,1,T)
+    q = rotate_pairs(q, pos, inv_freq, rd_);
+    k = rotate_pairs(k, pos, inv_freq, rd_);
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
@@ -73,6 +85,7 @@ void register_rope(Registry& r) {
   v.name = "rope";
   v.summary = "rotary embedding of q and k channel pairs by angle i·θ_m (Su et al. 2021)";
   v.exports = {"frequencies"};
+  v.absolute_positions = true;
   v.make_params = [] { return std::make_shared<RopeParams>(); };
   v.validate = [](const VariantParams& vp, const Config& cfg, const ParamCheck& c) {
     const auto& p = static_cast<const RopeParams&>(vp);

@@ -3,7 +3,8 @@
 //   e_ij = q_i·(k_j + a^K_{c(r)})/√d          -> score term  q_i·a^K_{c(r)}/√d
 //   z_i  = Σ_j α_ij (v_j + a^V_{c(r)})          -> value term  Σ_j α_ij a^V_{c(r)}
 // Hooks: score term (3), value term (3). Parameters per layer, shared by heads:
-// a^K and a^V, each (2K+1)×d (values: false drops a^V). K = clip (distance in tokens).
+// a^K and a^V, each (2K+1)×d (values: false drops a^V); per_head: true gives every head its
+// own, H×(2K+1)×d each. K = clip (distance in tokens).
 // Beyond the training length: distances past K reuse the clipped vectors, so any length works.
 #include <cmath>
 
@@ -16,10 +17,12 @@ namespace {
 struct ShawParams : ParamsOf<ShawParams> {
   int64_t clip = 64;
   bool values = true;
+  bool per_head = false;
   template <class V>
   void visit(V& v) {
     v("clip", clip, "clip distance K");
     v("values", values, "also add relative vectors to the values");
+    v("per_head", per_head, "one table per head instead of one shared by the heads");
   }
 };
 
@@ -28,11 +31,12 @@ class ShawImpl : public PositionEncodingImpl {
   ShawImpl(const ModelDims& dims, const ShawParams& p, bool direct)
       : K_(p.clip), direct_(direct), scale_(1.0 / std::sqrt(static_cast<double>(dims.head_dim))) {
     const int64_t R = 2 * K_ + 1;
-    keys = register_parameter("keys", torch::randn({dims.param_layers, R, dims.head_dim}) *
-                                          dims.init_std);  // (L,R,d)
+    const std::vector<int64_t> shape =
+        p.per_head ? std::vector<int64_t>{dims.param_layers, dims.heads, R, dims.head_dim}
+                   : std::vector<int64_t>{dims.param_layers, R, dims.head_dim};
+    keys = register_parameter("keys", torch::randn(shape) * dims.init_std);  // (L,[H,]R,d)
     if (p.values)
-      values = register_parameter("values", torch::randn({dims.param_layers, R, dims.head_dim}) *
-                                                dims.init_std);  // (L,R,d)
+      values = register_parameter("values", torch::randn(shape) * dims.init_std);  // (L,[H,]R,d)
   }
   std::string type() const override { return "shaw"; }
 
@@ -48,12 +52,12 @@ class ShawImpl : public PositionEncodingImpl {
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
     std::vector<ExportedTensor> out;
+    std::vector<std::string> dims = {"layer", "distance", "channel"};
+    if (keys.dim() == 4) dims = {"layer", "head", "distance", "channel"};
     out.push_back({"distances", torch::arange(-K_, K_ + 1, torch::kFloat32), {"distance"}});
-    out.push_back({"keys", keys.detach().to(torch::kCPU, torch::kFloat32).clone(),
-                   {"layer", "distance", "channel"}});
+    out.push_back({"keys", keys.detach().to(torch::kCPU, torch::kFloat32).clone(), dims});
     if (values.defined())
-      out.push_back({"values", values.detach().to(torch::kCPU, torch::kFloat32).clone(),
-                     {"layer", "distance", "channel"}});
+      out.push_back({"values", values.detach().to(torch::kCPU, torch::kFloat32).clone(), dims});
     return out;
   }
 

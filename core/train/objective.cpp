@@ -22,6 +22,7 @@ Batch to_device(const Batch& b, torch::Device device) {
   mv(out.segments);
   mv(out.targets);
   mv(out.pool_index);
+  mv(out.positions);
   return out;
 }
 
@@ -31,6 +32,7 @@ ForwardOptions forward_options(const Batch& b) {
   ForwardOptions o;
   o.segments = b.segments;
   o.key_mask = b.key_mask;
+  o.positions = b.positions;
   return o;
 }
 

@@ -25,6 +25,7 @@
 #include "core/train/optim.h"
 #include "core/train/prefetch.h"
 #include "core/train/progress.h"
+#include "core/train/randomized_positions.h"
 #include "core/train/recorder.h"
 #include "core/train/restore.h"
 #include "core/train/run_folder.h"
@@ -297,8 +298,12 @@ Training::After Training::after_step(int64_t step) {
 // One optimizer step on batch `step` (a skipped non-finite batch counts as one), then what
 // follows it. Advances `step`.
 Training::After Training::train_step(int64_t& step) {
-  const Batch batch = to_device(
-      dp_.local_rows(batches_->get(step), step, cfg_.train.batch_size, cfg_.seed), device_);
+  Batch global = batches_->get(step);
+  if (cfg_.position.randomized_max > 0)
+    global.positions = randomized_positions(cfg_.seed, step, global.tokens.size(0),
+                                            global.tokens.size(1), cfg_.position.randomized_max);
+  const Batch batch =
+      to_device(dp_.local_rows(global, step, cfg_.train.batch_size, cfg_.seed), device_);
   set_learning_rate(*optimizer_, learning_rate(cfg_.train, step));
   optimizer_->zero_grad();
   auto loss = [&] {

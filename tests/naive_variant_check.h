@@ -1,0 +1,135 @@
+// The harness of the naive-loop tests (tests/test_variants_naive*.cpp): one attention layer with
+// one position variant, run for real and as a naive float64 loop whose scores come from a
+// formula the test writes from the paper; scores on visible pairs, probabilities and the layer
+// output must agree to 1e-10.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include <array>
+#include <cmath>
+#include <functional>
+#include <initializer_list>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/model/attention.h"
+#include "tests/naive_attention.h"
+#include "tests/variant_helpers.h"
+
+namespace relpos::test {
+
+constexpr double kNaiveTol = 1e-10;
+
+// The variants the naive test cases check against their formula: each test file states its own
+// next to its test cases (at static initialization, so every test process knows them all), and
+// the last test of tests/test_variants_naive.cpp compares them with the registry.
+inline std::set<std::string>& naive_tested() {
+  static std::set<std::string> names;
+  return names;
+}
+inline bool naive_tests(std::initializer_list<const char*> names) {
+  for (const char* n : names) naive_tested().insert(n);
+  return true;
+}
+
+struct Setup {
+  int64_t B = 2, H = 3, d = 4, T = 7, K = 2;
+  bool causal = false;
+  int64_t offset = 2;  // absolute position of token 0 (matters for rope only)
+  int64_t layer = 1;   // parameter set used (of 2)
+};
+
+// What the test knows about the variant: its score per pair, optionally a value vector per
+// pair and a transformation of q and k, all built from the variant's parameters.
+struct Formula {
+  std::function<ScoreFn(const NaiveHeads&, PositionEncodingImpl&)> score;
+  std::function<ValueFn(PositionEncodingImpl&)> value;
+  std::function<void(NaiveHeads&)> transform;
+  // Instead of `score`, for a variant that also uses the layer's own projections (deberta).
+  std::function<ScoreFn(const NaiveHeads&, PositionEncodingImpl&, const MultiHeadAttentionImpl&)>
+      score_with_layer;
+};
+
+inline torch::Tensor param(PositionEncodingImpl& enc, const std::string& name) {
+  return enc.named_parameters()[name].detach();
+}
+
+inline double dot_qk(const NaiveHeads& x, int64_t b, int64_t h, int64_t i, int64_t j) {
+  double s = 0;
+  for (int64_t m = 0; m < x.q.size(3); ++m) s += el(x.q, b, h, i, m) * el(x.k, b, h, j, m);
+  return s;
+}
+
+inline ScoreFn content_score(const NaiveHeads& x) {
+  const double rsd = 1.0 / std::sqrt(static_cast<double>(x.q.size(3)));
+  return
+      [x, rsd](int64_t b, int64_t h, int64_t i, int64_t j) { return dot_qk(x, b, h, i, j) * rsd; };
+}
+
+// Runs the real layer with the variant and the naive loop, and compares scores on visible
+// pairs, probabilities and the layer output.
+inline void check_variant(const std::string& type, const std::string& yaml, const Setup& s,
+                   const Formula& f) {
+  CAPTURE(type);
+  CAPTURE(yaml);
+  CAPTURE(s.causal);
+  CAPTURE(s.T);
+  CAPTURE(s.H);
+  torch::manual_seed(1234);
+  auto dims = tiny_dims(s.H, s.d, s.causal);
+  MultiHeadAttention attn(dims.width, s.H, 0.0);
+  attn->to(torch::kDouble);
+  randomize(*attn, 0.5);
+  auto enc = make_variant(type, dims, yaml);
+  randomize(*enc, 1.0);
+
+  auto x = torch::randn({s.B, s.T, dims.width}, torch::kDouble);  // (B,T,D)
+  AttentionContext ctx;
+  ctx.layer = s.layer;
+  ctx.length = s.T;
+  ctx.offset = s.offset;
+  ctx.causal = s.causal;
+  AttentionRecord rec;
+  torch::Tensor y;
+  {
+    torch::NoGradGuard guard;
+    y = attn->forward(x, ctx, {enc}, {}, &rec);  // (B,T,D)
+  }
+
+  NaiveHeads heads{naive_heads(x, attn->query, s.H), naive_heads(x, attn->key, s.H),
+                   naive_heads(x, attn->value, s.H)};
+  if (f.transform) f.transform(heads);
+  auto score = f.score_with_layer ? f.score_with_layer(heads, *enc, *attn) : f.score(heads, *enc);
+  auto naive = naive_attend(heads, *attn, s.causal, score, f.value ? f.value(*enc) : ValueFn{});
+
+  // The variant's term is its position contribution: e - q·k/√d (position_encoding.h).
+  REQUIRE(rec.terms.size() == 1);
+  auto scores = rec.terms[0].defined() ? naive.content + rec.terms[0] : naive.content;  // (B,H,T,T)
+  auto visible = torch::ones({s.T, s.T}, torch::kBool);                                 // (T,T)
+  if (s.causal) visible = visible.tril();
+  CHECK(max_abs_diff(scores.masked_fill(visible.logical_not(), 0),
+                     naive.scores.masked_fill(visible.logical_not(), 0)) < kNaiveTol);
+  CHECK(max_abs_diff(rec.probs, naive.probs) < kNaiveTol);
+  CHECK(max_abs_diff(y, naive.out) < kNaiveTol);
+}
+
+// Runs `check_variant` bidirectional and causal, with K below T and above T.
+inline void check_all_modes(const std::string& type, const std::function<std::string(int64_t K)>& yaml,
+                     const std::function<Formula(const Setup&)>& formula) {
+  for (bool causal : {false, true}) {
+    for (auto [H, T, K] : std::vector<std::array<int64_t, 3>>{{2, 6, 2}, {3, 7, 9}, {3, 5, 1}}) {
+      Setup s;
+      s.causal = causal;
+      s.H = H;
+      s.T = T;
+      s.K = K;
+      check_variant(type, yaml(K), s, formula(s));
+    }
+  }
+}
+
+}  // namespace relpos::test
