@@ -36,9 +36,21 @@ struct Series {
 std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
                                                 const std::string& label, int64_t radius = 50,
                                                 bool causal = false);
+// How attention heatmaps map probabilities to colours (`relpos analyze --heads-scale`,
+// `--colour-cap`).
+struct ColourScale {
+  // Each head on its own scale with its own colour bar, so that a head with weak, diffuse
+  // attention is not drawn in one dark colour next to a sharp one; else one scale for all heads
+  // of a layer, stated in the figure's title.
+  bool per_head = false;
+  // The top colour is used from this quantile of the visible entries on (the colour bar says
+  // so); 1: the largest entry (uncapped).
+  double cap = 0.99;
+};
 // causal: the colour scale is set from the visible entries j <= i only.
 std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
-                                          const std::string& label, bool causal = false);
+                                          const std::string& label, bool causal = false,
+                                          const ColourScale& scale = {});
 std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const SnapshotOptions& o,
                                                const std::string& dir, const std::string& label);
 
@@ -56,10 +68,12 @@ FigureInfo invariance_by_variant_figure(
     const std::vector<std::pair<std::string, std::map<std::string, Series>>>& panels,
     const std::string& dir, std::optional<std::pair<double, double>> steps = std::nullopt);
 
-// Figure 5: one line per variant (mean over its runs), training length marked.
+// Figure 5: one line per variant (mean over its runs), every run as a dot of the line's colour,
+// training length marked.
 struct ExtrapolationLine {
   std::string label;
   std::vector<double> length, value;  // NaN: not applicable at that length
+  std::vector<std::pair<double, double>> points = {};  // every run's (length, value): dots
 };
 // An axis label for an evaluation column or metric name ("ppl_sliding" -> "perplexity (sliding
 // window)", "valid_accuracy" of an mlm run -> "validation masked-token accuracy"); task: the

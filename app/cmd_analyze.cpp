@@ -17,6 +17,8 @@ struct AnalyzeArgs {
   int64_t radius = 50;
   bool no_figures = false;
   std::string group_by;
+  std::string heads_scale = "shared";
+  double colour_cap = 0.99;
 };
 
 void print_run(const analysis::RunResult& r) {
@@ -51,6 +53,15 @@ Command add_analyze(CLI::App& app) {
   cmd->add_option("--radius", a->radius, "relative-weight figures span r in [-R, R]")
       ->check(at_least_one());
   cmd->add_flag("--no-figures", a->no_figures, "metrics and tables only (no gnuplot needed)");
+  cmd->add_option("--heads-scale", a->heads_scale,
+                  "per-head attention figures: 'shared' (one colour scale for the heads of a "
+                  "layer, stated in the title) or 'per-head' (each head its own scale and colour "
+                  "bar, so weak heads stay visible)")
+      ->check(CLI::IsMember({"shared", "per-head"}));
+  cmd->add_option("--colour-cap", a->colour_cap,
+                  "attention figures use the top colour from this quantile of the entries on "
+                  "(default 0.99; 1: the largest entry, uncapped)")
+      ->check(CLI::Range(0.5, 1.0));
   auto* group_by = cmd->add_option("--group-by", a->group_by,
                   "config keys that label rows of cross-run tables, comma-separated "
                   "(default: the position types)");
@@ -67,6 +78,8 @@ Command add_analyze(CLI::App& app) {
             o.figure_step = a->step;
             o.radius = a->radius;
             o.figures = !a->no_figures;
+            o.colour_scale.per_head = a->heads_scale == "per-head";
+            o.colour_scale.cap = a->colour_cap;
             bool experiment = false;
             const auto ex =
                 analysis::analyze_folder(a->dir, o, keys, &experiment);
