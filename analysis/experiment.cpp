@@ -245,6 +245,8 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
       for (const auto& [step, vals] : by_step) {
         lines[variant].x.push_back(static_cast<double>(step));
         lines[variant].y.push_back(mean(vals));
+        if (vals.size() > 1)  // the runs behind the mean, as dots
+          for (double v : vals) lines[variant].points.push_back({static_cast<double>(step), v});
         first = std::min(first, static_cast<double>(step));
         last = std::max(last, static_cast<double>(step));
       }

@@ -365,7 +365,8 @@ FigureInfo invariance_by_variant_figure(
     if (steps && steps->second > steps->first) p.xrange = steps;
     for (const auto& [variant, series] : by_variant)
       p.curves.push_back(
-          {variant, series.x, series.y, false, CurveStyle::linespoints, line.at(variant)});
+          {variant, series.x, series.y, false, CurveStyle::linespoints, line.at(variant),
+           series.points});
     ps.push_back(std::move(p));
     names += (names.empty() ? "" : "; ") + title;
   }
@@ -374,7 +375,9 @@ FigureInfo invariance_by_variant_figure(
   const auto f = plot_curves(dir, "invariance_by_variant",
                              "translation invariance during training, by variant", ps, columns,
                              {static_cast<int>(columns * 560), static_cast<int>(rows * 440 + 60)});
-  return info(f, fmt::format("Per variant, the mean over its runs at each snapshot: {}.", names));
+  return info(f, fmt::format("Per variant, the mean over its runs at each snapshot (line) and "
+                             "each run (dots): {}.",
+                             names));
 }
 
 std::string metric_axis_label(const std::string& metric, const std::string& task) {

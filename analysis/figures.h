@@ -28,6 +28,8 @@ struct FigureInfo {
 
 struct Series {
   std::vector<double> x, y;
+  // A mean curve's runs, (x, y): drawn as dots of the curve's colour where a figure pools runs.
+  std::vector<std::pair<double, double>> points = {};
 };
 
 // Figures 1–3 of one snapshot. `label` names the run in titles (e.g. "learned+tisa seed 1").
@@ -62,7 +64,8 @@ FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& task = "");
 
 // Figure 4 across the runs of an experiment: one panel per quantity (panel title -> variant ->
-// mean over its runs at each snapshot step), one line per variant. steps: the step axis every
+// mean over its runs at each snapshot step, and each run as Series::points), one line per
+// variant. steps: the step axis every
 // panel shares (the metric's panel starts at its first logged step, the others at 0).
 FigureInfo invariance_by_variant_figure(
     const std::vector<std::pair<std::string, std::map<std::string, Series>>>& panels,

@@ -2,6 +2,7 @@
 // run.h5) or of an experiment folder (holds run folders). docs/analysis.md.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "analysis/run_source.h"
@@ -57,11 +58,26 @@ Command add_analyze(CLI::App& app) {
                   "per-head attention figures: 'shared' (one colour scale for the heads of a "
                   "layer, stated in the title) or 'per-head' (each head its own scale and colour "
                   "bar, so weak heads stay visible)")
-      ->check(CLI::IsMember({"shared", "per-head"}));
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return v == "shared" || v == "per-head"
+                       ? std::string()
+                       : fmt::format("got '{}'; expected shared or per-head", v);
+          },
+          "shared|per-head", "heads_scale"));
   cmd->add_option("--colour-cap", a->colour_cap,
                   "attention figures use the top colour from this quantile of the entries on "
                   "(default 0.99; 1: the largest entry, uncapped)")
-      ->check(CLI::Range(0.5, 1.0));
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            char* end = nullptr;
+            const double q = std::strtod(v.c_str(), &end);
+            // Below the median a "cap" would colour most entries with the top colour.
+            if (v.empty() || end != v.c_str() + v.size() || !(q >= 0.5 && q <= 1.0))
+              return fmt::format("got '{}'; expected a quantile from 0.5 to 1 (1: uncapped)", v);
+            return {};
+          },
+          "0.5..1", "colour_cap"));
   auto* group_by = cmd->add_option("--group-by", a->group_by,
                   "config keys that label rows of cross-run tables, comma-separated "
                   "(default: the position types)");

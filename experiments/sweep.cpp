@@ -166,20 +166,12 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
   return pid;
 }
 
-// An argument as commands.txt records it: an absolute path (or key=path) inside the repository
-// relative to its root, so that committed results name no machine's folders.
-std::string recorded_arg(const std::string& a) {
-  if (!a.empty() && a[0] == '/') return repo_relative(a);
-  const size_t eq = a.find('=');
-  if (eq != std::string::npos && eq + 1 < a.size() && a[eq + 1] == '/')
-    return a.substr(0, eq + 1) + repo_relative(a.substr(eq + 1));
-  return a;
-}
-
 std::string quote_args(const std::vector<std::string>& args) {
   std::string s;
   for (const auto& raw : args) {
-    const std::string a = recorded_arg(raw);
+    // commands.txt names paths inside the repository relative to its root (committed results
+    // name no machine's folders).
+    const std::string a = repo_relative_word(raw);
     const bool plain = a.find_first_of(" \t'\"$`\\;&|<>()*?[]{}") == std::string::npos;
     s += (s.empty() ? "" : " ") + (plain ? a : "'" + a + "'");
   }

@@ -25,6 +25,14 @@ std::string repo_relative(const std::string& path) {
   return rel == "." ? std::string(".") : rel.generic_string();
 }
 
+std::string repo_relative_word(const std::string& a) {
+  if (!a.empty() && a[0] == '/') return repo_relative(a);
+  const size_t eq = a.find('=');
+  if (eq != std::string::npos && eq + 1 < a.size() && a[eq + 1] == '/')
+    return a.substr(0, eq + 1) + repo_relative(a.substr(eq + 1));
+  return a;
+}
+
 std::string resolve_repo_path(const std::string& path) {
   if (path.empty() || fs::path(path).is_absolute()) return path;
   const fs::path in_repo = fs::path(source_dir()) / path;
