@@ -112,8 +112,10 @@ std::string sampling_error_note(const std::string& metric, const std::string& ta
       "{}) has a 95% {} of {} — a {} for independent items; neighbouring tokens are not "
       "independent, so the true interval is wider. Differences between rows smaller than this "
       "are within the evaluation's noise.",
-      metric, length, value, unit.empty() ? "" : " " + unit, count, what, "interval", interval,
-      method);
+      metric, length, value,
+      // a fraction needs no unit in words; a loss, a perplexity or a percentage does
+      unit.empty() || unit == "0–1" ? "" : unit == "%" ? "%" : " " + unit, count, what,
+      "interval", interval, method);
 }
 
 void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& tables,

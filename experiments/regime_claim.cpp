@@ -18,7 +18,9 @@ PrimaryMetricKey primary_metric_key(const Config& cfg, const std::string& prefix
 analysis::Claim regime_claim(const std::string& id_prefix, const Config& cfg,
                              const std::string& prefix) {
   const PrimaryMetricKey m = primary_metric_key(cfg, prefix);
-  return regime_claim(id_prefix, m.key, m.words, m.higher_is_better);
+  // A multi-stage experiment checks the regime of its first (pre-training) stage.
+  return regime_claim(id_prefix, m.key, prefix.empty() ? m.words : "pre-training: " + m.words,
+                      m.higher_is_better);
 }
 
 analysis::Claim regime_claim(const std::string& id_prefix, const std::string& metric_key,
