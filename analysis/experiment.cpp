@@ -8,8 +8,10 @@
 #include <limits>
 #include <set>
 
+#include "analysis/extrapolation_tables.h"
 #include "analysis/stats.h"
 #include "analysis/tables.h"
+#include "analysis/units.h"
 
 namespace relpos::analysis {
 namespace fs = std::filesystem;
@@ -55,9 +57,9 @@ std::map<std::string, double> final_invariance(const RunResult& r) {
 }
 
 const std::vector<ColumnSpec>& invariance_columns() {
-  static const std::vector<ColumnSpec> c = {{"inv_attention", "inv. attention", 3},
-                                            {"inv_scores", "inv. position scores", 3},
-                                            {"inv_gram", "inv. P·Pᵀ", 3}};
+  static const std::vector<ColumnSpec> c = {{"inv_attention", "inv. attention (0–1)", 3},
+                                            {"inv_scores", "inv. position scores (0–1)", 3},
+                                            {"inv_gram", "inv. P·Pᵀ (0–1)", 3}};
   return c;
 }
 
@@ -75,13 +77,6 @@ std::string most_common_metric(const std::vector<RunResult>& runs) {
 double final_value(const RunInfo& info, const std::string& metric) {
   auto it = info.metrics.find(metric);
   return it == info.metrics.end() || it->second.y.empty() ? kNaN : it->second.y.back();
-}
-
-std::vector<std::string> group_order(const std::vector<RunResult>& runs) {
-  std::vector<std::string> g;
-  for (const auto& r : runs)
-    if (std::find(g.begin(), g.end(), r.info.group) == g.end()) g.push_back(r.info.group);
-  return g;
 }
 
 // Metric names in table order: by name, and "name@<length>" columns by their number (8, 16,
@@ -105,12 +100,19 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables) {
   std::set<std::string, MetricOrder> metrics;
   bool params = false, time = false;
   std::set<std::string> inv;
+  // Units and bits: from the first run (an experiment folder holds one task).
+  const std::string task = runs.empty() ? "" : runs.front().info.task;
+  const std::string tokenizer = runs.empty() ? "" : runs.front().info.tokenizer;
+  const auto is_loss = [&](const std::string& m) {
+    return is_lm_task(task) && m.size() > 4 && m.compare(m.size() - 4, 4, "loss") == 0;
+  };
   for (const auto& r : runs) {
-    RunRecord rec{r.info.group, {}};
+    RunRecord rec{r.info.group, {}, r.info.seed};
     for (const auto& [m, s] : r.info.metrics)
       if ((m.rfind("valid_", 0) == 0 || m.rfind("test_", 0) == 0) && !s.y.empty()) {
         rec.values[m] = s.y.back();
         metrics.insert(m);
+        if (is_loss(m)) rec.values[m + ":bits"] = nats_to_bits(s.y.back());
       }
     for (const auto& [k, v] : final_invariance(r)) rec.values[k] = v, inv.insert(k);
     if (r.info.positional_parameters >= 0)
@@ -119,15 +121,20 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables) {
     records.push_back(std::move(rec));
   }
   std::vector<ColumnSpec> cols;
-  for (const auto& m : metrics) cols.push_back({m, m, 4});
+  for (const auto& m : metrics) {
+    cols.push_back({m, with_unit(m, metric_unit(m, task, tokenizer)), 4});
+    // Bits beside every language-model loss (nats / ln 2).
+    if (is_loss(m))
+      cols.push_back({m + ":bits", with_unit(m, metric_unit(bits_name(tokenizer), task, tokenizer)), 4});
+  }
   for (const auto& c : invariance_columns())
     if (inv.count(c.key)) cols.push_back(c);
-  if (params) cols.push_back({"params", "pos. params", 0, false});
+  if (params) cols.push_back({"params", "pos. params (count)", 0, false});
   if (time) cols.push_back({"time", "train time (s)", 1});
   Table t = group_table(records, cols, "variant");
-  t.title = "Results (mean ± sample std over runs)";
+  t.title = "Results (mean over runs)";
   t.note =
-      "Metrics: last logged value of each run. inv.: translation invariance at the last "
+      "Metrics: last logged value of each run. inv.: translation invariance (0–1) at the last "
       "snapshot (attention: head-averaged maps, mean over layers; position scores: mean "
       "over layers, heads and the run's encodings, leaving out of a stack an encoding whose "
       "scores are invariant at every snapshot, such as TISA's f(j − i); P·Pᵀ: absolute "
@@ -143,7 +150,9 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
                              std::vector<FigureInfo>& figs) {
   Table t;
   t.title = "Final invariance and final " + metric + ", per run";
-  t.columns = {{"run", 0}, {"variant", 0}, {"seed", 0}, {metric, 4}};
+  const std::string unit =
+      runs.empty() ? "" : metric_unit(metric, runs.front().info.task, runs.front().info.tokenizer);
+  t.columns = {{"run", 0}, {"variant", 0}, {"seed", 0}, {with_unit(metric, unit), 4}};
   for (const auto& c : invariance_columns()) t.columns.push_back({c.header, 3});
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> pairs;
   std::map<std::string, Series> scatter;
@@ -185,91 +194,6 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
     figs.push_back(scatter_figure(scatter, "translation invariance of attention (final snapshot)",
                                   "final " + what, "final invariance against final " + what,
                                   figures.string(), "final_invariance_vs_metric"));
-  }
-}
-
-void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& tables,
-                           const fs::path& figures, bool draw, std::vector<FigureInfo>& figs) {
-  std::vector<std::string> columns;
-  std::set<double> length_set;
-  std::map<int64_t, int> train_lengths;
-  std::string note, task, split;  // task and split: of the first evaluated run, for the axis
-  std::map<std::string, std::set<std::string>> not_applicable;  // group -> reasons
-  std::map<std::string, std::set<std::string>> clamped;         // group -> notes
-  for (const auto& r : runs) {
-    const EvalTable& e = r.info.extrapolation;
-    if (e.empty()) continue;
-    for (const auto& [name, v] : e.columns)
-      if (std::find(columns.begin(), columns.end(), name) == columns.end()) columns.push_back(name);
-    length_set.insert(e.length.begin(), e.length.end());
-    if (task.empty()) {
-      const auto t = e.attrs.find("task");
-      task = t != e.attrs.end() ? t->second : r.info.task;
-      if (const auto sp = e.attrs.find("split"); sp != e.attrs.end()) split = sp->second;
-    }
-    if (r.info.train_length > 0) ++train_lengths[r.info.train_length];
-    if (note.empty())
-      for (const auto& [k, v] : e.attrs)
-        // stride 0 means the sliding window was off (always so for MLM): nothing to report.
-        if (k != "not_applicable" && k != "clamped" && !(k == "stride" && v == "0"))
-          note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
-    if (auto it = e.attrs.find("not_applicable"); it != e.attrs.end() && !it->second.empty())
-      not_applicable[r.info.group].insert(it->second);
-    if (auto it = e.attrs.find("clamped"); it != e.attrs.end() && !it->second.empty())
-      clamped[r.info.group].insert(it->second);
-  }
-  if (columns.empty()) return;
-  const std::vector<double> lengths(length_set.begin(), length_set.end());
-  int64_t train_length = 0;
-  int best = 0;
-  for (const auto& [l, n] : train_lengths)
-    if (n > best) train_length = l, best = n;
-  const std::vector<std::string> groups = group_order(runs);
-  for (const auto& col : columns) {
-    Table t;
-    t.title = "Length extrapolation: " + col + " (mean ± sample std over runs)";
-    t.columns = {{"variant", 0}};
-    for (double l : lengths)
-      t.columns.push_back({fmt::format("{}{}", l, l == train_length ? " (train)" : ""), 3});
-    std::vector<ExtrapolationLine> lines;
-    for (const auto& g : groups) {
-      std::vector<Cell> row{Cell::label(g)};
-      ExtrapolationLine line{g, lengths, {}};
-      for (double l : lengths) {
-        Cell cell;
-        for (const auto& r : runs) {
-          if (r.info.group != g) continue;
-          const EvalTable& e = r.info.extrapolation;
-          for (const auto& [name, v] : e.columns)
-            if (name == col)
-              for (size_t k = 0; k < e.length.size() && k < v.size(); ++k)
-                if (e.length[k] == l) cell.samples.push_back(v[k]);
-        }
-        std::vector<double> finite;
-        for (double v : cell.samples)
-          if (!std::isnan(v)) finite.push_back(v);
-        line.value.push_back(finite.empty() ? kNaN : mean(finite));
-        row.push_back(std::move(cell));
-      }
-      if (std::any_of(line.value.begin(), line.value.end(),
-                      [](double v) { return !std::isnan(v); }))
-        lines.push_back(std::move(line));
-      t.rows.push_back(std::move(row));
-    }
-    t.note =
-        "Columns: evaluation length in tokens. —: not evaluated or not applicable at that "
-        "length." +
-        (note.empty() ? std::string() : " Evaluation: " + note + ".");
-    for (const auto& [g, reasons] : not_applicable)
-      for (const auto& why : reasons) t.note += fmt::format(" Not applicable for {}, at {}.", g, why);
-    for (const auto& [g, notes] : clamped)
-      for (const auto& how : notes) t.note += fmt::format(" Clamped for {}, at {}.", g, how);
-    const std::string stem = "extrapolation_" + col;
-    write_table(t, tables.string(), stem);
-    if (draw && !lines.empty())
-      figs.push_back(extrapolation_figure(lines, col, static_cast<double>(train_length),
-                                          figures.string(), stem,
-                                          {"", "", "", "", task, split}));
   }
 }
 
@@ -321,6 +245,8 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
       for (const auto& [step, vals] : by_step) {
         lines[variant].x.push_back(static_cast<double>(step));
         lines[variant].y.push_back(mean(vals));
+        if (vals.size() > 1)  // the runs behind the mean, as dots
+          for (double v : vals) lines[variant].points.push_back({static_cast<double>(step), v});
         first = std::min(first, static_cast<double>(step));
         last = std::max(last, static_cast<double>(step));
       }

@@ -164,6 +164,10 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
         p.xlabel = absolute ? "distance |r| = |j − i|" : "relative position r = j − i";
         p.ylabel = name == "scale" ? "scale s on q·k" : by_pair ? "factor on q·k" : "score term";
         p.curves = profile_curves(m, r, idx, row_name);
+        // A bias looked up per bucket of distances (T5) is constant within each bucket: steps,
+        // not a polyline that would invent slopes between the buckets.
+        if (tensors.count("buckets"))
+          for (auto& c : p.curves) c.style = CurveStyle::steps;
         p.zero_line = name != "scale" && !by_pair;  // a factor's neutral value is 1, not 0
         double reach = 0;
         for (int64_t k : idx) reach = std::max(reach, std::abs(r[k]));
@@ -192,7 +196,8 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
 }
 
 std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
-                                          const std::string& label, bool causal) {
+                                          const std::string& label, bool causal,
+                                          const ColourScale& scale) {
   std::vector<FigureInfo> out;
   if (!s.attention.defined() || s.attention.dim() != 4) return out;
   const auto a = s.attention.to(torch::kFloat64);  // (L,H,T,T)
@@ -209,8 +214,8 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
     p.top_down = true;
     p.square = true;
     // A few large probabilities (the first rows of a causal map, a sharp diagonal) would
-    // squeeze every other entry into the darkest colour: the scale stops at the 99th
-    // percentile of the visible entries, and the label says so.
+    // squeeze every other entry into the darkest colour: the scale stops at a quantile of the
+    // visible entries (the 99th by default; scale.cap = 1: the largest), and the label says so.
     std::vector<double> visible;
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < T; ++j) {
@@ -220,7 +225,8 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
           p.values(i, j) = std::nan("");  // masked: left blank, not drawn as 0
       }
     std::sort(visible.begin(), visible.end());
-    const double cap = visible[static_cast<size_t>(0.99 * static_cast<double>(visible.size() - 1))];
+    const double q = std::clamp(scale.cap, 0.0, 1.0);
+    const double cap = visible[static_cast<size_t>(q * static_cast<double>(visible.size() - 1))];
     if (cap > 0 && cap < visible.back()) {
       p.cbrange = std::make_pair(0.0, cap);
       p.cblabel = fmt::format("attention probability (top colour: ≥ {:.3g})", cap);
@@ -247,24 +253,32 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
       largest = std::max(largest, head_max);
       top = std::max(top, heads.back().cbrange ? heads.back().cbrange->second : head_max);
     }
-    if (top > 0)
+    if (top > 0 && !scale.per_head)
       for (auto& p : heads) p.cbrange = std::make_pair(0.0, top);
-    // The one colour bar says where the scale stops.
-    for (auto& p : heads)
-      p.cblabel = top > 0 && top < largest
-                      ? fmt::format("attention probability (top colour: ≥ {:.3g})", top)
-                      : std::string("attention probability");
+    // The one colour bar says where the scale stops (per head: each bar its own, set by panel()).
+    if (!scale.per_head)
+      for (auto& p : heads)
+        p.cblabel = top > 0 && top < largest
+                        ? fmt::format("attention probability (top colour: ≥ {:.3g})", top)
+                        : std::string("attention probability");
     // Panels of about 300 px (a 128-cell map stays legible), the bar right of the grid.
     const int cols = grid_columns(H), rows = static_cast<int>((H + cols - 1) / cols);
     const FigureSize size{75 + 135 + cols * 300 + (cols - 1) * 50,
                           65 + 82 + rows * 300 + (rows - 1) * 60};
+    // The scale is in the title: with one scale for all heads, a head whose probabilities
+    // stay far below `top` is drawn dark although it attends.
+    const std::string scale_words =
+        scale.per_head ? "each head on its own colour scale"
+                       : fmt::format("all heads on one colour scale, 0 to {:.3g}", top);
+    const FigureSize head_size =
+        scale.per_head ? FigureSize{size.width + cols * 110, size.height} : size;
     const auto g = plot_heatmaps(dir, fmt::format("attention_layer{}_heads", l),
-                                 fmt::format("attention per head, layer {} — {} (step {})", l,
-                                             label, s.step),
-                                 heads, cols, size, true);
+                                 fmt::format("attention per head, layer {} — {} (step {}; {})", l,
+                                             label, s.step, scale_words),
+                                 heads, cols, head_size, !scale.per_head);
     out.push_back(info(g, fmt::format("Attention of each head of layer {}, averaged over the "
-                                      "probe set, on one colour scale for all heads.",
-                                      l)));
+                                      "probe set, {}.",
+                                      l, scale_words)));
   }
   return out;
 }
@@ -354,7 +368,8 @@ FigureInfo invariance_by_variant_figure(
     if (steps && steps->second > steps->first) p.xrange = steps;
     for (const auto& [variant, series] : by_variant)
       p.curves.push_back(
-          {variant, series.x, series.y, false, CurveStyle::linespoints, line.at(variant)});
+          {variant, series.x, series.y, false, CurveStyle::linespoints, line.at(variant),
+           series.points});
     ps.push_back(std::move(p));
     names += (names.empty() ? "" : "; ") + title;
   }
@@ -363,7 +378,9 @@ FigureInfo invariance_by_variant_figure(
   const auto f = plot_curves(dir, "invariance_by_variant",
                              "translation invariance during training, by variant", ps, columns,
                              {static_cast<int>(columns * 560), static_cast<int>(rows * 440 + 60)});
-  return info(f, fmt::format("Per variant, the mean over its runs at each snapshot: {}.", names));
+  return info(f, fmt::format("Per variant, the mean over its runs at each snapshot (line) and "
+                             "each run (dots): {}.",
+                             names));
 }
 
 std::string metric_axis_label(const std::string& metric, const std::string& task) {
@@ -399,7 +416,7 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
       if (std::isfinite(l.value[k])) at.push_back(l.length[k]);
     std::string name = l.label;
     if (at.size() == 1 && l.value.size() > 1) name += fmt::format(" (only at {:g})", at.front());
-    p.curves.push_back({name, l.length, l.value, false, CurveStyle::linespoints});
+    p.curves.push_back({name, l.length, l.value, false, CurveStyle::linespoints, -1, l.points});
     for (double x : l.length) lo = std::min(lo, x), hi = std::max(hi, x);
     for (double y : l.value)
       if (std::isfinite(y)) ylo = std::min(ylo, y), yhi = std::max(yhi, y);
@@ -425,11 +442,14 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                       : std::make_pair(lo - 0.05 * (hi - lo + 1), hi + 0.05 * (hi - lo + 1));
   }
   const auto f = plot_curves(dir, stem, p.title, {p}, 1, {900, 600});
+  bool dots = false;
+  for (const auto& l : lines) dots = dots || l.points.size() > l.length.size();
   return info(f, fmt::format("{} at each evaluation length, one line per variant (mean over "
-                             "seeds); the dashed line marks the {}. Gaps: not "
+                             "seeds{}); the dashed line marks the {}. Gaps: not "
                              "applicable at that length.",
-                             what, labels.train_length.empty() ? "training length"
-                                                               : labels.train_length));
+                             what, dots ? "; small dots: every run" : "",
+                             labels.train_length.empty() ? "training length"
+                                                         : labels.train_length));
 }
 
 FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,

@@ -29,6 +29,8 @@ struct FigureInfo {
 
 struct Series {
   std::vector<double> x, y;
+  // A mean curve's runs, (x, y): drawn as dots of the curve's colour where a figure pools runs.
+  std::vector<std::pair<double, double>> points = {};
 };
 
 // Figures 1–3 of one snapshot. `label` names the run in titles (e.g. "learned+tisa seed 1").
@@ -37,9 +39,21 @@ struct Series {
 std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
                                                 const std::string& label, int64_t radius = 50,
                                                 bool causal = false);
+// How attention heatmaps map probabilities to colours (`relpos analyze --heads-scale`,
+// `--colour-cap`).
+struct ColourScale {
+  // Each head on its own scale with its own colour bar, so that a head with weak, diffuse
+  // attention is not drawn in one dark colour next to a sharp one; else one scale for all heads
+  // of a layer, stated in the figure's title.
+  bool per_head = false;
+  // The top colour is used from this quantile of the visible entries on (the colour bar says
+  // so); 1: the largest entry (uncapped).
+  double cap = 0.99;
+};
 // causal: the colour scale is set from the visible entries j <= i only.
 std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
-                                          const std::string& label, bool causal = false);
+                                          const std::string& label, bool causal = false,
+                                          const ColourScale& scale = {});
 std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const SnapshotOptions& o,
                                                const std::string& dir, const std::string& label);
 
@@ -51,16 +65,19 @@ FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& task = "");
 
 // Figure 4 across the runs of an experiment: one panel per quantity (panel title -> variant ->
-// mean over its runs at each snapshot step), one line per variant. steps: the step axis every
+// mean over its runs at each snapshot step, and each run as Series::points), one line per
+// variant. steps: the step axis every
 // panel shares (the metric's panel starts at its first logged step, the others at 0).
 FigureInfo invariance_by_variant_figure(
     const std::vector<std::pair<std::string, std::map<std::string, Series>>>& panels,
     const std::string& dir, std::optional<std::pair<double, double>> steps = std::nullopt);
 
-// Figure 5: one line per variant (mean over its runs), training length marked.
+// Figure 5: one line per variant (mean over its runs), every run as a dot of the line's colour,
+// training length marked.
 struct ExtrapolationLine {
   std::string label;
   std::vector<double> length, value;  // NaN: not applicable at that length
+  std::vector<std::pair<double, double>> points = {};  // every run's (length, value): dots
 };
 // An axis label for an evaluation column or metric name ("ppl_sliding" -> "perplexity (sliding
 // window)", "valid_accuracy" of an mlm run -> "validation masked-token accuracy"); task: the

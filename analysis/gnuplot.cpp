@@ -437,13 +437,26 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       const std::string marker = fmt::format("pt {}", kPointTypes[line % markers]);
       b << (c ? ", \\\n       " : "") << where
         << (cv.style == CurveStyle::lines         ? " with lines"
+            : cv.style == CurveStyle::steps       ? " with histeps"
             : cv.style == CurveStyle::linespoints ? " with linespoints"
                                                   : " with points ps 1.4")
         << (cv.y2
                 ? std::string(" lc rgb '#222222' dt 2 lw 2")  // the right-axis metric stands apart
                 : fmt::format(" lt {} dt {}{}", line % colours + 1, line / colours + 1,
-                              cv.style == CurveStyle::lines ? std::string() : " " + marker))
+                              cv.style == CurveStyle::lines || cv.style == CurveStyle::steps
+                                  ? std::string()
+                                  : " " + marker))
         << " title " << quote(cv.label);
+      if (!cv.points.empty()) {
+        // The runs behind the curve, in the next data block: small filled circles.
+        ++block;
+        data << "# panel " << k + 1 << ", curve " << c + 1 << ": " << cv.label
+             << ", every run\n# x y\n";
+        for (const auto& [x, y] : cv.points) data << num(x) << ' ' << num(y) << '\n';
+        data << "\n\n";
+        b << ", \\\n       " << quote(stem + ".dat") << fmt::format(" index {} using 1:2", block)
+          << fmt::format(" with points lt {} pt 7 ps 0.55 notitle", line % colours + 1);
+      }
       const auto finite = std::count_if(cv.y.begin(), cv.y.end(), [](double v) { return std::isfinite(v); });
       if (finite == 1 && !cv.y2 && cv.style != CurveStyle::points)
         lone += fmt::format(", \\\n       {} with points lt {} {} ps 2.2 notitle", where,

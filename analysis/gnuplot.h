@@ -32,7 +32,9 @@ struct HeatmapPanel {
   std::optional<std::pair<double, double>> cbrange;
 };
 
-enum class CurveStyle { lines, linespoints, points };
+// steps: a piecewise-constant function of integer x (T5's bucketed bias), each value drawn as a
+// flat step centred on its x.
+enum class CurveStyle { lines, linespoints, points, steps };
 
 struct Curve {
   std::string label;
@@ -44,6 +46,8 @@ struct Curve {
   // the same series in several panels so that it keeps its colour and marker. A curve with a
   // single finite point is drawn again, larger, on top of the others, so no line hides it.
   int line = -1;
+  // Every run behind a mean curve, (x, y): small markers of the curve's colour, no legend entry.
+  std::vector<std::pair<double, double>> points = {};
 };
 
 struct CurvesPanel {

@@ -20,59 +20,58 @@ void check_square(const Matrix& a) {
                             a.rows, a.cols));
 }
 
-bool visible(Region region, int64_t i, int64_t j) { return region == Region::full || j <= i; }
-
-}  // namespace
-
-double Profile::at(int64_t r) const {
-  if (offsets.empty() || r < offsets.front() || r > offsets.back()) return kNaN;
-  return values[r - offsets.front()];
+void check_mask(const Matrix& a, const Mask& mask) {
+  check_square(a);
+  if (static_cast<int64_t>(mask.size()) != a.rows * a.cols)
+    throw Error(fmt::format("translation invariance: a mask of {} entries for a {}x{} matrix",
+                            mask.size(), a.rows, a.cols));
 }
 
-Profile diagonal_profile(const Matrix& a, Region region) {
-  check_square(a);
+// A's profile with `mask`, and the offsets' first and last index with entries (trimmed).
+Profile masked_profile(const Matrix& a, const Mask& mask) {
+  check_mask(a, mask);
   const int64_t T = a.rows;
-  const int64_t r_max = region == Region::full ? T - 1 : 0;
   Profile g;
-  for (int64_t r = -(T - 1); r <= r_max; ++r) {
+  for (int64_t r = -(T - 1); r <= T - 1; ++r) {
     double sum = 0.0;
     int64_t n = 0;
-    for (int64_t i = std::max<int64_t>(0, -r); i < T && i + r < T; ++i, ++n) sum += a(i, i + r);
+    for (int64_t i = std::max<int64_t>(0, -r); i < T && i + r < T; ++i)
+      if (mask[i * T + i + r]) sum += a(i, i + r), ++n;
     g.offsets.push_back(r);
-    g.values.push_back(sum / static_cast<double>(n));
+    g.values.push_back(n ? sum / static_cast<double>(n) : kNaN);
     g.counts.push_back(n);
   }
+  // Offsets no entry reaches at either end (above the diagonal of a causal map, past the
+  // longest real row of a padded probe) are not part of the profile.
+  size_t first = 0, last = g.counts.size();
+  while (first < last && g.counts[first] == 0) ++first;
+  while (last > first && g.counts[last - 1] == 0) --last;
+  g.values = std::vector<double>(g.values.begin() + first, g.values.begin() + last);
+  g.offsets = std::vector<int64_t>(g.offsets.begin() + first, g.offsets.begin() + last);
+  g.counts = std::vector<int64_t>(g.counts.begin() + first, g.counts.begin() + last);
   return g;
 }
 
-Matrix toeplitz_projection(const Matrix& a, Region region) {
-  const Profile g = diagonal_profile(a, region);
-  Matrix p(a.rows, a.cols, 0.0);
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t j = 0; j < a.cols; ++j)
-      if (visible(region, i, j)) p(i, j) = g.at(j - i);
-  return p;
-}
-
 // invariance() with A's profile g already computed.
-static double invariance_given(const Matrix& a, Region region, const Profile& g) {
+double invariance_given(const Matrix& a, const Mask& mask, const Profile& g) {
   const int64_t T = a.rows;
   double sum = 0.0, squares = 0.0;
   int64_t n = 0;
   for (int64_t i = 0; i < T; ++i)
     for (int64_t j = 0; j < T; ++j)
-      if (visible(region, i, j)) {
+      if (mask[i * T + j]) {
         // A diverged run's NaN or infinity would otherwise read as "perfectly invariant".
         if (!std::isfinite(a(i, j))) return kNaN;
         sum += a(i, j);
         squares += a(i, j) * a(i, j);
         ++n;
       }
+  if (n == 0) return kNaN;
   const double mu = sum / static_cast<double>(n);
   double residual = 0.0, total = 0.0;
   for (int64_t i = 0; i < T; ++i)
     for (int64_t j = 0; j < T; ++j)
-      if (visible(region, i, j)) {
+      if (mask[i * T + j]) {
         const double d = a(i, j) - g.at(j - i);
         residual += d * d;
         total += (a(i, j) - mu) * (a(i, j) - mu);
@@ -83,8 +82,49 @@ static double invariance_given(const Matrix& a, Region region, const Profile& g)
   return std::clamp(1.0 - residual / total, 0.0, 1.0);
 }
 
+}  // namespace
+
+Mask region_mask(int64_t T, Region region) {
+  Mask m(static_cast<size_t>(T * T), 1);
+  if (region == Region::lower)
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = i + 1; j < T; ++j) m[i * T + j] = 0;
+  return m;
+}
+
+double Profile::at(int64_t r) const {
+  if (offsets.empty() || r < offsets.front() || r > offsets.back()) return kNaN;
+  return values[r - offsets.front()];
+}
+
+Profile diagonal_profile(const Matrix& a, Region region) {
+  check_square(a);
+  return masked_profile(a, region_mask(a.rows, region));
+}
+
+Profile diagonal_profile(const Matrix& a, const Mask& mask) { return masked_profile(a, mask); }
+
+Matrix toeplitz_projection(const Matrix& a, const Mask& mask) {
+  const Profile g = masked_profile(a, mask);
+  Matrix p(a.rows, a.cols, 0.0);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t j = 0; j < a.cols; ++j)
+      if (mask[i * a.cols + j]) p(i, j) = g.at(j - i);
+  return p;
+}
+
+Matrix toeplitz_projection(const Matrix& a, Region region) {
+  check_square(a);
+  return toeplitz_projection(a, region_mask(a.rows, region));
+}
+
+double invariance(const Matrix& a, const Mask& mask) {
+  return invariance_given(a, mask, masked_profile(a, mask));
+}
+
 double invariance(const Matrix& a, Region region) {
-  return invariance_given(a, region, diagonal_profile(a, region));
+  check_square(a);
+  return invariance(a, region_mask(a.rows, region));
 }
 
 double symmetry(const Profile& g) {
@@ -110,14 +150,19 @@ double monotonicity(const Profile& g, bool right) {
   return spearman(distance, value);
 }
 
-MatrixMetrics measure(const Matrix& a, Region region) {
+MatrixMetrics measure(const Matrix& a, const Mask& mask) {
   MatrixMetrics m;
-  m.profile = diagonal_profile(a, region);
-  m.invariance = invariance_given(a, region, m.profile);
+  m.profile = masked_profile(a, mask);
+  m.invariance = invariance_given(a, mask, m.profile);
   m.symmetry = symmetry(m.profile);
   m.monotonicity_left = monotonicity(m.profile, false);
   m.monotonicity_right = monotonicity(m.profile, true);
   return m;
+}
+
+MatrixMetrics measure(const Matrix& a, Region region) {
+  check_square(a);
+  return measure(a, region_mask(a.rows, region));
 }
 
 }  // namespace relpos::analysis

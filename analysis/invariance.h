@@ -11,6 +11,10 @@
 // about position, so it is neither part of Π(A) nor of the denominator. Only offsets r ≤ 0
 // exist there, so symmetry and right-hand monotonicity are undefined (NaN).
 //
+// A Mask restricts the sums to any set of entries (a padded probe's real pairs, snapshot.h);
+// the Region forms are the masks of the full matrix and of the lower triangle. Offsets with no
+// entry in the mask at either end of the profile are dropped.
+//
 // Plain data in, plain numbers out: no files, no tensors.
 #pragma once
 
@@ -56,13 +60,21 @@ struct MatrixMetrics {
 // Relative tolerance of the zero-denominator rule: ‖A − mean‖² <= kFlatTolerance · ‖A‖².
 inline constexpr double kFlatTolerance = 1e-12;
 
+// Row-major T×T, nonzero where an entry is measured.
+using Mask = std::vector<uint8_t>;
+Mask region_mask(int64_t T, Region region);
+
 Profile diagonal_profile(const Matrix& a, Region region = Region::full);
+Profile diagonal_profile(const Matrix& a, const Mask& mask);
 // Π(A); entries outside the region are 0.
 Matrix toeplitz_projection(const Matrix& a, Region region = Region::full);
+Matrix toeplitz_projection(const Matrix& a, const Mask& mask);
 double invariance(const Matrix& a, Region region = Region::full);
+double invariance(const Matrix& a, const Mask& mask);
 double symmetry(const Profile& g);
 // Spearman correlation of g(r) with |r| over the offsets r < 0 (left) or r > 0 (right).
 double monotonicity(const Profile& g, bool right);
 MatrixMetrics measure(const Matrix& a, Region region = Region::full);
+MatrixMetrics measure(const Matrix& a, const Mask& mask);
 
 }  // namespace relpos::analysis

@@ -13,9 +13,12 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/claims_report.h"
+#include "analysis/committed_files.h"
 #include "analysis/figures.h"
 #include "analysis/run_checks.h"
 #include "core/util/errors.h"
+#include "core/util/paths.h"
 #include "core/util/system.h"
 
 namespace relpos::analysis {
@@ -70,12 +73,22 @@ std::vector<fs::path> table_files(const fs::path& dir) {
   return files;
 }
 
+// The figures of an index, linked relative to `base`; figures .gitignore leaves out of a
+// committed report's folder are named in one line instead of linked (committed_files.h).
 void add_figures(std::ostringstream& md, const fs::path& figures_dir, const fs::path& base) {
-  for (const auto& f : read_figure_index(figures_dir.string())) {
-    if (!fs::exists(f.png)) continue;
-    md << "![" << f.caption << "](" << fs::relative(f.png, base).generic_string() << ")\n\n*"
-       << f.caption << "*\n\n";
-  }
+  std::vector<FigureInfo> figs;
+  std::vector<std::string> pngs;
+  for (const auto& f : read_figure_index(figures_dir.string()))
+    if (fs::exists(f.png)) figs.push_back(f), pngs.push_back(f.png);
+  const std::set<std::string> left_out = unlinkable(base.string(), pngs);
+  for (const auto& f : figs)
+    if (!left_out.count(f.png))
+      md << "![" << f.caption << "](" << fs::relative(f.png, base).generic_string() << ")\n\n*"
+         << f.caption << "*\n\n";
+  if (!left_out.empty())
+    md << fmt::format("*{} figure(s) of `{}` are not committed (.gitignore keeps the repository "
+                      "small); the command that made this folder draws them again.*\n\n",
+                      left_out.size(), repo_relative(figures_dir.string()));
 }
 
 std::string escape_html(const std::string& s) {
@@ -248,10 +261,12 @@ std::string write_report(const ReportInputs& in) {
   md << "# relpos report — " << name << "\n\n";
   std::set<std::string> groups;
   for (const auto& r : in.runs) groups.insert(r.group);
-  md << (in.experiment ? fmt::format("Experiment folder `{}`: {} run{} of {} variant{}.", in.dir,
+  // The folder as the repository names it: a committed report names no machine's folders.
+  const std::string shown = repo_relative(in.dir);
+  md << (in.experiment ? fmt::format("Experiment folder `{}`: {} run{} of {} variant{}.", shown,
                                      in.runs.size(), in.runs.size() == 1 ? "" : "s", groups.size(),
                                      groups.size() == 1 ? "" : "s")
-                       : fmt::format("Run folder `{}`.", in.dir))
+                       : fmt::format("Run folder `{}`.", shown))
      << "\n\n## How it was produced\n\n";
   if (fs::exists(dir / "commands.txt")) {
     md << "Commands (from `commands.txt`):\n\n```\n" << slurp(dir / "commands.txt");
@@ -310,9 +325,15 @@ std::string write_report(const ReportInputs& in) {
       if (shown.insert(r.group).second) add_figures(md, rd / "figures", dir);
     }
   }
+  // A named experiment's claims (claims_report.h) end its report; the index of every
+  // experiment's claims beside it is brought up to date.
+  const bool claims = fs::exists(dir / "claims.md");
+  if (claims) md << "\n" << slurp(dir / "claims.md");
   const std::string text = md.str();
   write_text(dir / "report.md", text);
   write_text(dir / "report.html", markdown_to_html(text, dir.string(), "relpos report — " + name));
+  if (claims && fs::exists(dir / "claims.json"))
+    write_claims_index(fs::absolute(dir).lexically_normal().parent_path().string());
   return text;
 }
 

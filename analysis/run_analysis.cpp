@@ -124,7 +124,8 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
         const std::string label = run_label(info);
         for (auto& f : relative_weight_figures(snap, figures.string(), label, o.radius, info.causal))
           res.figures.push_back(f);
-        for (auto& f : attention_figures(snap, figures.string(), label, info.causal))
+        for (auto& f : attention_figures(snap, figures.string(), label, info.causal,
+                                         o.colour_scale))
           res.figures.push_back(f);
         for (auto& f : absolute_table_figures(snap, so, figures.string(), label))
           res.figures.push_back(f);

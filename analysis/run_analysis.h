@@ -20,6 +20,9 @@ namespace relpos::analysis {
 struct EvalTable {
   std::vector<double> length;
   std::vector<std::pair<std::string, std::vector<double>>> columns;
+  // What sets the metrics' sampling error, per length: counts of scored items (`tokens`,
+  // `tokens_sliding`, `examples`) and per-token spreads (`loss_sd`, `loss_sliding_sd`).
+  std::vector<std::pair<std::string, std::vector<double>>> counts;
   std::map<std::string, std::string> attrs;
   bool empty() const { return length.empty(); }
 };
@@ -30,6 +33,7 @@ struct RunInfo {
   std::string name;  // its folder name
   std::string config_yaml, position_types, git_commit, created, torch_version;
   std::string task;  // task.type of the config (a task registry name); empty unknown
+  std::string tokenizer;  // data.tokenizer ("bytes": a loss per token is a loss per byte)
   int64_t seed = 0;
   bool causal = false;
   int64_t train_length = 0;             // task.seq_len; 0 unknown
@@ -39,6 +43,8 @@ struct RunInfo {
   std::map<std::string, Series> metrics;
   std::vector<int64_t> snapshot_steps;  // sorted
   EvalTable extrapolation;
+  // Further evaluations of the run by name suffix: /eval/extrapolation_clamped -> "clamped".
+  std::map<std::string, EvalTable> extra_evaluations;
   std::string group;  // row label in cross-run tables; position_types unless grouped otherwise
 };
 
@@ -54,6 +60,7 @@ struct AnalyzeOptions {
   bool figures = true;
   int64_t figure_step = -1;  // snapshot drawn in figures 1–3; -1: the last
   int64_t radius = 50;       // figures of relative weights span r in [-radius, radius]
+  ColourScale colour_scale;  // attention heatmaps: one scale per layer or per head, and its cap
 };
 
 struct RunResult {

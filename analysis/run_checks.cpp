@@ -12,6 +12,7 @@
 
 #include "core/config/config.h"
 #include "core/util/errors.h"
+#include "core/util/paths.h"
 
 namespace relpos::analysis {
 
@@ -96,7 +97,7 @@ std::vector<std::string> experiment_warnings(const std::vector<RunInfo>& runs,
     if (diff.empty()) continue;
     const size_t shown = std::min<size_t>(diff.size(), 4);
     out.push_back(fmt::format(
-        "runs '{}' and '{}' are pooled into the row '{}' (mean ± std over seeds) but differ in "
+        "runs '{}' and '{}' are pooled into the row '{}' (a mean over seeds) but differ in "
         "more than the seed: {}{}; analyse them in separate folders, or give --group-by the "
         "keys that tell them apart",
         it->second->name, r.name, r.group,
@@ -112,7 +113,7 @@ std::vector<std::string> experiment_warnings(const std::vector<RunInfo>& runs,
       out.push_back(fmt::format(
           "{} run folder(s) of {} are not runs of its sweep (no command in commands.txt trains "
           "them): {}; they are pooled like the others",
-          foreign.size(), dir, fmt::join(foreign, ", ")));
+          foreign.size(), repo_relative(dir), fmt::join(foreign, ", ")));
   }
   return out;
 }

@@ -36,6 +36,41 @@ double result_seconds(const std::string& dir) {
   return std::nan("");
 }
 
+// /eval/<table>: `length`, metric columns (NaN where `applicable` is 0), the counts and spreads
+// that set the metrics' sampling error (`tokens*`, `examples`, `*_sd`), and the attributes
+// shown under the tables.
+EvalTable read_eval_table(const RunFileReader& r, const std::string& table) {
+  EvalTable t;
+  const std::string eval = schema::eval_group(table);
+  if (!r.exists(eval)) return t;
+  std::vector<double> applicable;
+  for (const auto& col : r.children(eval)) {
+    const auto values = to_doubles(r.dataset(schema::eval_column_path(table, col)).value);
+    const bool aux = col.rfind("tokens", 0) == 0 || col == "examples" ||
+                     (col.size() > 3 && col.compare(col.size() - 3, 3, "_sd") == 0);
+    if (col == "length")
+      t.length = values;
+    else if (col == "applicable")
+      applicable = values;  // 0: the variant cannot run there
+    else
+      (aux ? t.counts : t.columns).push_back({col, values});
+  }
+  for (auto* cols : {&t.columns, &t.counts})
+    for (auto& [name, v] : *cols)
+      for (size_t k = 0; k < v.size() && k < applicable.size(); ++k)
+        if (applicable[k] == 0) v[k] = std::nan("");
+  // Attribute names are up to the code that wrote the table; these are the ones shown.
+  for (const char* a : {"task", "split", "stride", "not_applicable", "clamped", "metric", "note"}) {
+    try {
+      const std::string v = r.attribute(eval, a);
+      if (!v.empty()) t.attrs[a] = v;
+    } catch (const SchemaError&) {
+    }
+  }
+  if (t.length.empty()) t.columns.clear(), t.counts.clear();
+  return t;
+}
+
 }  // namespace
 
 bool yaml_has(const std::string& yaml, const std::string& dotted_key) {
@@ -128,6 +163,7 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   i.seed = seed.empty() ? 0 : std::stoll(seed);
   i.causal = yaml_value(i.config_yaml, "model.mode") == "decoder";
   i.task = yaml_value(i.config_yaml, "task.type");
+  i.tokenizer = yaml_value(i.config_yaml, "data.tokenizer");
   const std::string seq_len = yaml_value(i.config_yaml, "task.seq_len");
   i.train_length = seq_len.empty() ? 0 : std::stoll(seq_len);
   // Written by the trainer; a run file from before it has none: unknown (-1).
@@ -147,43 +183,26 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
     i.metrics[name] = s;
   }
   i.snapshot_steps = r.snapshot_steps();
+  if (r.exists(schema::probe_key_mask_path()))
+    key_mask_ = r.dataset(schema::probe_key_mask_path()).value;
   i.train_seconds = result_seconds(run_dir);
   i.finished = run_finished(run_dir);  // result.json with its step count, beside run.h5
-  const std::string eval = schema::eval_group(schema::kEvalExtrapolation);
-  if (r.exists(eval)) {
-    std::vector<double> applicable;
-    for (const auto& col : r.children(eval)) {
-      const auto values =
-          to_doubles(r.dataset(schema::eval_column_path(schema::kEvalExtrapolation, col)).value);
-      if (col == "length")
-        i.extrapolation.length = values;
-      else if (col == "applicable")
-        applicable = values;  // 0: the variant cannot run there
-      else if (col.rfind("tokens", 0) == 0)
-        continue;  // tokens, tokens_sliding: counts, not metrics
-      else
-        i.extrapolation.columns.push_back({col, values});
-    }
-    for (auto& [name, v] : i.extrapolation.columns)
-      for (size_t k = 0; k < v.size() && k < applicable.size(); ++k)
-        if (applicable[k] == 0) v[k] = std::nan("");
-    // Attribute names are up to the code that wrote the table; these are the ones shown.
-    for (const char* a :
-         {"task", "split", "stride", "not_applicable", "clamped", "metric", "note"}) {
-      try {
-        const std::string v = r.attribute(eval, a);
-        if (!v.empty()) i.extrapolation.attrs[a] = v;
-      } catch (const SchemaError&) {
-      }
-    }
-    if (i.extrapolation.length.empty()) i.extrapolation.columns.clear();
-  }
+  i.extrapolation = read_eval_table(r, schema::kEvalExtrapolation);
+  // Further tables of the same kind (`extrapolation_clamped`: learned evaluated with
+  // position.learned.beyond=clamp) are rows of their own in the experiment's tables.
+  if (r.exists("/eval"))
+    for (const auto& name : r.children("/eval"))
+      if (name.rfind(std::string(schema::kEvalExtrapolation) + "_", 0) == 0)
+        if (EvalTable t = read_eval_table(r, name); !t.empty())
+          i.extra_evaluations[name.substr(std::string(schema::kEvalExtrapolation).size() + 1)] =
+              std::move(t);
 }
 
 SnapshotData RunFileSource::snapshot(int64_t step) const {
   const RunFileReader& r = *reader_;
   SnapshotData s;
   s.step = step;
+  s.key_mask = key_mask_;
   if (r.exists(schema::attention_path(step)))
     s.attention = r.dataset(schema::attention_path(step)).value;
   const std::string scores = schema::position_scores_group(step);

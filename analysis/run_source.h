@@ -23,6 +23,7 @@ class RunFileSource : public RunSource {
  private:
   std::unique_ptr<RunFileReader> reader_;
   RunInfo info_;
+  torch::Tensor key_mask_;  // /probe/key_mask (P,T), undefined when the probe has no padding
 };
 
 bool is_run_dir(const std::string& dir);  // holds run.h5

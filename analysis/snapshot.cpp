@@ -14,20 +14,53 @@ void check_maps(const torch::Tensor& t, const std::string& what, int64_t step) {
                                   what, fmt::join(t.sizes(), "x")));
 }
 
-// Rows for every head of every layer of a (L,H,T,T) stack, and the head average when asked.
+// Rows for every head of every layer of a (L,H,T,T) stack, and the head average when asked,
+// measured over `mask`; with a reference (T,T), each map divided by it where it is positive.
 void measure_stack(const torch::Tensor& maps, const std::string& source, const std::string& variant,
-                   bool head_average, Region region, int64_t step, std::vector<MatrixRow>& rows) {
-  const auto m = maps.to(torch::kFloat64);  // (L,H,T,T)
+                   bool head_average, Region region, const Mask& mask,
+                   const torch::Tensor& reference, int64_t step, std::vector<MatrixRow>& rows) {
+  auto m = maps.to(torch::kFloat64);  // (L,H,T,T)
+  if (reference.defined())
+    m = torch::where(reference > 0, m / reference.clamp_min(1e-300), torch::zeros_like(m));
   for (int64_t l = 0; l < m.size(0); ++l) {
     if (head_average)
       rows.push_back(
-          {step, source, variant, l, -1, region, measure(to_matrix(m[l].mean(0)), region)});
+          {step, source, variant, l, -1, region, measure(to_matrix(m[l].mean(0)), mask)});
     for (int64_t h = 0; h < m.size(1); ++h)
-      rows.push_back({step, source, variant, l, h, region, measure(to_matrix(m[l][h]), region)});
+      rows.push_back({step, source, variant, l, h, region, measure(to_matrix(m[l][h]), mask)});
   }
 }
 
+// The probe's key mask as (P,T) float64 of 0/1, checked against the maps' T.
+torch::Tensor real_tokens(const torch::Tensor& key_mask, int64_t T, int64_t step) {
+  if (key_mask.dim() != 2 || key_mask.size(1) != T)
+    throw SchemaError(fmt::format("snapshot step {}: the probe's key_mask has shape {}; expected "
+                                  "(P,{}) like the attention maps",
+                                  step, fmt::join(key_mask.sizes(), "x"), T));
+  return (key_mask.to(torch::kCPU) != 0).to(torch::kFloat64);  // (P,T)
+}
+
 }  // namespace
+
+Mask real_pairs(const torch::Tensor& key_mask, bool causal) {
+  const auto real = (key_mask.to(torch::kCPU) != 0).to(torch::kFloat64);  // (P,T)
+  const int64_t T = real.size(1);
+  const auto any = (real.t().matmul(real) > 0).to(torch::kUInt8).contiguous();  // (T,T)
+  Mask m(any.data_ptr<uint8_t>(), any.data_ptr<uint8_t>() + T * T);
+  if (causal)
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = i + 1; j < T; ++j) m[i * T + j] = 0;
+  return m;
+}
+
+torch::Tensor uniform_reference(const torch::Tensor& key_mask) {
+  const auto real = (key_mask.to(torch::kCPU) != 0).to(torch::kFloat64);  // (P,T)
+  const auto n = real.sum(1, true).clamp_min(1);                          // (P,1)
+  const auto rows = real.sum(0).unsqueeze(1);                             // (T,1) probes per query
+  // Σ_p real[p,i] · real[p,j] / n_p over the probes where i is real, divided by their count.
+  const auto sum = real.t().matmul(real / n);                            // (T,T)
+  return torch::where(rows > 0, sum / rows.clamp_min(1), torch::zeros_like(sum));  // (T,T)
+}
 
 Matrix to_matrix(const torch::Tensor& t) {
   TORCH_CHECK(t.dim() == 2, "to_matrix: expected a 2-D tensor, got ", t.sizes());
@@ -66,13 +99,25 @@ int64_t gram_length(const SnapshotData& s, const SnapshotOptions& o, int64_t tab
 std::vector<MatrixRow> measure_snapshot(const SnapshotData& s, const SnapshotOptions& o) {
   std::vector<MatrixRow> rows;
   const Region region = o.causal ? Region::lower : Region::full;
+  // The measured entries of a T×T map: the region, and for a padded probe its real pairs.
+  const auto mask_for = [&](int64_t T) {
+    return s.key_mask.defined() ? real_pairs(real_tokens(s.key_mask, T, s.step), o.causal)
+                                : region_mask(T, region);
+  };
   if (s.attention.defined()) {
     check_maps(s.attention, "attention", s.step);
-    measure_stack(s.attention, "attention", "", true, region, s.step, rows);
+    const int64_t T = s.attention.size(2);
+    // A bidirectional map of a padded probe against what uniform attention would give (causal
+    // rows are normalised over the prefix j <= i whatever the padding: no reference).
+    const torch::Tensor reference = s.key_mask.defined() && !o.causal
+                                        ? uniform_reference(real_tokens(s.key_mask, T, s.step))
+                                        : torch::Tensor();
+    measure_stack(s.attention, "attention", "", true, region, mask_for(T), reference, s.step, rows);
   }
   for (const auto& [variant, scores] : s.position_scores) {
     check_maps(scores, "position_scores/" + variant, s.step);
-    measure_stack(scores, "position_scores", variant, false, region, s.step, rows);
+    measure_stack(scores, "position_scores", variant, false, region, mask_for(scores.size(2)), {},
+                  s.step, rows);
   }
   for (const auto& [variant, table] : absolute_tables(s)) {
     const int64_t n = gram_length(s, o, table.size(0));

@@ -8,6 +8,15 @@
 //
 // Causal models are measured on the visible triangle j <= i (Region::lower) for attention and
 // position scores; P·Pᵀ is a property of the table and always uses the full matrix.
+//
+// Padded probes (key_mask set: classify, span_qa): attention and position scores are measured
+// only over the pairs (i, j) that are real — query i and key j both real tokens — in at least one
+// probe (real_pairs); a pair that is padding in every probe says nothing about the model. A
+// bidirectional attention map is measured relative to the map that uniform attention over each
+// probe's real keys would give under the snapshot's averaging (uniform_reference): probes of
+// different lengths normalise their rows over different numbers of keys, which alone makes the
+// averaged map of a model that ignores position non-Toeplitz. So uniform attention over the
+// real keys scores 1, as attention that ignores position should (docs/analysis.md).
 #pragma once
 
 #include <torch/types.h>
@@ -24,6 +33,7 @@ namespace relpos::analysis {
 
 struct SnapshotData {
   int64_t step = 0;
+  torch::Tensor key_mask;  // (P,T) of the probe, nonzero at real tokens; undefined: no padding
   torch::Tensor attention;                               // (L,H,T,T); undefined when absent
   std::map<std::string, torch::Tensor> position_scores;  // variant -> (L',H,T,T)
   // variant -> dataset name -> tensor with its axis names
@@ -49,6 +59,14 @@ struct SnapshotOptions {
 };
 
 Matrix to_matrix(const torch::Tensor& t);  // a 2-D tensor, any floating dtype
+
+// (T,T) 1 where query i and key j are both real in at least one probe of key_mask (P,T), and
+// (causal) j <= i; the region of a padded probe's maps.
+Mask real_pairs(const torch::Tensor& key_mask, bool causal);
+// (T,T) float64: what the snapshot's attention would hold if every probe attended uniformly to
+// its real keys: row i is the mean over the probes where token i is real of 1/n_p at their real
+// keys (n_p real tokens), 0 elsewhere (core/train/snapshot.cpp averages rows the same way).
+torch::Tensor uniform_reference(const torch::Tensor& key_mask);
 // The absolute tables of a snapshot: variant -> (N,E) tensor.
 std::map<std::string, torch::Tensor> absolute_tables(const SnapshotData& s);
 // P·Pᵀ of the first n rows of P (all when n <= 0 or n > rows): (n,n) float64.

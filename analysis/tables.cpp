@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "analysis/inference.h"
 #include "analysis/stats.h"
 #include "core/util/errors.h"
 
@@ -89,16 +90,54 @@ std::string markdown_escape(const std::string& s) {
   return out;
 }
 
-std::string format_cell(const Cell& cell, int precision, CellFormat format, bool spread) {
+double ci_half_width(const std::vector<double>& samples) {
+  const MeanCI c = mean_ci(finite(samples));
+  return c.n >= 2 ? c.half() : std::nan("");
+}
+
+std::string format_cell(const Cell& cell, int precision, CellFormat format, bool spread,
+                        bool per_seed) {
   if (!cell.text.empty()) return format == CellFormat::latex ? latex_escape(cell.text) : cell.text;
+  const std::string dash =
+      format == CellFormat::markdown ? "—" : format == CellFormat::latex ? "--" : "";
   const std::vector<double> v = finite(cell.samples);
-  if (v.empty())
-    return format == CellFormat::markdown ? "—" : format == CellFormat::latex ? "--" : "";
+  if (v.empty()) return dash;
+  if (spread && per_seed) {
+    std::string out;
+    for (double x : cell.samples)
+      out += (out.empty() ? "" : ", ") + (std::isnan(x) ? dash : fixed(x, precision));
+    return out;
+  }
   const std::string m = fixed(mean(v), precision);
   if (v.size() == 1 || !spread) return format == CellFormat::latex ? "$" + m + "$" : m;
-  const std::string s = fixed(sample_std(v), precision);
-  if (format == CellFormat::latex) return "$" + m + " \\pm " + s + "$";
-  return m + " ± " + s;
+  const std::string h = fixed(ci_half_width(v), precision);
+  if (format == CellFormat::latex) return "$" + m + " \\pm " + h + "$";
+  return m + " ± " + h;
+}
+
+std::string cell_legend(const Table& t) {
+  if (!t.pooled) return "";
+  bool interval = false, single = false, seeds = false;
+  for (const auto& row : t.rows)
+    for (size_t c = 0; c < row.size() && c < t.columns.size(); ++c) {
+      if (!t.columns[c].spread || !row[c].text.empty()) continue;
+      const size_t n = finite(row[c].samples).size();
+      if (t.columns[c].per_seed && n > 0) seeds = true;
+      else if (n >= 2) interval = true;
+      else if (n == 1) single = true;
+    }
+  std::string out;
+  if (interval)
+    out += "± : half-width of the 95% confidence interval of the mean over the row's runs "
+           "(Student t with n − 1 degrees of freedom, n = the runs with a value).";
+  if (single)
+    out += std::string(out.empty() ? "" : " ") +
+           "A value without ± comes from one run (n = 1): no interval.";
+  if (seeds)
+    out += std::string(out.empty() ? "" : " ") +
+           "Per-seed columns list every run's value in run order (outcomes that split between "
+           "seeds, whose mean describes no run).";
+  return out;
 }
 
 std::string to_markdown(const Table& t) {
@@ -120,11 +159,13 @@ std::string to_markdown(const Table& t) {
     for (size_t c = 0; c < row.size(); ++c)
       o << ' '
         << markdown_escape(format_cell(row[c], t.columns[c].precision, CellFormat::markdown,
-                                       t.columns[c].spread))
+                                       t.columns[c].spread, t.columns[c].per_seed))
         << " |";
     o << '\n';
   }
-  if (!t.note.empty()) o << "\n" << t.note << "\n";
+  const std::string legend = cell_legend(t);
+  if (!t.note.empty() || !legend.empty())
+    o << "\n" << t.note << (t.note.empty() || legend.empty() ? "" : " ") << legend << "\n";
   return o.str();
 }
 
@@ -136,11 +177,11 @@ std::string to_csv(const Table& t) {
       if (t.columns[c].spread && row[c].text.empty() && finite(row[c].samples).size() > 1)
         spread[c] = true;
   std::ostringstream o;
+  const char* parts[] = {"_ci_low", "_ci_high", "_std", "_n", "_values"};
   for (size_t c = 0; c < t.columns.size(); ++c) {
     o << (c ? "," : "") << csv_field(t.columns[c].header);
     if (spread[c])
-      o << ',' << csv_field(t.columns[c].header + "_std") << ','
-        << csv_field(t.columns[c].header + "_n");
+      for (const char* p : parts) o << ',' << csv_field(t.columns[c].header + p);
   }
   o << '\n';
   // Full precision: the CSV is for machines.
@@ -156,10 +197,16 @@ std::string to_csv(const Table& t) {
         o << csv_field(cell.text);
       else if (!v.empty())
         o << g(mean(v));
-      if (spread[c]) {
-        o << ',' << (cell.text.empty() && v.size() > 1 ? g(sample_std(v)) : std::string()) << ','
-          << (cell.text.empty() ? std::to_string(v.size()) : std::string());
+      if (!spread[c]) continue;
+      if (!cell.text.empty()) {
+        o << ",,,,,";
+        continue;
       }
+      const MeanCI ci = mean_ci(v);
+      std::string values;
+      for (double x : cell.samples) values += (values.empty() ? "" : ";") + g(x);
+      o << ',' << g(ci.lo) << ',' << g(ci.hi) << ',' << g(ci.sd) << ',' << v.size() << ','
+        << values;
     }
     o << '\n';
   }
@@ -178,13 +225,17 @@ std::string to_latex(const Table& t) {
   for (const auto& row : t.rows) {
     for (size_t c = 0; c < row.size(); ++c)
       o << (c ? " & " : "")
-        << format_cell(row[c], t.columns[c].precision, CellFormat::latex, t.columns[c].spread);
+        << format_cell(row[c], t.columns[c].precision, CellFormat::latex, t.columns[c].spread,
+                       t.columns[c].per_seed);
     o << " \\\\\n";
   }
   o << "\\bottomrule\n\\end{tabular}\n";
-  if (!t.title.empty() || !t.note.empty())
-    o << "\\caption{" << latex_escape(t.title) << (t.title.empty() || t.note.empty() ? "" : " ")
-      << latex_escape(t.note) << "}\n";
+  std::string caption = t.note;
+  if (const std::string legend = cell_legend(t); !legend.empty())
+    caption += (caption.empty() ? "" : " ") + legend;
+  if (!t.title.empty() || !caption.empty())
+    o << "\\caption{" << latex_escape(t.title) << (t.title.empty() || caption.empty() ? "" : " ")
+      << latex_escape(caption) << "}\n";
   o << "\\end{table}\n";
   return o.str();
 }
@@ -213,9 +264,10 @@ Table group_table(const std::vector<RunRecord>& records, const std::vector<Colum
     if (std::find(groups.begin(), groups.end(), r.group) == groups.end()) groups.push_back(r.group);
 
   Table t;
+  t.pooled = true;
   t.columns.push_back({group_header, 0, false});
   t.columns.push_back({"runs", 0, false});
-  for (const auto& c : columns) t.columns.push_back({c.header, c.precision, c.spread});
+  for (const auto& c : columns) t.columns.push_back({c.header, c.precision, c.spread, c.per_seed});
   for (const auto& g : groups) {
     std::vector<Cell> row{Cell::label(g)};
     double n = 0;

@@ -1,11 +1,15 @@
 // Result tables in Markdown, CSV and LaTeX: one row per group (a variant), numeric cells shown
-// as mean ± sample standard deviation over the group's runs (seeds). A cell with one value shows
-// no ±; a cell without values (or only NaN: not applicable) shows "—" / "--" / empty.
+// as mean ± the half-width of the 95% Student-t confidence interval of the mean over the group's
+// runs (seeds; inference.h). A cell with one value shows the value alone (n = 1: no interval);
+// a column of split outcomes (solved by some seeds, not by others) lists every run's value
+// instead (per_seed); a cell without values (or only NaN: not applicable) shows "—" / "--" /
+// empty. The Markdown and LaTeX notes say which of these the table holds.
 //
 // group_table() builds a Table-1-style table from per-run records, so an experiment only says
 // which keys become which columns.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,8 +28,11 @@ struct Cell {
 
 struct Column {
   std::string header;
-  int precision = 3;   // digits after the decimal point, for the mean and the std alike
+  int precision = 3;   // digits after the decimal point, for the mean and the interval alike
   bool spread = true;  // false: the mean alone (e.g. a parameter count, equal across seeds)
+  // Every run's value in run order ("0.96, 0.00, 0.00") instead of mean ± interval: for
+  // outcomes that split between seeds, whose mean describes no run.
+  bool per_seed = false;
 };
 
 struct Table {
@@ -33,7 +40,17 @@ struct Table {
   std::vector<Column> columns;          // the first column holds the row labels
   std::vector<std::vector<Cell>> rows;  // each row has one cell per column
   std::string note;                     // printed under the table (Markdown, LaTeX caption)
+  // Rows pool runs (group_table): cell_legend() then says what ± and a lone value mean.
+  bool pooled = false;
 };
+
+// The half-width of the 95% Student-t interval of the mean of the finite samples; NaN for
+// fewer than two.
+double ci_half_width(const std::vector<double>& samples);
+
+// What the cells of a table mean ("± : half-width of the 95% ..."), for the cells it holds;
+// empty when it has no pooled cells. to_markdown and to_latex print it after the note.
+std::string cell_legend(const Table& t);
 
 // One CSV field: quoted (with doubled quotes) when it holds a comma, a quote or a newline.
 std::string csv_field(const std::string& s);
@@ -42,13 +59,16 @@ std::string markdown_escape(const std::string& s);
 
 enum class CellFormat { markdown, latex, plain };
 
-// "0.123 ± 0.004" (markdown, plain), "$0.123 \pm 0.004$" (latex); a single value "0.123";
-// no finite value "—" (markdown), "--" (latex), "" (plain).
-std::string format_cell(const Cell& cell, int precision, CellFormat format, bool spread = true);
+// "0.123 ± 0.004" (markdown, plain; ± the 95% interval's half-width), "$0.123 \pm 0.004$"
+// (latex); a single value "0.123"; no finite value "—" (markdown), "--" (latex), "" (plain);
+// per_seed: "0.12, 0.40" (NaN values as "—").
+std::string format_cell(const Cell& cell, int precision, CellFormat format, bool spread = true,
+                        bool per_seed = false);
 
 std::string to_markdown(const Table& t);
-// A column whose cells ever hold more than one value becomes three CSV columns:
-// <header> (mean), <header>_std, <header>_n.
+// A column whose cells ever hold more than one value becomes six CSV columns:
+// <header> (mean), <header>_ci_low, <header>_ci_high (95% Student-t), <header>_std (sample
+// standard deviation), <header>_n, <header>_values (every run's value, ';'-separated).
 std::string to_csv(const Table& t);
 std::string to_latex(const Table& t);  // booktabs tabular inside a table environment
 
@@ -59,13 +79,15 @@ std::string write_table(const Table& t, const std::string& dir, const std::strin
 struct RunRecord {
   std::string group;  // row label, e.g. "learned+tisa"
   std::map<std::string, double> values;
+  int64_t seed = 0;   // the run's seed: paired comparisons match runs by it (claims.h)
 };
 
 struct ColumnSpec {
   std::string key;     // key in RunRecord::values
-  std::string header;  // column header
+  std::string header;  // column header, with its unit
   int precision = 3;
-  bool spread = true;  // show ± std
+  bool spread = true;  // show ± the 95% interval
+  bool per_seed = false;  // every run's value (Column::per_seed)
 };
 
 // One row per group in order of first appearance (or `order`, then the rest), a "runs" column

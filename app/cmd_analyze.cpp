@@ -2,6 +2,7 @@
 // run.h5) or of an experiment folder (holds run folders). docs/analysis.md.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "analysis/run_source.h"
@@ -17,6 +18,8 @@ struct AnalyzeArgs {
   int64_t radius = 50;
   bool no_figures = false;
   std::string group_by;
+  std::string heads_scale = "shared";
+  double colour_cap = 0.99;
 };
 
 void print_run(const analysis::RunResult& r) {
@@ -51,6 +54,30 @@ Command add_analyze(CLI::App& app) {
   cmd->add_option("--radius", a->radius, "relative-weight figures span r in [-R, R]")
       ->check(at_least_one());
   cmd->add_flag("--no-figures", a->no_figures, "metrics and tables only (no gnuplot needed)");
+  cmd->add_option("--heads-scale", a->heads_scale,
+                  "per-head attention figures: 'shared' (one colour scale for the heads of a "
+                  "layer, stated in the title) or 'per-head' (each head its own scale and colour "
+                  "bar, so weak heads stay visible)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return v == "shared" || v == "per-head"
+                       ? std::string()
+                       : fmt::format("got '{}'; expected shared or per-head", v);
+          },
+          "shared|per-head", "heads_scale"));
+  cmd->add_option("--colour-cap", a->colour_cap,
+                  "attention figures use the top colour from this quantile of the entries on "
+                  "(default 0.99; 1: the largest entry, uncapped)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            char* end = nullptr;
+            const double q = std::strtod(v.c_str(), &end);
+            // Below the median a "cap" would colour most entries with the top colour.
+            if (v.empty() || end != v.c_str() + v.size() || !(q >= 0.5 && q <= 1.0))
+              return fmt::format("got '{}'; expected a quantile from 0.5 to 1 (1: uncapped)", v);
+            return {};
+          },
+          "0.5..1", "colour_cap"));
   auto* group_by = cmd->add_option("--group-by", a->group_by,
                   "config keys that label rows of cross-run tables, comma-separated "
                   "(default: the position types)");
@@ -67,6 +94,8 @@ Command add_analyze(CLI::App& app) {
             o.figure_step = a->step;
             o.radius = a->radius;
             o.figures = !a->no_figures;
+            o.colour_scale.per_head = a->heads_scale == "per-head";
+            o.colour_scale.cap = a->colour_cap;
             bool experiment = false;
             const auto ex =
                 analysis::analyze_folder(a->dir, o, keys, &experiment);

@@ -129,7 +129,7 @@ Command add_eval(CLI::App& app) {
               std::string line = fmt::format("  T={:<6} ", r.length);
               if (!r.applicable) line += "n/a: " + r.note;
               for (const auto& [k, v] : r.metrics)
-                line += k.rfind("tokens", 0) == 0 ? fmt::format("  {} {:.0f}", k, v)
+                line += k.rfind("tokens", 0) == 0 || k == "examples" ? fmt::format("  {} {:.0f}", k, v)
                                                   : fmt::format("  {} {:.4f}", k, v);
               if (r.applicable && !r.note.empty()) line += "  (" + r.note + ")";
               std::cout << line << "\n";

@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "core/util/errors.h"
+#include "core/util/paths.h"
 #include "core/util/system.h"
 #include "experiments/experiment.h"
 
@@ -42,7 +43,7 @@ Command add_reproduce(CLI::App& app) {
             }
             o->relpos_binary = self_executable();
             o->command_line = fmt::format("relpos reproduce {} --scale {}", o->name, o->scale);
-            for (const auto& s : o->sets) o->command_line += " --set " + s;
+            for (const auto& s : o->sets) o->command_line += " --set " + repo_relative_word(s);
             const std::string report = reproduce(*o);
             std::cout << "report: " << report << "\n";
             return 0;

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "analysis/claims_report.h"
 #include "analysis/report.h"
 #include "analysis/run_source.h"
 #include "core/task/registry.h"
@@ -59,8 +60,9 @@ std::vector<std::string> available_scales(const std::string& name) {
 
 }  // namespace
 
-ExperimentContext::ExperimentContext(const ReproduceOptions& opts,
-                                     const std::vector<std::string>& stages)
+ExperimentContext::ExperimentContext(
+    const ReproduceOptions& opts, const std::vector<std::string>& stages,
+    const std::function<std::vector<analysis::Claim>(const Config&)>& claims)
     : opts_(opts) {
   for (const auto& set : opts.sets) {
     // STAGE[,STAGE...]:key=value; a ':' after the '=' belongs to the value.
@@ -98,6 +100,7 @@ ExperimentContext::ExperimentContext(const ReproduceOptions& opts,
                       "known scales: " + join_names(available_scales(opts.name)));
   config_file_ = cfg.string();
   config_ = load_config({config_file_}, global_sets_).config;
+  if (claims) claims_ = claims(config_);
   dir_ = opts.out_dir.empty()
              ? (fs::path(source_dir()) / "results" /
                 (opts.scale == "mini" ? opts.name : opts.name + "-" + opts.scale))
@@ -106,7 +109,7 @@ ExperimentContext::ExperimentContext(const ReproduceOptions& opts,
   create_output_folder(dir_, "experiment folder");
   std::ofstream cmds(fs::path(dir_) / "commands.txt", std::ios::app);
   cmds << "# " << utc_timestamp() << "  commit " << git_commit() << "  on " << machine_summary()
-       << "\n"
+       << "  (paths relative to the repository root)\n"
        << (opts.command_line.empty() ? "relpos reproduce " + opts.name : opts.command_line) << "\n";
 }
 
@@ -175,42 +178,63 @@ std::vector<SweepRunStatus> ExperimentContext::sweep(const std::string& sub,
   return run_sweep(o);
 }
 
-void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs) const {
+void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs,
+                                         const std::vector<std::string>& extra_sets,
+                                         const std::string& table) const {
   for (const auto& d : dirs) {
     stop_if_interrupted("the length evaluation of " + d);
-    const fs::path table = fs::path(d) / "eval_extrapolation.csv";
-    if (fs::exists(table) && fs::last_write_time(table) >= fs::last_write_time(run_result_path(d)))
+    const fs::path csv = fs::path(d) / ("eval_" + table + ".csv");
+    if (fs::exists(csv) && fs::last_write_time(csv) >= fs::last_write_time(run_result_path(d)))
       continue;
     // The run's stage is its folder's parent below dir() (none for runs at the top).
     const fs::path rel = fs::path(d).lexically_relative(dir_);
     const std::string stage =
         std::distance(rel.begin(), rel.end()) > 1 ? rel.begin()->string() : std::string();
-    auto run = load_run(d, sets_for(stage));
+    std::vector<std::string> sets = sets_for(stage);
+    sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
+    auto run = load_run(d, sets);
     auto eo = extrapolation_options(run.config.config);
-    log(fmt::format("length evaluation of {} at {}", fs::path(d).filename().string(),
+    log(fmt::format("length evaluation of {} at {}{}", fs::path(d).filename().string(),
                     join_names([&] {
                       std::vector<std::string> s;
                       for (auto l : eo.lengths) s.push_back(std::to_string(l));
                       return s;
-                    }())));
+                    }()),
+                    extra_sets.empty() ? "" : " with " + join_names(extra_sets)));
     auto rows = relpos::evaluate_lengths(run, eo);
-    save_extrapolation(d, run, rows, eo);
+    save_extrapolation(d, run, rows, eo, table);
   }
 }
 
-std::string ExperimentContext::analyze_and_report(const std::string& folder) const {
+analysis::ExperimentResult ExperimentContext::analyze(const std::string& folder) const {
   stop_if_interrupted("the analysis of " + folder);
   log("analysis of " + folder);
   analysis::AnalyzeOptions ao;
-  bool experiment = false;
-  auto result = analysis::analyze_folder(folder, ao, {}, &experiment);
+  auto result = analysis::analyze_folder(folder, ao, {}, nullptr);
   for (const auto& w : result.warnings) log("warning: " + w);
+  return result;
+}
+
+std::string ExperimentContext::report(const std::string& folder,
+                                      const analysis::ExperimentResult& result) const {
   analysis::ReportInputs in;
   in.dir = folder;
-  in.experiment = experiment;
+  in.experiment = !analysis::is_run_dir(folder);
   for (const auto& r : result.runs) in.runs.push_back(r.info);
   analysis::write_report(in);
   return (fs::path(folder) / "report.md").string();
+}
+
+std::string ExperimentContext::analyze_and_report(const std::string& folder) const {
+  return report(folder, analyze(folder));
+}
+
+std::vector<analysis::ClaimResult> ExperimentContext::judge_claims(
+    const std::vector<analysis::RunRecord>& records) const {
+  std::vector<analysis::ClaimResult> out;
+  for (const auto& c : claims_) out.push_back(analysis::evaluate_claim(c, records));
+  analysis::write_claims(dir_, opts_.name, out);
+  return out;
 }
 
 std::string reproduce(const ReproduceOptions& opts) {
@@ -219,7 +243,7 @@ std::string reproduce(const ReproduceOptions& opts) {
   install_interrupt_handlers();
   for (const auto& e : experiment_list()) {
     if (e.name != opts.name) continue;
-    ExperimentContext ctx(opts, e.stages);
+    ExperimentContext ctx(opts, e.stages, e.claims);
     ctx.log(fmt::format("{} ({} scale) -> {}", e.summary, opts.scale, ctx.dir()));
     return e.run(ctx);
   }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/claims.h"
+#include "analysis/experiment.h"
 #include "core/config/config.h"
 #include "core/train/extrapolation.h"
 #include "experiments/sweep.h"
@@ -33,8 +35,10 @@ class ExperimentContext {
  public:
   // `stages`: the experiment's stage names (its sub-folders), which STAGE:key=value overrides
   // may name; any other stage name is a ConfigError listing them.
-  explicit ExperimentContext(const ReproduceOptions& opts,
-                             const std::vector<std::string>& stages = {});
+  // `claims`: what the experiment tests (ExperimentInfo::claims), judged by judge_claims().
+  explicit ExperimentContext(
+      const ReproduceOptions& opts, const std::vector<std::string>& stages = {},
+      const std::function<std::vector<analysis::Claim>(const Config&)>& claims = {});
 
   const ReproduceOptions& options() const { return opts_; }
   const std::string& dir() const { return dir_; }
@@ -58,11 +62,25 @@ class ExperimentContext {
                                     const std::vector<std::string>& sets = {},
                                     const std::string& init_from = "") const;
 
-  // Length evaluation of each run folder (skipped when its table is newer than the run).
-  void evaluate_lengths(const std::vector<std::string>& run_dirs) const;
+  // Length evaluation of each run folder into /eval/<table> (skipped when its table is newer
+  // than the run). `extra_sets`: evaluation settings on top of the stage's (e.g.
+  // position.learned.beyond=clamp, written as the table "extrapolation_clamped").
+  void evaluate_lengths(const std::vector<std::string>& run_dirs,
+                        const std::vector<std::string>& extra_sets = {},
+                        const std::string& table = "extrapolation") const;
 
-  // `relpos analyze` and `relpos report` on an experiment folder; returns the report path.
+  // `relpos analyze` on an experiment folder (warnings logged), and `relpos report` of it
+  // (ending with dir()/claims.md when the folder is dir()); analyze_and_report does both and
+  // returns the report path.
+  analysis::ExperimentResult analyze(const std::string& folder) const;
+  std::string report(const std::string& folder, const analysis::ExperimentResult& result) const;
   std::string analyze_and_report(const std::string& folder) const;
+
+  // Judges the experiment's claims on per-run records (RunRecord::seed set) and writes
+  // dir()/claims.md and dir()/claims.json (analysis/claims_report.h), which the report ends with.
+  std::vector<analysis::ClaimResult> judge_claims(
+      const std::vector<analysis::RunRecord>& records) const;
+  const std::vector<analysis::Claim>& claims() const { return claims_; }
 
   // Throws Interrupted (core/util/signals.h) when SIGINT/SIGTERM arrived, saying that the
   // experiment stopped before `stage`. sweep(), evaluate_lengths() (before each run) and
@@ -78,6 +96,7 @@ class ExperimentContext {
   std::string dir_;
   std::string config_file_;
   Config config_;
+  std::vector<analysis::Claim> claims_;
 };
 
 struct ExperimentInfo {
@@ -85,6 +104,10 @@ struct ExperimentInfo {
   std::string summary;
   std::function<std::string(ExperimentContext&)> run;  // returns the path of the report
   std::vector<std::string> stages = {};  // sub-folder per stage; none when the runs sit at the top
+  // The papers' claims it tests (each with its quote and source), judged on its runs; the
+  // report ends with them and results/CLAIMS.md gathers them. A function of the experiment's
+  // config, since metric names and lengths come from it (the task's primary metric, T, 8T).
+  std::function<std::vector<analysis::Claim>(const Config&)> claims = {};
 };
 
 // Every named experiment, in a fixed order.

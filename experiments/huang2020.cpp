@@ -6,10 +6,15 @@
 // added).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
+#include "analysis/extrapolation_tables.h"
+#include "analysis/units.h"
 #include "core/config/fields.h"
 #include "core/util/errors.h"
+#include "experiments/regime_claim.h"
 #include "experiments/report_util.h"
 
 namespace relpos {
@@ -33,6 +38,76 @@ std::string find_figure(const std::string& run_dir, const std::vector<std::strin
   return found.empty() ? std::string() : found.front();
 }
 
+// The longest length of the inductive test.
+int64_t longest_length(const Config& cfg) {
+  const auto& l = cfg.eval.lengths;
+  return l.empty() ? 4 * cfg.task.seq_len : *std::max_element(l.begin(), l.end());
+}
+
+// What the inductive test scored at each length, and the sampling error of one run's accuracy
+// at the pre-training length: differences below it are noise of the evaluation set.
+std::string inductive_noise(const std::vector<RunSummary>& runs, const Config& cfg) {
+  for (const auto& r : runs) {
+    const auto tok = r.extrapolation.find("tokens"), acc = r.extrapolation.find("accuracy");
+    if (tok == r.extrapolation.end() || acc == r.extrapolation.end()) continue;
+    std::string counts;
+    for (const auto& [len, n] : tok->second)
+      counts += fmt::format("{}{}: {:.0f}", counts.empty() ? "" : "; ", len, n);
+    const int64_t T = cfg.task.seq_len;
+    const auto a = acc->second.find(T), n = tok->second.find(T);
+    const std::string err =
+        a == acc->second.end() || n == tok->second.end()
+            ? std::string()
+            : " " + analysis::sampling_error_note("accuracy", cfg.task.type, cfg.data.tokenizer,
+                                                  a->second, n->second, NAN,
+                                                  static_cast<double>(T), "tokens");
+    return fmt::format(" Scored masked tokens per length (run {}): {}.{}",
+                       fs::path(r.dir).filename().string(), counts, err);
+  }
+  return "";
+}
+
+std::vector<analysis::Claim> huang2020_claims(const Config& cfg) {
+  const std::string source = "Huang et al. 2020";
+  analysis::Claim table1{"huang2020-table1-span-qa",
+                         "improving results on SQuAD1.1 compared to previous position "
+                         "embeddings approaches",
+                         source + ", abstract and Table 1 (method 4 > Shaw > absolute)",
+                         "span-QA F1 (%, validation split of the fine-tuning stage)",
+                         {}};
+  for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
+           {"huang_m4", "shaw"}, {"shaw", "learned"}}) {
+    analysis::Comparison c;
+    c.a = {a, "qa_f1"};
+    c.b = {b, "qa_f1"};
+    table1.comparisons.push_back(c);
+  }
+  analysis::Claim inductive{
+      "huang2020-longer-sequences", "robust enough to handle long sequences",
+      source + ", abstract and the inductive-property experiment",
+      fmt::format("change of the test masked-token accuracy (0–1) from the pre-training length "
+                  "{} to {} (less negative is more robust)",
+                  cfg.task.seq_len, longest_length(cfg)),
+      {}};
+  analysis::Comparison ind;
+  ind.a = {"huang_m4", "accuracy_change"};
+  ind.b = {"sinusoidal", "accuracy_change"};
+  ind.optional = true;
+  ind.label = "huang_m4 vs sinusoidal (the absolute encoding that runs past its length)";
+  inductive.comparisons.push_back(ind);
+  analysis::Claim dropin{"huang2020-drop-in", "near drop-in replacement for improving the accuracy",
+                         source + ", abstract and the drop-in experiment",
+                         "validation masked-token accuracy (0–1) after continuing pre-training "
+                         "of the learned model, with and without method 4 added",
+                         {}};
+  analysis::Comparison d;
+  d.a = {"dropin: learned+huang_m4", "valid_accuracy"};
+  d.b = {"dropin: learned", "valid_accuracy"};
+  d.label = "learned+huang_m4 vs learned (drop-in)";
+  dropin.comparisons.push_back(d);
+  return {regime_claim("huang2020", cfg, "pretrain_"), table1, inductive, dropin};
+}
+
 }  // namespace
 
 ExperimentInfo huang2020_experiment() {
@@ -42,18 +117,23 @@ ExperimentInfo huang2020_experiment() {
             const auto grid = ctx.config().sweep.grid;
             const fs::path dir(ctx.dir());
             const std::string cls_stage = classification_stage();
-            // The drop-in stage continues pretrain/learned-seed1: a grid without that point
-            // would fail only after every other stage has trained.
+            // The drop-in stage continues the pre-trained `learned` run of each seed: a grid
+            // without them would fail only after every other stage has trained.
             std::vector<GridAxis> axes;
             for (const auto& g : grid) axes.push_back(parse_grid_axis(g));
-            bool has_learned_seed1 = false;
-            for (const auto& p : expand_grid(axes)) has_learned_seed1 |= p.name == "learned-seed1";
-            if (!has_learned_seed1)
+            bool has_learned = false;
+            std::string seed_axis;  // "seed=1,2,3" of the grid, for the drop-in stage
+            for (const auto& a : axes) {
+              if (a.key == "position.type")
+                has_learned = std::count(a.values.begin(), a.values.end(), "learned") > 0;
+              if (a.key == "seed") seed_axis = "seed=" + join_names(a.values, ",");
+            }
+            if (!has_learned)
               throw ConfigError(
-                  fmt::format("sweep.grid: huang2020's drop-in stage continues the pre-trained run "
-                              "learned-seed1, which the grid [{}] does not make",
+                  fmt::format("sweep.grid: huang2020's drop-in stage continues the pre-trained "
+                              "`learned` run of each seed, which the grid [{}] does not make",
                               join_names(grid, "; ")),
-                  "keep position.type=learned and seed=1 in the grid, e.g. --set "
+                  "keep position.type=learned in the grid, e.g. --set "
                   "'sweep.grid=[\"position.type=learned,huang_m4\", \"seed=1\"]'");
             // 1. Pre-training, and the inductive test on its runs.
             auto pre = ctx.sweep("pretrain", {ctx.config_file()}, grid);
@@ -65,10 +145,14 @@ ExperimentInfo huang2020_experiment() {
             ctx.analyze_and_report((dir / "squad").string());
             auto cls = ctx.sweep(cls_stage, {ctx.part_config(cls_stage)}, grid, {}, from);
             ctx.analyze_and_report((dir / cls_stage).string());
-            // 3. Drop-in: continue the learned model with and without huang_m4.
-            const std::string learned_run = (dir / "pretrain" / "learned-seed1").string();
-            auto dropin = ctx.sweep("dropin", {ctx.part_config("dropin")},
-                                    {"position.type=learned,learned+huang_m4"}, {}, learned_run);
+            // 3. Drop-in: continue each seed's learned model with and without huang_m4, so the
+            // two are compared paired by seed.
+            std::vector<std::string> dropin_grid{"position.type=learned,learned+huang_m4"};
+            if (!seed_axis.empty()) dropin_grid.push_back(seed_axis);
+            const std::string learned_run =
+                (dir / "pretrain" / (seed_axis.empty() ? "learned" : "learned-seed{seed}")).string();
+            auto dropin =
+                ctx.sweep("dropin", {ctx.part_config("dropin")}, dropin_grid, {}, learned_run);
             ctx.analyze_and_report((dir / "dropin").string());
 
             // Table 1: one row per variant.
@@ -77,6 +161,7 @@ ExperimentInfo huang2020_experiment() {
             for (size_t i = 0; i < recs.size(); ++i) {
               auto& v = recs[i].values;
               v["mlm_accuracy"] = v.count("valid_accuracy") ? v["valid_accuracy"] : NAN;
+              for (const auto& [k, x] : pre_s[i].valid) v["pretrain_valid_" + k] = x;
               if (i < qa_s.size()) {
                 auto get = [&](const char* k) {
                   auto it = qa_s[i].valid.find(k);
@@ -95,16 +180,16 @@ ExperimentInfo huang2020_experiment() {
             }
             const TaskConfig& t = ctx.config().task;
             auto table1 = analysis::group_table(
-                recs, {{"params", "position params", 0, false},
-                       {"mlm_accuracy", "MLM acc.", 3, true},
-                       {"qa_em", "QA EM", 1, true},
-                       {"qa_f1", "QA F1", 1, true},
-                       {"cls_accuracy", "classification acc.", 3, true},
+                recs, {{"params", "position params (count)", 0, false},
+                       {"mlm_accuracy", "MLM acc. (0–1)", 3, true},
+                       {"qa_em", "QA EM (%)", 1, true},
+                       {"qa_f1", "QA F1 (%)", 1, true},
+                       {"cls_accuracy", "classification acc. (0–1)", 3, true},
                        {"train_s", "pre-train time (s)", 0, true},
                        {"qa_train_s", "QA fine-tune time (s)", 0, true},
                        {"cls_train_s", "classif. fine-tune time (s)", 0, true}});
             table1.note = fmt::format(
-                "Validation splits; mean ± sample std over seeds. MLM: {}. QA: {}. "
+                "Validation splits. MLM: {}. QA: {}. "
                 "Classification: {}. Times: wall-clock seconds of each stage's training "
                 "(train_seconds of its result.json); runs that shared the CPU with others "
                 "(--jobs > 1, other work) took longer, so compare them within one invocation.",
@@ -114,17 +199,39 @@ ExperimentInfo huang2020_experiment() {
             std::vector<analysis::ColumnSpec> inductive_cols;
             for (auto len : ctx.config().eval.lengths)
               inductive_cols.push_back({"accuracy@" + std::to_string(len),
-                                        fmt::format("MLM acc. at T={}", len), 3, true});
+                                        fmt::format("MLM acc. at T={} (0–1)", len), 3, true});
             auto inductive = analysis::group_table(recs, inductive_cols);
             inductive.note = fmt::format("Pre-trained at T={}; '—': the variant cannot run at "
-                                         "that length (learned table).", t.seq_len);
+                                         "that length (learned table).{}", t.seq_len,
+                                         inductive_noise(pre_s, ctx.config()));
 
             auto drop = records(summaries(dropin));
+            const std::string bits = analysis::bits_name(ctx.config().data.tokenizer);
+            for (auto& r : drop)
+              if (r.values.count("valid_loss"))
+                r.values[bits] = analysis::nats_to_bits(r.values["valid_loss"]);
+            const std::string per = ctx.config().data.tokenizer == "bytes" ? "byte" : "token";
             auto drop_table = analysis::group_table(
-                drop, {{"valid_accuracy", "MLM acc. after continuing", 3, true},
-                       {"valid_loss", "MLM loss", 3, true}});
-            drop_table.note = "Both rows start from pretrain/learned-seed1 and continue for the "
-                              "same steps; huang_m4's relative table starts from scratch.";
+                drop, {{"valid_accuracy", "MLM acc. after continuing (0–1)", 3, true},
+                       {"valid_loss", "MLM loss (nats/" + per + ")", 3, true},
+                       {bits, "MLM loss (bits/" + per + ")", 3, true}});
+            drop_table.note = "Both rows of a seed start from that seed's pretrain/learned run and "
+                              "continue for the same steps; huang_m4's relative table starts "
+                              "from scratch.";
+            // Claims: Table 1 and the inductive test on the pre-training and fine-tuning
+            // records, the drop-in on its own stage's (its groups marked "dropin: ").
+            std::vector<analysis::RunRecord> claim_recs = recs;
+            for (auto& r : claim_recs) {
+              auto& v = r.values;
+              const std::string from = fmt::format("accuracy@{}", t.seq_len);
+              const std::string to = fmt::format("accuracy@{}", longest_length(ctx.config()));
+              if (v.count(from) && v.count(to)) v["accuracy_change"] = v[to] - v[from];
+            }
+            for (auto r : drop) {
+              r.group = "dropin: " + r.group;
+              claim_recs.push_back(r);
+            }
+            ctx.judge_claims(claim_recs);
 
             ReportSection s1{"Table 1: pre-training and fine-tuning", "", {table1}, {"table1"}, {}};
             ReportSection s2{"Inductive test: longer sequences than in pre-training", "",
@@ -144,7 +251,8 @@ ExperimentInfo huang2020_experiment() {
                             cls_stage),
                 {s1, s2, s3, s4});
           },
-          {"pretrain", "squad", classification_stage(), "dropin"}};
+          {"pretrain", "squad", classification_stage(), "dropin"},
+          huang2020_claims};
 }
 
 }  // namespace relpos

@@ -1,6 +1,9 @@
 // quickstart: a small byte-level MLM under seven position encodings on the built-in corpus,
-// evaluated at 1x, 2x and 4x its training length, with every figure and the report.
+// evaluated at 1x, 2x and 4x its training length, with every figure and the report. Its claim
+// is the regime check: the absolute encodings must use position at all (beat `none`).
+#include "analysis/run_records.h"
 #include "experiments/experiment.h"
+#include "experiments/regime_claim.h"
 
 namespace relpos {
 
@@ -10,7 +13,13 @@ ExperimentInfo quickstart_experiment() {
           [](ExperimentContext& ctx) {
             auto runs = ctx.sweep("", {ctx.config_file()}, ctx.config().sweep.grid);
             ctx.evaluate_lengths(run_dirs(runs));
-            return ctx.analyze_and_report(ctx.dir());
+            const auto result = ctx.analyze(ctx.dir());
+            ctx.judge_claims(analysis::run_records(result.runs));
+            return ctx.report(ctx.dir(), result);
+          },
+          {},
+          [](const Config& cfg) {
+            return std::vector<analysis::Claim>{regime_claim("quickstart", cfg)};
           }};
 }
 

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
+#include "analysis/claims_report.h"
 #include "analysis/report.h"
 #include "core/util/errors.h"
+#include "core/util/paths.h"
 #include "core/util/system.h"
 
 namespace relpos {
@@ -25,6 +28,7 @@ std::vector<analysis::RunRecord> records(const std::vector<RunSummary>& runs) {
   for (const auto& s : runs) {
     analysis::RunRecord r;
     r.group = s.position_types;
+    r.seed = s.seed;
     for (const auto& [k, v] : s.valid) r.values["valid_" + k] = v;
     r.values["params"] = static_cast<double>(s.position_params);
     r.values["train_s"] = s.train_seconds;
@@ -52,7 +56,7 @@ std::string write_experiment_report(const ExperimentContext& ctx, const std::str
     }
     for (const auto& [png, caption] : sec.figures) {
       if (!fs::exists(png)) {
-        md += fmt::format("*(figure missing: {})*\n\n", png);
+        md += fmt::format("*(figure missing: {})*\n\n", repo_relative(png));
         continue;
       }
       // Keep the stage's file name but make it unique within figures/.
@@ -88,9 +92,17 @@ std::string write_experiment_report(const ExperimentContext& ctx, const std::str
                       fmt::join(earlier, "`, `"));
   md += "Every command run is listed in [commands.txt](commands.txt); each stage folder has its "
         "own report.md with per-run figures.\n";
+  // The claims (judge_claims) end the report; the index beside the experiment gathers them.
+  const bool claims = fs::exists(dir / "claims.md");
+  if (claims) {
+    std::ifstream in(dir / "claims.md");
+    md += "\n" + std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   const fs::path md_path = dir / "report.md";
   std::ofstream(md_path) << md;
   std::ofstream(dir / "report.html") << analysis::markdown_to_html(md, dir.string(), title);
+  if (claims && fs::exists(dir / "claims.json"))
+    analysis::write_claims_index(fs::absolute(dir).lexically_normal().parent_path().string());
   return md_path.string();
 }
 

@@ -25,6 +25,7 @@
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"
+#include "core/util/paths.h"
 #include "core/util/process.h"
 #include "core/util/signals.h"
 #include "core/util/threads.h"
@@ -105,9 +106,12 @@ namespace {
 
 std::string init_from_dir(const SweepOptions& o, const SweepPoint& p) {
   std::string s = o.init_from;
-  const std::string key = "{point}";
-  for (auto pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos))
-    s.replace(pos, key.size(), p.name);
+  std::vector<std::pair<std::string, std::string>> fields{{"{point}", p.name}};
+  for (const auto& ov : p.overrides)
+    if (ov.rfind("seed=", 0) == 0) fields.push_back({"{seed}", ov.substr(5)});
+  for (const auto& [key, value] : fields)
+    for (auto pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos + value.size()))
+      s.replace(pos, key.size(), value);
   return s;
 }
 
@@ -146,7 +150,10 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
 
 std::string quote_args(const std::vector<std::string>& args) {
   std::string s;
-  for (const auto& a : args) {
+  for (const auto& raw : args) {
+    // commands.txt names paths inside the repository relative to its root (committed results
+    // name no machine's folders).
+    const std::string a = repo_relative_word(raw);
     const bool plain = a.find_first_of(" \t'\"$`\\;&|<>()*?[]{}") == std::string::npos;
     s += (s.empty() ? "" : " ") + (plain ? a : "'" + a + "'");
   }
@@ -291,7 +298,7 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
     std::ofstream cmds(fs::path(o.out_dir) / "commands.txt", std::ios::app);
     for (size_t i = 0; i < runs.size(); ++i) {
       if (runs[i].skipped)
-        cmds << "# already finished, not run again: " << runs[i].dir << "\n";
+        cmds << "# already finished, not run again: " << repo_relative(runs[i].dir) << "\n";
       else
         cmds << quote_args(train_args(o, runs[i].point, runs[i].dir, false, threads[i])) << "\n";
     }

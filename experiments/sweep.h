@@ -35,7 +35,8 @@ struct SweepOptions {
   int64_t jobs = 1;                   // runs at once
   int64_t threads = 0;                // intra-op threads per run; 0: sweep_run_threads()
   std::string relpos_binary;          // the executable to run (default: this process's own)
-  std::string init_from;              // --init-from for every point; "{point}" -> point name
+  // --init-from for every point; "{point}" -> the point's name, "{seed}" -> its seed axis value
+  std::string init_from;
   bool quiet = false;
 };
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/position/position_encoding.h"
+#include "experiments/regime_claim.h"
 #include "experiments/report_util.h"
 
 namespace relpos {
@@ -18,7 +19,7 @@ namespace {
 analysis::Table parameter_table(const Config& cfg, const std::string& title) {
   analysis::Table t;
   t.title = title;
-  t.columns = {{"variant", 0, false}, {"positional parameters", 0, false}};
+  t.columns = {{"variant", 0, false}, {"positional parameters (count)", 0, false}};
   const ModelDims dims = model_dims(cfg.model);
   for (const auto& name : Registry::get().names()) {
     auto enc = make_position_encoding(name, dims, cfg.position);
@@ -38,6 +39,45 @@ bool same_counts(const analysis::Table& a, const analysis::Table& b) {
     if (a.rows[i][0].text != b.rows[i][0].text || a.rows[i][1].samples != b.rows[i][1].samples)
       return false;
   return true;
+}
+
+// "Equal" accuracy within one point: the non-inferiority margin of the parameter claim.
+constexpr double kAccuracyMargin = 0.01;
+// "Orders of magnitude": at least a factor of 100.
+constexpr double kOrdersOfMagnitude = 100.0;
+
+std::vector<analysis::Claim> tisa2021_claims(const Config& cfg) {
+  const std::string source = "Wennberg & Henter 2021, abstract";
+  const std::string accuracy = "classification accuracy (0–1, validation split)";
+  analysis::Claim fewer{
+      "tisa2021-fewer-parameters", "only adding orders of magnitude less positional parameters",
+      source,
+      fmt::format("positional parameters (exact count at this model size; claimed: learned / "
+                  "tisa >= {:g}) and {} (tisa not worse than learned by more than {:g})",
+                  kOrdersOfMagnitude, accuracy, kAccuracyMargin),
+      {}};
+  analysis::Comparison ratio;
+  ratio.test = analysis::ClaimTest::ratio;
+  ratio.a = {"tisa", "params"};
+  ratio.b = {"learned", "params"};
+  ratio.margin = kOrdersOfMagnitude;
+  ratio.label = "positional parameters: learned / tisa";
+  fewer.comparisons.push_back(ratio);
+  analysis::Comparison acc;
+  acc.test = analysis::ClaimTest::not_worse;
+  acc.a = {"tisa", "valid_accuracy"};
+  acc.b = {"learned", "valid_accuracy"};
+  acc.margin = kAccuracyMargin;
+  acc.label = "accuracy: tisa vs learned";
+  fewer.comparisons.push_back(acc);
+  analysis::Claim improves{"tisa2021-improves-albert", "improves on regular ALBERT on GLUE tasks",
+                           source, accuracy + ", TISA added to the learned "
+                           "absolute embeddings against them alone", {}};
+  analysis::Comparison better;
+  better.a = {"learned+tisa", "valid_accuracy"};
+  better.b = {"learned", "valid_accuracy"};
+  improves.comparisons.push_back(better);
+  return {regime_claim("tisa2021", cfg, "pretrain_"), fewer, improves};
 }
 
 }  // namespace
@@ -85,15 +125,19 @@ ExperimentInfo tisa2021_experiment() {
               if (pre_recs[i].values.count("valid_accuracy"))
                 recs[i].values["mlm_accuracy"] = pre_recs[i].values["valid_accuracy"];
               recs[i].values["pre_train_s"] = pre_recs[i].values["train_s"];
+              for (const auto& [k, v] : pre_recs[i].values)
+                if (k.rfind("valid_", 0) == 0) recs[i].values["pretrain_" + k] = v;
             }
             auto table = analysis::group_table(
-                recs, {{"params", "positional params", 0, false},
-                       {"mlm_accuracy", "MLM accuracy (pre-training)", 3, true},
-                       {"valid_accuracy", "classification accuracy", 3, true},
+                recs, {{"params", "positional params (count)", 0, false},
+                       {"mlm_accuracy", "MLM accuracy, pre-training (0–1)", 3, true},
+                       {"valid_accuracy", "classification accuracy (0–1)", 3, true},
+                       {"valid_f1", "classification F1 (0–1)", 3, true},
                        {"pre_train_s", "pre-train time (s)", 0, true},
                        {"train_s", "fine-tune time (s)", 0, true}});
-            table.note = "Validation split; mean ± sample std over seeds. Times: wall-clock "
-                         "seconds of each stage's training (train_seconds of its result.json).";
+            table.note = "Validation split. Times: wall-clock seconds of each stage's training "
+                         "(train_seconds of its result.json).";
+            ctx.judge_claims(recs);
 
             ReportSection results{"Classification with and without TISA", "", {table}, {"tisa2021"}, {}};
             ReportSection params = tisa2021_parameter_section(ctx.config(), ctx.config_file());
@@ -109,7 +153,8 @@ ExperimentInfo tisa2021_experiment() {
                             cls_stage),
                 {results, params});
           },
-          {"pretrain", classification_stage()}};
+          {"pretrain", classification_stage()},
+          tisa2021_claims};
 }
 
 }  // namespace relpos

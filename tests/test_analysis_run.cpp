@@ -2,6 +2,7 @@
 // computations written here.
 #include <H5Cpp.h>
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cmath>
@@ -159,13 +160,14 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   const ExperimentResult ex = analyze_experiment(ptrs, dir.string(), o);
   CHECK(ex.metric == "valid_loss");
   const auto results = lines(dir / "tables" / "results.md");
-  // learned+alibi: final valid_loss 3.1 and 3.3 -> 3.2000 ± 0.1414; time 60, 61 -> 60.5 ± 0.7
+  // learned+alibi: final valid_loss 3.1 and 3.3 -> 3.2000 ± 12.7062 · 0.1414 / √2 = 1.2706;
+  // time 60, 61 -> 60.5 ± 6.4 (t_{0.975,1} = 12.7062 from a printed table)
   REQUIRE(results.size() >= 5);
   CHECK(results[2] ==
-        "| variant | runs | valid_loss | inv. attention | inv. position scores | inv. P·Pᵀ | pos. "
-        "params | train time (s) |");
-  CHECK(results[4].rfind("| learned+alibi | 2 | 3.2000 ± 0.1414 | ", 0) == 0);
-  CHECK(results[4].find("| 640 | 60.5 ± 0.7 |") != std::string::npos);
+        "| variant | runs | valid_loss (nats) | inv. attention (0–1) | inv. position scores (0–1) "
+        "| inv. P·Pᵀ (0–1) | pos. params (count) | train time (s) |");
+  CHECK(results[4].rfind("| learned+alibi | 2 | 3.2000 ± 1.2706 | ", 0) == 0);
+  CHECK(results[4].find("| 640 | 60.5 ± 6.4 |") != std::string::npos);
   CHECK(results[5].rfind("| alibi | 1 | 3.1000 | ", 0) == 0);
   // inv. position scores: for learned+alibi the learned scores' invariance alone (a random
   // 24x24 matrix: about 2/25), not halfway to ALiBi's 1; for alibi alone, 1.
@@ -177,20 +179,73 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   CHECK(cell(results[4], 5) < 0.3);
   CHECK(cell(results[5], 5) == doctest::Approx(1.0));
   const auto extra = lines(dir / "tables" / "extrapolation_valid_ppl.md");
-  // learned+alibi at 64: (10, 11) -> 10.500 ± 0.707; at 256 both NaN -> —
-  CHECK(extra[2] == "| variant | 64 (train) | 128 | 256 |");
-  CHECK(extra[4] == "| learned+alibi | 10.500 ± 0.707 | 12.000 ± 0.000 | — |");
-  CHECK(extra[5] == "| alibi | 12.000 | 12.000 | 13.000 |");
+  // learned+alibi at 64: (10, 11) -> 10.500 ± 6.353; at 256 both NaN -> —
+  CHECK(extra[2] == "| variant | runs | 64 (train) | 128 | 256 |");
+  CHECK(extra[4] == "| learned+alibi | 2 | 10.500 ± 6.353 | 12.000 ± 0.000 | — |");
+  CHECK(extra[5] == "| alibi | 1 | 12.000 | 12.000 | 13.000 |");
   // The note quotes the evaluation attributes; stride 0 (no sliding window) is left out, and a
   // reason shared by the runs of a group is given once.
   REQUIRE(extra.size() >= 8);
   CHECK(extra[7] ==
         "Columns: evaluation length in tokens. —: not evaluated or not applicable at that length. "
         "Evaluation: split: test; task: mlm. Not applicable for learned+alibi, at 256: beyond the "
-        "table.");
+        "table. ± : half-width of the 95% confidence interval of the mean over the row's runs "
+        "(Student t with n − 1 degrees of freedom, n = the runs with a value). A value without ± "
+        "comes from one run (n = 1): no interval.");
   CHECK(lines(dir / "tables" / "final_invariance.csv").size() == 4);
   CHECK(fs::exists(dir / "tables" / "final_invariance_correlation.tex"));
   CHECK(fs::exists(dir / "run1" / "analysis.h5"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an experiment: a clamped evaluation is a row of its own, LM losses in bits beside "
+          "nats, the scored tokens and one run's sampling error under each table") {
+  const fs::path dir = test::analysis_scratch("experiment_units");
+  std::vector<MemorySource> srcs;
+  for (int k = 0; k < 2; ++k) {
+    MemorySource s = sample_run(dir / fmt::format("learned-seed{}", k + 1), 0.1 * k);
+    s.run.seed = k + 1;
+    s.run.group = s.run.position_types = "learned";
+    s.run.task = "clm";
+    s.run.tokenizer = "bytes";
+    s.run.train_length = 64;
+    EvalTable e;
+    e.length = {64, 128};
+    e.columns = {{"loss", {2.0 + 0.1 * k, NAN}}};
+    e.counts = {{"tokens", {4096, 4096}}, {"loss_sd", {1.5, NAN}}};
+    e.attrs = {{"task", "clm"}, {"split", "test"}, {"not_applicable", "128: beyond the table"}};
+    s.run.extrapolation = e;
+    EvalTable c = e;
+    c.columns = {{"loss", {2.0 + 0.1 * k, 2.5 + 0.1 * k}}};
+    c.attrs = {{"task", "clm"}, {"split", "test"},
+               {"clamped", "128: positions past 64 reuse learned row 63"}};
+    s.run.extra_evaluations["clamped"] = c;
+    srcs.push_back(std::move(s));
+  }
+  std::vector<const RunSource*> ptrs;
+  for (const auto& s : srcs) ptrs.push_back(&s);
+  AnalyzeOptions o;
+  o.figures = false;
+  analyze_experiment(ptrs, dir.string(), o);
+  // The results table: every loss in nats per byte, then in bits per byte (loss / ln 2).
+  const auto results = lines(dir / "tables" / "results.md");
+  CHECK(results[2].find("| valid_loss (nats/byte) | valid_loss (bits/byte) |") != std::string::npos);
+  // valid_loss 3.1 and 3.2: mean 3.15 nats = 3.15 / 0.693147 = 4.5445 bits
+  CHECK(results[4].find("| 3.1500 ± 0.6353 | 4.5445 ± 0.9166 |") != std::string::npos);
+  const auto loss = lines(dir / "tables" / "extrapolation_loss.md");
+  CHECK(loss[0] == "**Length extrapolation: loss (nats/byte), mean over runs**");
+  CHECK(loss[4] == "| learned | 2 | 2.050 ± 0.635 | — |");
+  CHECK(loss[5] == "| learned (clamped) | 2 | 2.050 ± 0.635 | 2.550 ± 0.635 |");
+  // Counts per length, and the normal interval of one run's mean loss at the training length:
+  // 1.96 · 1.5 / √4096 = 0.0459 nats.
+  CHECK(loss[7].find("Scored tokens per length: 64: 4096; 128: 4096.") != std::string::npos);
+  CHECK(loss[7].find("one run's loss at length 64 (2 nats/byte, 4096 scored tokens) has a 95% "
+                     "interval of ±0.0459") != std::string::npos);
+  CHECK(loss[7].find("Clamped for learned (clamped), at 128: positions past 64 reuse learned "
+                     "row 63.") != std::string::npos);
+  const auto bits = lines(dir / "tables" / "extrapolation_bits_per_byte.md");
+  CHECK(bits[0] == "**Length extrapolation: bits_per_byte (bits/byte), mean over runs**");
+  CHECK(bits[5] == "| learned (clamped) | 2 | 2.958 ± 0.917 | 3.679 ± 0.917 |");
   fs::remove_all(dir);
 }
 
@@ -248,7 +303,7 @@ TEST_CASE("the report puts commands, provenance, tables and figures together") {
   CHECK(md.find("relpos commit `0123456789abcdef0123`") != std::string::npos);
   CHECK(md.find("| run1 | learned+alibi | 2 | 0123456789ab | 2024-05-01T12:00:00Z | 1.13.0 |") !=
         std::string::npos);
-  CHECK(md.find("**Results (mean ± sample std over runs)**") != std::string::npos);
+  CHECK(md.find("**Results (mean over runs)**") != std::string::npos);
   CHECK(md.find("### run1 — learned+alibi, seed 2") != std::string::npos);
   CHECK(md.find("did not finish") == std::string::npos);
   // A run without result.json is named in a warning and marked in the table.
@@ -316,7 +371,7 @@ TEST_CASE("an experiment folder: pooled runs that differ in more than the seed, 
   const auto w = experiment_warnings(runs, dir.string());
   REQUIRE(w.size() == 1);
   CHECK(w[0] ==
-        "runs 'a' and 'b' are pooled into the row 'learned' (mean ± std over seeds) but differ in "
+        "runs 'a' and 'b' are pooled into the row 'learned' (a mean over seeds) but differ in "
         "more than the seed: train.lr: 0.001 -> 0.002; analyse them in separate folders, or give "
         "--group-by the keys that tell them apart");
 

@@ -1,4 +1,6 @@
-// Result tables: mean ± sample std over seeds for hand-made numbers, as exact strings.
+// Result tables: mean ± the half-width of the 95% Student-t interval over seeds for hand-made
+// numbers, as exact strings (t quantiles from a printed table: t_{0.975,2} = 4.3027,
+// t_{0.975,3} = 3.1824), per-seed columns, and the legend that says which is shown.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,13 +9,15 @@
 
 using namespace relpos::analysis;
 
-TEST_CASE("cells: mean ± sample std, single values, missing values") {
-  // (0.80, 0.82, 0.84): mean 0.82, sample std sqrt((0.02^2 + 0 + 0.02^2) / 2) = 0.02
-  CHECK(format_cell(Cell::values({0.80, 0.82, 0.84}), 3, CellFormat::markdown) == "0.820 ± 0.020");
+TEST_CASE("cells: mean ± 95% interval, single values, missing values, per seed") {
+  // (0.80, 0.82, 0.84): mean 0.82, sample std 0.02, half-width 4.3027 · 0.02 / √3 = 0.0497
+  CHECK(format_cell(Cell::values({0.80, 0.82, 0.84}), 3, CellFormat::markdown) == "0.820 ± 0.050");
   CHECK(format_cell(Cell::values({0.80, 0.82, 0.84}), 3, CellFormat::latex) ==
-        "$0.820 \\pm 0.020$");
-  // (1,2,3,4): mean 2.5, sample std sqrt(5/3) = 1.2910
-  CHECK(format_cell(Cell::values({1, 2, 3, 4}), 2, CellFormat::plain) == "2.50 ± 1.29");
+        "$0.820 \\pm 0.050$");
+  // (1,2,3,4): mean 2.5, sample std sqrt(5/3) = 1.2910, half-width 3.1824 · 1.2910 / 2 = 2.054
+  CHECK(format_cell(Cell::values({1, 2, 3, 4}), 2, CellFormat::plain) == "2.50 ± 2.05");
+  CHECK(ci_half_width({1, 2, 3, 4}) == doctest::Approx(3.182446305 * std::sqrt(5.0 / 3) / 2));
+  CHECK(std::isnan(ci_half_width({1.0})));
   CHECK(format_cell(Cell::value(0.5), 3, CellFormat::markdown) == "0.500");
   CHECK(format_cell(Cell::value(12288), 0, CellFormat::markdown) == "12288");
   CHECK(format_cell(Cell{}, 3, CellFormat::markdown) == "—");
@@ -22,6 +26,9 @@ TEST_CASE("cells: mean ± sample std, single values, missing values") {
   CHECK(format_cell(Cell::value(-0.0001), 2, CellFormat::markdown) == "0.00");
   CHECK(format_cell(Cell::label("n/a"), 2, CellFormat::markdown) == "n/a");
   CHECK(format_cell(Cell::values({3, 3}), 0, CellFormat::markdown, false) == "3");
+  // Per seed: every run's value in order (a split outcome), NaN as the dash.
+  CHECK(format_cell(Cell::values({0.96, 0.0, NAN}), 2, CellFormat::markdown, true, true) ==
+        "0.96, 0.00, —");
 }
 
 namespace {
@@ -41,30 +48,46 @@ std::vector<ColumnSpec> specs() {
 }  // namespace
 
 TEST_CASE("a table grouped by variant renders in Markdown, CSV and LaTeX") {
-  // learned: acc (0.80, 0.82, 0.84) -> 0.820 ± 0.020; time (60, 62, 61) -> 61.0 ± 1.0
+  // learned: acc (0.80, 0.82, 0.84) -> 0.820 ± 0.050 (interval 0.7703..0.8697);
+  // time (60, 62, 61) -> 61.0 ± 2.5 (4.3027 / √3 = 2.484)
   Table t = group_table(records(), specs(), "variant", {"none"});
   t.title = "Accuracy";
+  const std::string legend =
+      "± : half-width of the 95% confidence interval of the mean over the row's runs (Student t "
+      "with n − 1 degrees of freedom, n = the runs with a value). A value without ± comes from "
+      "one run (n = 1): no interval.";
   CHECK(to_markdown(t) ==
         "**Accuracy**\n\n"
         "| variant | runs | accuracy | pos. params | train time (s) |\n"
         "|:---|---:|---:|---:|---:|\n"
         "| none | 1 | — | 0 | — |\n"
-        "| learned | 3 | 0.820 ± 0.020 | 16384 | 61.0 ± 1.0 |\n"
-        "| tisa | 1 | 0.850 | 120 | 70.0 |\n");
+        "| learned | 3 | 0.820 ± 0.050 | 16384 | 61.0 ± 2.5 |\n"
+        "| tisa | 1 | 0.850 | 120 | 70.0 |\n\n" +
+            legend + "\n");
   CHECK(to_csv(t) ==
-        "variant,runs,accuracy,accuracy_std,accuracy_n,pos. params,"
-        "train time (s),train time (s)_std,train time (s)_n\n"
-        "none,1,,,0,0,,,0\n"
-        "learned,3,0.82,0.02,3,16384,61,1,3\n"
-        "tisa,1,0.85,,1,120,70,,1\n");
-  CHECK(to_latex(t) ==
-        "% needs \\usepackage{booktabs}\n\\begin{table}[t]\n\\centering\n"
-        "\\begin{tabular}{lrrrr}\n\\toprule\n"
-        "variant & runs & accuracy & pos. params & train time (s) \\\\\n\\midrule\n"
-        "none & $1$ & -- & $0$ & -- \\\\\n"
-        "learned & $3$ & $0.820 \\pm 0.020$ & $16384$ & $61.0 \\pm 1.0$ \\\\\n"
-        "tisa & $1$ & $0.850$ & $120$ & $70.0$ \\\\\n"
-        "\\bottomrule\n\\end{tabular}\n\\caption{Accuracy}\n\\end{table}\n");
+        "variant,runs,accuracy,accuracy_ci_low,accuracy_ci_high,accuracy_std,accuracy_n,"
+        "accuracy_values,pos. params,train time (s),train time (s)_ci_low,train time (s)_ci_high,"
+        "train time (s)_std,train time (s)_n,train time (s)_values\n"
+        "none,1,,,,,0,,0,,,,,0,\n"
+        "learned,3,0.82,0.7703172458,0.8696827542,0.02,3,0.8;0.82;0.84,16384,61,58.51586229,"
+        "63.48413771,1,3,60;62;61\n"
+        "tisa,1,0.85,,,,1,0.85,120,70,,,,1,70\n");
+  const std::string latex = to_latex(t);
+  CHECK(latex.find("learned & $3$ & $0.820 \\pm 0.050$ & $16384$ & $61.0 \\pm 2.5$ \\\\\n") !=
+        std::string::npos);
+  CHECK(latex.find("tisa & $1$ & $0.850$ & $120$ & $70.0$ \\\\\n") != std::string::npos);
+  CHECK(latex.find("\\caption{Accuracy $\\pm$ : half-width of the 95\\% confidence interval") !=
+        std::string::npos);
+  // A table of single runs (not pooled) has no legend.
+  Table single;
+  single.columns = {{"run", 0}, {"acc", 3}};
+  single.rows = {{Cell::label("a"), Cell::value(0.5)}};
+  CHECK(cell_legend(single).empty());
+  // Per-seed columns: every value, and the legend says so.
+  Table split = group_table({{"tisa", {{"copy", 0.96}}, 1}, {"tisa", {{"copy", 0.0}}, 2}},
+                            {{"copy", "copy N (0–1, per seed)", 2, true, true}});
+  CHECK(to_markdown(split).find("| tisa | 2 | 0.96, 0.00 |") != std::string::npos);
+  CHECK(cell_legend(split).find("Per-seed columns list every run's value") == 0);
 }
 
 TEST_CASE("text is escaped for each format") {

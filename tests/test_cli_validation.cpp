@@ -278,7 +278,8 @@ TEST_CASE("relpos sweep and train: launch and grid options are checked and named
   CHECK_FALSE(fs::exists(tmp.str("job.sh")));
 }
 
-TEST_CASE("relpos analyze: a missing folder, bad --group-by keys and a negative --step are named") {
+TEST_CASE("relpos analyze: a missing folder, bad --group-by keys, a negative --step and bad "
+          "colour-scale options are named") {
   TempFolder tmp("cli_analyze");
   const std::string run = tiny_trained_run(tmp);
   check_refused(
@@ -298,6 +299,12 @@ TEST_CASE("relpos analyze: a missing folder, bad --group-by keys and a negative 
            "list"},
           {{"analyze", run, "--no-figures", "--step", "-5"}, "--step: got -5; expected an integer >= 0"},
           {{"analyze", run, "--no-figures", "--step", "-1"}, "--step: got -1; expected an integer >= 0"},
+          {{"analyze", run, "--no-figures", "--heads-scale", "all"},
+           "--heads-scale: got 'all'; expected shared or per-head"},
+          {{"analyze", run, "--no-figures", "--colour-cap", "0.3"},
+           "--colour-cap: got '0.3'; expected a quantile from 0.5 to 1 (1: uncapped)"},
+          {{"analyze", run, "--no-figures", "--colour-cap", "nan"},
+           "--colour-cap: got 'nan'; expected a quantile from 0.5 to 1 (1: uncapped)"},
       },
       tmp.str("log"));
   auto [code, out] = run_relpos({"analyze", run, "--no-figures", "--group-by", "model.layers"},

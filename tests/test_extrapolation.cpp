@@ -25,12 +25,14 @@ using namespace relpos;
 namespace {
 
 // Mean negative log-likelihood over the windows [s, s+L) of `stream`, each scoring its
-// positions t >= first (the target of position t is stream[s+t+1]).
+// positions t >= first (the target of position t is stream[s+t+1]); `sd` gets the standard
+// deviation of the per-token values (divided by the count).
 double naive_nll(LoadedRun& run, const std::vector<int64_t>& stream,
                  const std::vector<std::pair<int64_t, int64_t>>& windows, int64_t L,
-                 double* count) {
+                 double* count, double* sd = nullptr) {
   torch::NoGradGuard guard;
   double nll = 0;
+  std::vector<double> each;
   *count = 0;
   for (const auto& [s, first] : windows) {
     auto tokens = torch::empty({1, L}, torch::kLong);
@@ -38,9 +40,15 @@ double naive_nll(LoadedRun& run, const std::vector<int64_t>& stream,
     auto logp = torch::log_softmax(
         run.model->lm_logits(run.model->hidden(tokens)).to(torch::kDouble), -1);  // (1,L,V)
     for (int64_t t = first; t < L; ++t) {
-      nll -= logp[0][t][stream[s + t + 1]].item<double>();
+      each.push_back(-logp[0][t][stream[s + t + 1]].item<double>());
+      nll += each.back();
       *count += 1;
     }
+  }
+  if (sd) {
+    double ss = 0;
+    for (double v : each) ss += (v - nll / *count) * (v - nll / *count);
+    *sd = std::sqrt(ss / *count);
   }
   return nll / *count;
 }
@@ -76,9 +84,9 @@ TEST_CASE("eval (clm): chunk and sliding-window perplexity equal a window-by-win
     std::vector<std::pair<int64_t, int64_t>> chunks, windows{{0, 0}};
     for (int64_t s = 0; s + L <= N; s += L) chunks.push_back({s, 0});
     for (int64_t s = eo.stride; s + L <= N; s += eo.stride) windows.push_back({s, L - eo.stride});
-    double n_chunks = 0, n_windows = 0;
-    const double chunk_nll = naive_nll(run, stream, chunks, L, &n_chunks);
-    const double window_nll = naive_nll(run, stream, windows, L, &n_windows);
+    double n_chunks = 0, n_windows = 0, chunk_sd = 0, window_sd = 0;
+    const double chunk_nll = naive_nll(run, stream, chunks, L, &n_chunks, &chunk_sd);
+    const double window_nll = naive_nll(run, stream, windows, L, &n_windows, &window_sd);
     CAPTURE(L);
     CHECK(row.metrics.at("tokens") == n_chunks);
     CHECK(row.metrics.at("loss") == doctest::Approx(chunk_nll).epsilon(1e-6));
@@ -88,6 +96,9 @@ TEST_CASE("eval (clm): chunk and sliding-window perplexity equal a window-by-win
     // Every scored position of the sliding protocol is a different token of the stream.
     CHECK(n_windows == L + eo.stride * static_cast<double>(windows.size() - 1));
     CHECK(row.metrics.at("tokens_sliding") == n_windows);
+    // The spread of the per-token loss, for the sampling error of the mean (docs/analysis.md).
+    CHECK(row.metrics.at("loss_sd") == doctest::Approx(chunk_sd).epsilon(1e-5));
+    CHECK(row.metrics.at("loss_sliding_sd") == doctest::Approx(window_sd).epsilon(1e-5));
   }
 }
 
@@ -304,6 +315,7 @@ TEST_CASE("eval (mlm): masked-token loss and accuracy equal a loop over the task
     REQUIRE(n > 0);
     CHECK(row.metrics.at("loss") == doctest::Approx(nll / n).epsilon(1e-6));
     CHECK(row.metrics.at("accuracy") == doctest::Approx(right / n).epsilon(1e-9));
+    CHECK(row.metrics.at("tokens") == n);  // the scored (masked) tokens, counted here
   }
 }
 
@@ -364,8 +376,12 @@ TEST_CASE("eval (classify, span_qa): every test example is scored at each length
       const auto all = run.data->eval_batches(Split::Test, 8 * 48 / row.length, 0, row.length);
       const auto direct = evaluate(run.model, *run.data, run.config.config.task.type, Split::Test,
                                    all, run.device);
-      REQUIRE(direct.size() == row.metrics.size());
+      // Plus `examples`: every test example, counted here from the batches.
+      REQUIRE(direct.size() + 1 == row.metrics.size());
       for (const auto& [k, v] : direct) CHECK(row.metrics.at(k) == doctest::Approx(v).epsilon(1e-9));
+      double examples = 0;
+      for (const auto& b : all) examples += static_cast<double>(b.tokens.size(0));
+      CHECK(row.metrics.at("examples") == examples);
     }
     CHECK(rows[0].metrics.count(task[0] == "task.type=span_qa" ? "f1" : "accuracy") == 1);
     if (task[0] != "task.type=classify") continue;

@@ -35,6 +35,22 @@ ChildResult reproduce(const std::string& name, const std::string& out, const std
                    {600, 0});
 }
 
+// Every Markdown link and image of a report, "[text](target)", resolves to a file beside it
+// (tables, figures, stage reports, commands.txt): a report must not link what it did not write.
+void check_links_resolve(const fs::path& report) {
+  const std::string md = read_text(report.string());
+  size_t links = 0;
+  for (size_t at = md.find("]("); at != std::string::npos; at = md.find("](", at + 2)) {
+    const size_t end = md.find(')', at);
+    REQUIRE(end != std::string::npos);
+    const std::string target = md.substr(at + 2, end - at - 2);
+    if (target.rfind("http", 0) == 0) continue;
+    ++links;
+    CHECK_MESSAGE(fs::exists(report.parent_path() / target), report.string() << " links " << target);
+  }
+  CHECK_MESSAGE(links > 0, report.string());
+}
+
 // Every run folder below `dir` (a folder holding config.yaml) has finished (result.json).
 int count_finished_runs(const fs::path& dir) {
   int n = 0;
@@ -57,15 +73,20 @@ TEST_CASE("reproduce: every named experiment runs end to end at a tiny size") {
     int runs;                           // run folders it trains
   };
   const std::vector<Case> cases = {
-      {"quickstart", "[\"position.type=alibi\"]", {"## Tables", "## Figures"}, 1},
-      {"invariance", "[\"position.type=learned+tisa\", \"seed=1\"]", {"## Tables", "## Runs"}, 1},
-      {"extrapolation", "[\"position.type=rope\"]", {"## Tables", "## Figures"}, 1},
+      {"quickstart", "[\"position.type=alibi\"]", {"## Tables", "## Figures", "## Claims"}, 1},
+      {"invariance", "[\"position.type=learned+tisa\", \"seed=1\"]",
+       {"## Tables", "## Runs", "## Claims"}, 1},
+      // learned: its clamped evaluation is a row of its own ("learned (clamped)").
+      {"extrapolation", "[\"position.type=learned\"]",
+       {"## Tables", "## Figures", "## Claims", "| learned (clamped) |"}, 1},
       {"tisa2021", "[\"position.type=tisa\", \"seed=1\"]",
-       {"## Classification with and without TISA", "## Positional parameters of every variant"}, 2},
-      // The drop-in stage continues pretrain/learned-seed1: the grid keeps that point.
-      {"huang2020", "[\"position.type=learned\", \"seed=1\"]", {"## Table 1", "## Drop-in"}, 5},
+       {"## Classification with and without TISA", "## Positional parameters of every variant",
+        "## Claims"}, 2},
+      // The drop-in stage continues each seed's pretrain/learned run: the grid keeps learned.
+      {"huang2020", "[\"position.type=learned\", \"seed=1\"]",
+       {"## Table 1", "## Drop-in", "## Claims"}, 5},
       {"synthetic", "[\"position.type=alibi\", \"seed=1\"]",
-       {"## Sequence accuracy at the longest training length N", "## Per task"}, 6},
+       {"## Sequence accuracy at the longest training length N", "## Per task", "## Claims"}, 6},
   };
   for (const auto& c : cases) {
     CAPTURE(c.name);
@@ -79,17 +100,28 @@ TEST_CASE("reproduce: every named experiment runs end to end at a tiny size") {
     CHECK(report.find("relpos reproduce " + c.name) != std::string::npos);  // the command
     CHECK(read_text(out + "/commands.txt").find("commit") != std::string::npos);
     CHECK(count_finished_runs(out) == c.runs);
+    // The report ends with its claims, one verdict per claim; every link of every report
+    // (stages included) resolves.
+    CHECK(report.rfind("\n## ") == report.rfind("\n## Claims"));
+    CHECK(fs::exists(fs::path(out) / "claims.json"));
+    for (const auto& e : fs::recursive_directory_iterator(out))
+      if (e.path().filename() == "report.md") check_links_resolve(e.path());
   }
+  // results/CLAIMS.md beside the experiments: one row per claim of each, linking its report.
+  const std::string index = read_text(tmp.str("CLAIMS.md"));
+  for (const auto& c : cases)
+    CHECK_MESSAGE(index.find("](" + c.name + "/report.md)") != std::string::npos, c.name);
+  CHECK(index.find("\"learned and sinusoidal beat none\"") != std::string::npos);
 }
 
-TEST_CASE("reproduce huang2020: a grid without learned-seed1 is refused before anything trains") {
+TEST_CASE("reproduce huang2020: a grid without learned is refused before anything trains") {
   TempFolder tmp("reproduce_dropin");
   const std::string out = tmp.str("exp");
   const ChildResult r = reproduce("huang2020", out, "[\"position.type=alibi\", \"seed=1\"]");
   CHECK(r.exit_code == 2);
-  CHECK(r.err.find("error: sweep.grid: huang2020's drop-in stage continues the pre-trained run "
-                   "learned-seed1, which the grid [position.type=alibi; seed=1] does not make") !=
-        std::string::npos);
-  CHECK(r.err.find("hint: keep position.type=learned and seed=1 in the grid") != std::string::npos);
+  CHECK(r.err.find("error: sweep.grid: huang2020's drop-in stage continues the pre-trained "
+                   "`learned` run of each seed, which the grid [position.type=alibi; seed=1] does "
+                   "not make") != std::string::npos);
+  CHECK(r.err.find("hint: keep position.type=learned in the grid") != std::string::npos);
   CHECK_FALSE(fs::exists(fs::path(out) / "pretrain"));
 }

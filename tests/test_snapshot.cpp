@@ -137,3 +137,43 @@ TEST_CASE("snapshot position scores of a padded probe: entry (i, j) averages the
   const auto plain = (single[0] + single[1] + single[2]) / 3.0;  // (L,H,T,T)
   CHECK(std::abs(got[0][0][3][1].item<double>() - plain[0][0][3][1].item<double>()) > 1e-4);
 }
+
+TEST_CASE("snapshot position scores of transformer_xl leave out its content bias u·k_j") {
+  // With W_R = 0 the position part (q_i + v)·(R_{i−j} W_R)/√d is 0 everywhere, while the whole
+  // score term still holds u·k_j/√d: the stored position scores must be 0, and with W_R restored
+  // layer 0's must not depend on u (later layers see u through the earlier layers' outputs).
+  const Config cfg = test::small_config("transformer_xl", false);
+  Model model = test::small_model(cfg);
+  Batch probe;
+  torch::manual_seed(4);
+  probe.tokens = torch::randint(5, 40, {3, 8}, torch::kLong);  // (P,T)
+  auto params = model->transformer->position->named_parameters();
+  const auto find = [&](const std::string& suffix) {
+    for (auto& p : params)
+      if (p.key().size() >= suffix.size() &&
+          p.key().compare(p.key().size() - suffix.size(), suffix.size(), suffix) == 0)
+        return p.value();
+    FAIL("no parameter " << suffix);
+    return torch::Tensor();
+  };
+  torch::Tensor w_r = find("w_r"), u = find("u");
+  REQUIRE(u.abs().max().item<double>() > 0.01);
+  const auto w_saved = w_r.detach().clone();
+  {
+    torch::NoGradGuard guard;
+    w_r.zero_();
+  }
+  const SnapshotContent zero = compute_snapshot(model, probe, cfg.snapshots, torch::kCPU);
+  REQUIRE(zero.position_scores.size() == 1);
+  CHECK(zero.position_scores[0].value.abs().max().item<double>() == 0.0);
+  torch::Tensor with_u, other_u;
+  {
+    torch::NoGradGuard guard;
+    w_r.copy_(w_saved);
+    with_u = compute_snapshot(model, probe, cfg.snapshots, torch::kCPU).position_scores[0].value;
+    u.mul_(-3.0);  // another content bias: the attention changes, the position scores do not
+    other_u = compute_snapshot(model, probe, cfg.snapshots, torch::kCPU).position_scores[0].value;
+  }
+  CHECK(with_u.abs().max().item<double>() > 1e-3);
+  CHECK((with_u[0] - other_u[0]).abs().max().item<double>() < 1e-6);
+}

@@ -280,6 +280,61 @@ TEST_CASE("naive: shaw and huang_m4 with one table per head") {
       });
 }
 
+TEST_CASE("naive: transformer_xl's content part is u·k_j/√d, and its term less that part is the "
+          "position-only (q_i + v)·(R_{i-j} W_R)/√d that snapshots record") {
+  Setup s;
+  torch::manual_seed(77);
+  auto dims = tiny_dims(s.H, s.d, false);
+  MultiHeadAttention attn(dims.width, s.H, 0.0);
+  attn->to(torch::kDouble);
+  randomize(*attn, 0.5);
+  auto enc = make_variant("transformer_xl", dims, "{}");
+  randomize(*enc, 1.0);
+  auto x = torch::randn({s.B, s.T, dims.width}, torch::kDouble);  // (B,T,D)
+  AttentionContext ctx;
+  ctx.layer = s.layer;
+  ctx.length = s.T;
+  AttentionRecord rec;
+  {
+    torch::NoGradGuard guard;
+    attn->forward(x, ctx, {enc}, {}, &rec);
+  }
+  REQUIRE(rec.content_parts.size() == 1);
+  REQUIRE(rec.content_parts[0].defined());
+  NaiveHeads heads{naive_heads(x, attn->query, s.H), naive_heads(x, attn->key, s.H),
+                   naive_heads(x, attn->value, s.H)};
+  auto u = param(*enc, "u");  // (L,H,d)
+  // The whole term by the formula, and u·k_j/√d alone.
+  const ScoreFn whole = transformer_xl_formula(s, 10000.0).score(heads, *enc);
+  const double rsd = 1.0 / std::sqrt(static_cast<double>(s.d));
+  double worst_part = 0, worst_position = 0;
+  const auto position = rec.terms[0] - rec.content_parts[0];  // (B,H,T,T)
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t i = 0; i < s.T; ++i)
+        for (int64_t j = 0; j < s.T; ++j) {
+          double uk = 0;
+          for (int64_t m = 0; m < s.d; ++m) uk += el(u, s.layer, h, m) * el(heads.k, b, h, j, m);
+          uk *= rsd;
+          worst_part = std::max(worst_part, std::abs(el(rec.content_parts[0], b, h, 0, j) - uk));
+          // whole = content q·k/√d + u·k/√d + position part.
+          const double want = whole(b, h, i, j) - dot_qk(heads, b, h, i, j) * rsd - uk;
+          worst_position = std::max(worst_position, std::abs(el(position, b, h, i, j) - want));
+        }
+  CHECK(worst_part < kTol);
+  CHECK(worst_position < kTol);
+  // Every other variant's term is positional as a whole.
+  for (const auto& name : Registry::get().names()) {
+    if (name == "transformer_xl") continue;
+    CAPTURE(name);
+    auto other = make_variant(name, dims, "{}");
+    AttentionRecord r;
+    torch::NoGradGuard guard;
+    attn->forward(x, ctx, {other}, {}, &r);
+    CHECK_FALSE(r.content_parts.at(0).defined());
+  }
+}
+
 const bool kNaiveTransformerXl = naive_tests({"transformer_xl"});
 TEST_CASE("naive: transformer_xl") {
   check_all_modes("transformer_xl", no_yaml,

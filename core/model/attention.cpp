@@ -54,11 +54,15 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   auto content = torch::matmul(q * inv_sqrt_d, k.transpose(-1, -2));  // (B,H,T,T)
   auto scores = content;
-  if (record) record->terms.clear();
+  if (record) record->terms.clear(), record->content_parts.clear();
   for (const auto& e : encodings) {
     auto term = e->score_term(content, q, k, ctx);  // (B|1,H,T,T) or undefined
     if (term.defined()) scores = scores + term;
-    if (record) record->terms.push_back(term.defined() ? term.detach() : term);
+    if (record) {
+      record->terms.push_back(term.defined() ? term.detach() : term);
+      auto part = term.defined() ? e->content_part(q, k, ctx) : torch::Tensor();  // (B,H,1,T)
+      record->content_parts.push_back(part.defined() ? part.detach() : part);
+    }
   }
 
   // An encoder without padding sees every key: no mask to apply.

@@ -21,6 +21,9 @@ struct AttentionRecord {
                                      // query with no visible key has a row of zeros
   std::vector<torch::Tensor> terms;  // one per stacked encoding: its score term, (B|1,H,T,T),
                                      // undefined when the encoding adds nothing to the scores
+  // One per stacked encoding: the content-only part of its term (content_part(), e.g.
+  // Transformer-XL's u·k_j/√d, (B,H,1,T)), undefined when the whole term is positional.
+  std::vector<torch::Tensor> content_parts;
 };
 
 class MultiHeadAttentionImpl : public torch::nn::Module {

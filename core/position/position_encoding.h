@@ -80,6 +80,15 @@ class PositionEncodingImpl : public torch::nn::Module {
     return {};
   }
 
+  // The part of score_term that depends on the tokens only, not on their positions
+  // (Transformer-XL's global content bias u·k_j/√d), (B,H,1,T) or broadcastable to the term;
+  // undefined when the whole term is positional. Snapshots record the term without it as the
+  // encoding's position-only scores.
+  virtual torch::Tensor content_part(const torch::Tensor& /*q*/, const torch::Tensor& /*k*/,
+                                     const AttentionContext& /*ctx*/) {
+    return {};
+  }
+
   // Hook 3 (values). A term (B,H,T,d) added to sum_j probs_ij v_j; undefined for none.
   // probs (B,H,T,T) are the attention probabilities after masking and dropout.
   virtual torch::Tensor value_term(const torch::Tensor& /*probs*/,

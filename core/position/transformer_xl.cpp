@@ -2,7 +2,8 @@
 // recurrence).
 // Formula: e_ij = [ (q_i + u)·k_j + (q_i + v)·(R_{i-j} W_R) ] / √d, R_s the sinusoidal
 // encoding (width D) of the signed distance s = i - j, unclipped; u, v ∈ R^{H×d}.
-// Hook: score term (3): u·k_j/√d + (q_i + v)·(R_{i-j} W_R)/√d.
+// Hook: score term (3): u·k_j/√d + (q_i + v)·(R_{i-j} W_R)/√d; u·k_j/√d is its content part
+// (content_part), left out of the position-only scores of snapshots.
 // Parameters per layer: W_R (H·d × D), u and v (H × d).
 // Beyond the training length: R is defined for every distance, so any length runs; W_R has
 // only seen the distances of training.
@@ -49,11 +50,19 @@ class TransformerXLImpl : public PositionEncodingImpl {
   torch::Tensor score_term(const torch::Tensor&, const torch::Tensor& q, const torch::Tensor& k,
                            const AttentionContext& ctx) override {
     const int64_t T = q.size(2);
-    auto uk = torch::matmul(k, u[ctx.layer].unsqueeze(-1)).squeeze(-1).unsqueeze(2);  // (B,H,1,T)
-    auto rel = relative_vectors(ctx.layer, T, q.options());                           // (H,2T-1,d)
-    auto qv = q + v[ctx.layer].view({1, H_, 1, d_});                                   // (B,H,T,d)
+    auto rel = relative_vectors(ctx.layer, T, q.options());  // (H,2T-1,d)
+    auto qv = q + v[ctx.layer].view({1, H_, 1, d_});          // (B,H,T,d)
     // 1/√d on the (B,H,T,d) and (B,H,1,T) inputs rather than on the (B,H,T,T) sum.
-    return relative_query_term(qv * scale_, rel, T - 1, direct_) + uk * scale_;  // (B,H,T,T)
+    return relative_query_term(qv * scale_, rel, T - 1, direct_) +
+           content_part(q, k, ctx);  // (B,H,T,T)
+  }
+
+  // u·k_j/√d: a bias toward some keys whatever their position, so it is no part of the
+  // position-only scores the snapshots record.
+  torch::Tensor content_part(const torch::Tensor&, const torch::Tensor& k,
+                             const AttentionContext& ctx) override {
+    return torch::matmul(k, u[ctx.layer].unsqueeze(-1)).squeeze(-1).unsqueeze(2) *
+           scale_;  // (B,H,1,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {

@@ -18,6 +18,7 @@
 #include "core/train/objective.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/util/paths.h"
 #include "core/util/precision.h"
 #include "core/util/system.h"
 
@@ -27,11 +28,17 @@ namespace F = torch::nn::functional;
 
 namespace {
 
-// Summed cross-entropy and count of scored targets over windows of the test stream.
+// Summed cross-entropy (and its square, for the per-token spread that sets the sampling error
+// of the mean) and count of scored targets over windows of the test stream.
 // Window w covers stream[start_w, start_w + L); targets are the next tokens; positions before
 // `first_scored_w` (relative to the window) are not scored.
 struct LmSum {
-  double loss = 0, count = 0;
+  double loss = 0, squares = 0, count = 0;
+  // Standard deviation of the per-token loss (nats).
+  double sd() const {
+    const double m = loss / count;
+    return std::sqrt(std::max(0.0, squares / count - m * m));
+  }
 };
 
 LmSum score_windows(LoadedRun& run, const std::vector<int64_t>& stream,
@@ -56,12 +63,27 @@ LmSum score_windows(LoadedRun& run, const std::vector<int64_t>& stream,
     targets = targets.to(run.device);
     // Logits only where scored (with --stride, the last stride's worth of each window).
     auto r = lm_logits_at_targets(run.model, run.model->hidden(tokens), targets);  // (N,V), (N)
-    sum.loss += F::cross_entropy(r.logits, r.targets,
-                                 F::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .item<double>();
+    auto losses = F::cross_entropy(r.logits, r.targets,
+                                   F::CrossEntropyFuncOptions().reduction(torch::kNone))
+                      .to(torch::kFloat64);  // (N)
+    sum.loss += losses.sum().item<double>();
+    sum.squares += losses.square().sum().item<double>();
     sum.count += static_cast<double>(r.targets.size(0));
   }
   return sum;
+}
+
+// Scored items of an evaluation, for the sampling error of its metric: masked (target) tokens,
+// or examples (rows).
+double scored_targets(const std::vector<Batch>& batches) {
+  double n = 0;
+  for (const auto& b : batches) n += static_cast<double>(b.targets.ne(-100).sum().item<int64_t>());
+  return n;
+}
+double examples(const std::vector<Batch>& batches) {
+  double n = 0;
+  for (const auto& b : batches) n += static_cast<double>(b.tokens.size(0));
+  return n;
 }
 
 // Drops rows past the first `n` of a list of batches (tokens, targets, key_mask, segments).
@@ -110,7 +132,8 @@ int64_t trained_length(const std::string& dir, int64_t own, int depth = 0) {
   std::ifstream in(std::filesystem::path(dir) / "result.json");
   const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("init_from") || !j["init_from"].is_string()) return own;
-  const std::string src = j["init_from"].get<std::string>();
+  // Written relative to the repository when it lies inside it (run_record.cpp).
+  const std::string src = resolve_repo_path(j["init_from"].get<std::string>());
   try {
     if (!std::filesystem::exists(run_config_path(src))) return own;
     const int64_t pre = load_run_config(src).config.task.seq_len;
@@ -180,6 +203,7 @@ std::vector<ExtrapolationRow> evaluate_task_lengths(LoadedRun& run, const Extrap
       row.note = fmt::format("sequence length {} beyond the position table ({})", seq, max_len);
     } else {
       row.metrics = evaluate(run.model, *run.data, task, Split::Test, bs, run.device);
+      row.metrics["examples"] = examples(bs);
     }
     rows.push_back(row);
   }
@@ -209,6 +233,7 @@ void score_causal_stream(LoadedRun& run, const ExtrapolationOptions& o, int64_t 
   row.metrics["loss"] = sum.loss / sum.count;
   row.metrics["ppl"] = std::exp(sum.loss / sum.count);
   row.metrics["tokens"] = sum.count;
+  row.metrics["loss_sd"] = sum.sd();
   if (o.stride > 0) {
     const int64_t stride = std::min(o.stride, L);
     std::vector<std::pair<int64_t, int64_t>> windows{{0, 0}};
@@ -221,6 +246,7 @@ void score_causal_stream(LoadedRun& run, const ExtrapolationOptions& o, int64_t 
     row.metrics["loss_sliding"] = sl.loss / sl.count;
     row.metrics["ppl_sliding"] = std::exp(sl.loss / sl.count);
     row.metrics["tokens_sliding"] = sl.count;
+    row.metrics["loss_sliding_sd"] = sl.sd();
   }
 }
 
@@ -259,6 +285,11 @@ void score_batches(LoadedRun& run, const ExtrapolationOptions& o, int64_t L, int
   }
   row.metrics =
       evaluate(run.model, *run.data, run.config.config.task.type, Split::Test, batches, run.device);
+  // Scored items, for the sampling error of the metric: masked bytes, or examples.
+  if (stream_windows)
+    row.metrics["tokens"] = scored_targets(batches);
+  else
+    row.metrics["examples"] = examples(batches);
 }
 
 }  // namespace
@@ -330,7 +361,8 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
 }
 
 void save_extrapolation(const std::string& dir, const LoadedRun& run,
-                        const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions& o) {
+                        const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions& o,
+                        const std::string& table) {
   std::vector<std::string> names;
   for (const auto& r : rows)
     for (const auto& [k, v] : r.metrics)
@@ -377,10 +409,10 @@ void save_extrapolation(const std::string& dir, const LoadedRun& run,
       {"not_applicable", notes}};
   if (!clamped.empty()) attrs["clamped"] = clamped;
   auto writer = RunFileWriter::open_append(run_h5_path(dir));
-  writer->write_eval("extrapolation", columns, attrs);
+  writer->write_eval(table, columns, attrs);
   writer->close();
 
-  std::ofstream csv(std::filesystem::path(dir) / "eval_extrapolation.csv");
+  std::ofstream csv(std::filesystem::path(dir) / ("eval_" + table + ".csv"));
   csv << "length,applicable";
   for (const auto& nm : names) csv << "," << nm;
   csv << "\n";

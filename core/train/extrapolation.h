@@ -50,8 +50,14 @@ std::vector<ExtrapolationRow> evaluate_lengths(LoadedRun& run, const Extrapolati
 // a lower bound on what the evaluation holds at once.
 std::string attention_memory_note(int64_t batch, int64_t heads, int64_t length, double memory_bytes);
 
-// Writes /eval/extrapolation into DIR/run.h5 and DIR/eval_extrapolation.csv.
+// Writes /eval/<table> into DIR/run.h5 and DIR/eval_<table>.csv. Beside the metrics, rows carry
+// what sets their sampling error: `tokens` / `tokens_sliding` (scored targets: clm, mlm),
+// `examples` (classify, span_qa, synthetic tasks) and `loss_sd` / `loss_sliding_sd` (clm: the
+// standard deviation of the per-token loss). A second table of the same run (e.g.
+// "extrapolation_clamped": `learned` evaluated with position.learned.beyond=clamp) is read by
+// the analysis as a row of its own.
 void save_extrapolation(const std::string& dir, const LoadedRun& run,
-                        const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions& opts);
+                        const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions& opts,
+                        const std::string& table = "extrapolation");
 
 }  // namespace relpos

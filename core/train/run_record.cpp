@@ -6,6 +6,7 @@
 
 #include "core/io/schema.h"
 #include "core/train/run_folder.h"
+#include "core/util/paths.h"
 
 namespace relpos {
 
@@ -74,7 +75,9 @@ void write_result_json(const std::string& dir, const TrainResult& r, double tota
                            {"evaluations_without_improvement", r.early_stop_evaluations}};
   j["skipped_batches"] = r.skipped_batches;
   if (init) {
-    j["init_from"] = init->source;
+    // Relative to the repository when inside it: committed results name no machine's folders
+    // (readers resolve it with resolve_repo_path).
+    j["init_from"] = repo_relative(init->source);
     j["init_from_parameters"] = Json{{"loaded", init->loaded},
                                      {"initialised", init->initialised},
                                      {"shape_mismatched", init->shape_mismatched},

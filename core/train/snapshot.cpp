@@ -72,8 +72,11 @@ SnapshotContent compute_snapshot(Model& model, const Batch& probe_cpu, const Sna
   for (size_t e = 0; e < encodings.size(); ++e) {
     std::vector<torch::Tensor> layers;
     for (const auto& r : records) {
-      const auto& term = r.terms.at(e);
+      auto term = r.terms.at(e);
       if (!term.defined()) break;
+      // The position-only part: a content bias such as Transformer-XL's u·k_j is left out.
+      if (e < r.content_parts.size() && r.content_parts[e].defined())
+        term = term - r.content_parts[e];                        // (B,H,T,T)
       layers.push_back(probe_pair_mean(term, probe.key_mask));  // (H,T,T)
     }
     if (layers.size() == records.size() && !layers.empty()) {
