@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "core/data/corpus.h"
-#include "core/data/json_util.h"
+#include "core/util/json_util.h"
 #include "core/util/text_util.h"
 #include "core/data/tokenizer.h"
 #include "data_helpers.h"

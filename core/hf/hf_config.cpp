@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "core/data/json_util.h"
+#include "core/util/json_util.h"
 #include "core/util/text_util.h"
 #include "core/util/errors.h"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/data/json_util.h"
+#include "core/util/json_util.h"
 #include "core/util/text_util.h"
 #include "core/util/errors.h"
 

@@ -1,4 +1,4 @@
-#include "core/data/json_util.h"
+#include "core/util/json_util.h"
 
 #include <fmt/format.h>
 
