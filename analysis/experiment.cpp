@@ -15,6 +15,26 @@
 
 namespace relpos::analysis {
 namespace fs = std::filesystem;
+
+std::string encoder_notes(const std::vector<RunResult>& runs,
+                          const std::map<std::string, std::string>& notes) {
+  std::set<std::string> seen;
+  std::string out;
+  for (const auto& r : runs) {
+    if (r.info.causal) continue;
+    std::string types = r.info.position_types;
+    for (size_t start = 0; start <= types.size();) {
+      const size_t end = std::min(types.find('+', start), types.size());
+      const std::string name = types.substr(start, end - start);
+      start = end + 1;
+      const auto it = notes.find(name);
+      if (it == notes.end() || it->second.empty() || !seen.insert(name).second) continue;
+      out += " " + it->second + ".";
+    }
+  }
+  return out;
+}
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -95,7 +115,8 @@ struct MetricOrder {
   }
 };
 
-void results_table(const std::vector<RunResult>& runs, const fs::path& tables) {
+void results_table(const std::vector<RunResult>& runs, const fs::path& tables,
+                   const std::map<std::string, std::string>& notes) {
   std::vector<RunRecord> records;
   std::set<std::string, MetricOrder> metrics;
   bool params = false, time = false;
@@ -142,6 +163,7 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables) {
       "table scores well above 0). — : the run has no such matrix (none, rope: no "
       "position-only scores; relative variants: no absolute table). pos. params: positional "
       "parameters.";
+  t.note += encoder_notes(runs, notes);
   write_table(t, tables.string(), "results");
 }
 
@@ -268,7 +290,7 @@ ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::st
   fs::remove_all(tables);  // rewritten whole, as in analyze_run
   fs::remove_all(figures);
   fs::create_directories(tables);
-  results_table(ex.runs, tables);
+  results_table(ex.runs, tables, o.encoder_notes);
   if (!ex.metric.empty())
     final_invariance_tables(ex.runs, ex.metric, tables, figures, o.figures, ex.figures);
   extrapolation_outputs(ex.runs, tables, figures, o.figures, ex.figures);

@@ -26,6 +26,12 @@ struct ExperimentResult {
   std::vector<std::string> warnings;  // experiment_warnings (run_checks.h) of an experiment folder
 };
 
+// The notes (variant -> note, AnalyzeOptions::encoder_notes) on the variants that the encoder
+// (bidirectional) runs of `runs` use, e.g. alibi's symmetry, each once, as sentences (" In an
+// encoder alibi ... ."); "" when none applies. Appended to the note of the results table.
+std::string encoder_notes(const std::vector<RunResult>& runs,
+                          const std::map<std::string, std::string>& notes);
+
 // Analyses every run into its own folder (RunInfo::dir), then writes the cross-run tables and
 // figures into dir/tables and dir/figures.
 ExperimentResult analyze_experiment(const std::vector<const RunSource*>& runs,

@@ -92,7 +92,7 @@ std::string sampling_error_note(const std::string& metric, const std::string& ta
   const double z = normal_quantile(0.975);
   const std::string unit = metric_unit(metric, task, tokenizer);
   std::string interval, method;
-  if (base == "accuracy" || base == "seq_accuracy" || (base == "em" && task == "span_qa")) {
+  if (base == "accuracy" || base == "seq_accuracy" || (base == "em" && metric_in_percent(base, task))) {
     const double scale = base == "em" ? 100.0 : 1.0;  // span-QA EM is in %
     const ProportionCI ci = wilson_ci(std::round(value / scale * count), count);
     interval = fmt::format("±{:.3g}", 0.5 * (ci.hi - ci.lo) * scale);

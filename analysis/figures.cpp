@@ -428,6 +428,17 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
     const double pad = std::max(0.02, 0.08 * (yhi - ylo));
     p.yrange = yhi - ylo >= 0.6 ? std::make_pair(0.0, 1.02)
                                 : std::make_pair(std::max(0.0, ylo - pad), std::min(1.02, yhi + pad));
+  } else if (std::isfinite(ylo) && ylo >= 0 && yhi > 0) {
+    // Losses, perplexities, F1: from 0, so that a gap looks as large as it is; when the values
+    // all lie in the top half of that range, the data's own range, and the axis label says
+    // that it does not start at 0 (an axis from 9.1 made small gaps look large).
+    if (ylo <= 0.5 * yhi) {
+      p.yrange = std::make_pair(0.0, 1.05 * yhi);
+    } else {
+      const double pad = std::max(0.05 * (yhi - ylo), 1e-3 * yhi);
+      p.yrange = std::make_pair(ylo - pad, yhi + pad);
+      p.ylabel += fmt::format(" (axis from {:.4g}, not 0)", p.yrange->first);
+    }
   }
   p.logx = std::isfinite(lo) && lo > 0 && hi / lo >= 4;
   if (train_length > 0)

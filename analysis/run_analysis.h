@@ -61,6 +61,10 @@ struct AnalyzeOptions {
   int64_t figure_step = -1;  // snapshot drawn in figures 1–3; -1: the last
   int64_t radius = 50;       // figures of relative weights span r in [-radius, radius]
   ColourScale colour_scale;  // attention heatmaps: one scale per layer or per head, and its cap
+  // Variant -> what a reader of a table of encoder runs must know about it (the position
+  // registry's VariantInfo::encoder_note, which the caller passes down: analysis does not see
+  // core/position). Printed under the results table when an encoder run uses the variant.
+  std::map<std::string, std::string> encoder_notes;
 };
 
 struct RunResult {

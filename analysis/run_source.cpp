@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 
 #include "analysis/gnuplot.h"
 #include "analysis/run_checks.h"
+#include "core/config/fields.h"
 #include "core/io/run_paths.h"
 #include "core/io/schema.h"
 #include "core/util/errors.h"
@@ -248,6 +250,22 @@ void check_group_by_keys(const std::vector<std::string>& group_by,
 
 }  // namespace
 
+void check_one_task(const std::vector<const RunInfo*>& runs, const std::string& dir) {
+  std::map<std::string, std::vector<std::string>> by_task;  // task -> run folder names
+  for (const RunInfo* r : runs) by_task[r->task.empty() ? "unknown" : r->task].push_back(r->name);
+  if (by_task.size() <= 1) return;
+  std::vector<std::string> parts;
+  for (const auto& [task, names] : by_task)
+    parts.push_back(fmt::format("{} ({} run{}: {})", task, names.size(), names.size() == 1 ? "" : "s",
+                                join_names(names)));
+  throw ConfigError(
+      fmt::format("{} holds runs of {} tasks: {}; their metrics do not share a table (an "
+                  "accuracy of one task is not comparable to another's)",
+                  dir, by_task.size(), join_names(parts, "; ")),
+      "put the runs of each task in a folder of their own and analyze each (an experiment "
+      "keeps one stage folder per task), or analyze one run folder at a time");
+}
+
 ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
                                 const std::vector<std::string>& group_by, bool* experiment) {
   // The folder is checked before gnuplot is looked for: a wrong folder is the error to report
@@ -285,6 +303,7 @@ ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
     infos.push_back(&sources.back()->info());
   }
   check_group_by_keys(group_by, infos);
+  check_one_task(infos, dir);
   if (o.figures) require_gnuplot();
   if (experiment) *experiment = true;
   ExperimentResult ex = analyze_experiment(ptrs, dir, o);

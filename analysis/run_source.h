@@ -41,10 +41,15 @@ bool yaml_has(const std::string& yaml, const std::string& dotted_key);
 // The value at a dotted key ("model.layers") of a YAML text, as text; empty when absent.
 std::string yaml_value(const std::string& yaml, const std::string& dotted_key);
 
+// Throws ConfigError naming each task and its runs when `runs` (the runs of folder `dir`) are of
+// more than one task: their metrics must not be pooled into one table.
+void check_one_task(const std::vector<const RunInfo*>& runs, const std::string& dir);
+
 // `relpos analyze DIR`: a run folder (holds run.h5) is analysed in place; an experiment folder
 // (holds run folders) gets every run analysed, then the cross-run tables and figures.
 // `experiment` tells which it was. Throws ConfigError when DIR does not exist, is neither, or
-// `group_by` lists a key twice or a key no run's config has.
+// `group_by` lists a key twice or a key no run's config has, and when its runs are of more than one
+// task (check_one_task).
 ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
                                 const std::vector<std::string>& group_by, bool* experiment);
 

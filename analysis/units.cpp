@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/task/registry.h"
+
 namespace relpos::analysis {
 namespace {
 
@@ -16,9 +18,21 @@ std::string base_name(std::string m) {
   return m;
 }
 
+const TaskInfo* find_task(const std::string& task) { return TaskRegistry::get().find(task); }
+
 }  // namespace
 
-bool is_lm_task(const std::string& task) { return task == "mlm" || task == "clm"; }
+// Language models score windows of a tokenized stream: a loss per token (per byte).
+bool is_lm_task(const std::string& task) {
+  const TaskInfo* t = find_task(task);
+  return t && t->fixed_length_rows && t->tokenized;
+}
+
+bool metric_in_percent(const std::string& metric, const std::string& task) {
+  const TaskInfo* t = find_task(task);
+  const MetricInfo* m = t ? t->metric(base_name(metric)) : nullptr;
+  return m && m->unit == "%";
+}
 
 std::string bits_name(const std::string& tokenizer) {
   return tokenizer == "bytes" ? "bits_per_byte" : "bits_per_token";
@@ -30,9 +44,11 @@ std::string metric_unit(const std::string& metric, const std::string& task,
                         const std::string& tokenizer) {
   const std::string m = base_name(metric);
   const std::string token = tokenizer == "bytes" ? "byte" : "token";
+  const TaskInfo* t = find_task(task);
   if (m == "loss") {
     if (is_lm_task(task)) return "nats/" + token;
-    if (task == "classify" || task == "span_qa") return "nats/example";
+    // Tokenized examples (a sentence pair, a question and its context): one loss per example.
+    if (t && t->tokenized) return "nats/example";
     return task.empty() ? "nats" : "nats/target";
   }
   if (m == "bits_per_byte") return "bits/byte";
@@ -40,8 +56,11 @@ std::string metric_unit(const std::string& metric, const std::string& task,
   if (m == "ppl") return "per " + token;
   if (m == "accuracy" || m == "seq_accuracy") return "0–1";
   if (m == "mcc") return "−1..1";
-  if (m == "em") return task == "span_qa" ? "%" : "";
-  if (m == "f1") return task == "span_qa" ? "%" : task == "classify" ? "0–1" : "";
+  if (m == "em" || m == "f1") {
+    // The task's own word on it: span-QA scores in %, classification F1 in [0, 1].
+    const MetricInfo* info = t ? t->metric(m) : nullptr;
+    return !info ? "" : info->unit == "%" ? "%" : "0–1";
+  }
   return "";
 }
 

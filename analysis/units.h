@@ -21,6 +21,9 @@ std::string metric_unit(const std::string& metric, const std::string& task,
 std::string with_unit(const std::string& header, const std::string& unit);
 
 // "bits_per_byte" (byte tokenizer) or "bits_per_token": the name of a loss given in bits.
+// Whether the task reports `metric` ("valid_em", "f1", ...) in % (span-QA EM and F1), per the
+// task registry.
+bool metric_in_percent(const std::string& metric, const std::string& task);
 std::string bits_name(const std::string& tokenizer);
 
 double nats_to_bits(double nats);

@@ -7,6 +7,7 @@
 
 #include "analysis/run_source.h"
 #include "app/commands.h"
+#include "core/position/registry.h"
 
 namespace relpos::app {
 namespace {
@@ -90,6 +91,7 @@ Command add_analyze(CLI::App& app) {
                                  "give config keys, e.g. --group-by position.type,model.layers, "
                                  "or leave it out for the position types");
             analysis::AnalyzeOptions o;
+            o.encoder_notes = encoder_notes();
             o.metric = a->metric;
             o.figure_step = a->step;
             o.radius = a->radius;

@@ -1,8 +1,13 @@
 // relpos eval: length extrapolation of a trained run (core/train/extrapolation.h).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include <fmt/ranges.h>
 
@@ -15,6 +20,8 @@
 #include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"
+#include "core/util/process.h"
+#include "core/util/system.h"
 #include "core/util/threads.h"
 
 namespace relpos::app {
@@ -51,6 +58,77 @@ std::string sliding_window_tasks() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
+// The run folders under `root` (its sub-folders at any depth that hold a config.yaml), sorted;
+// those without result.json (unfinished) go to `unfinished`.
+std::vector<std::string> runs_below(const std::string& root, std::vector<std::string>& unfinished) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> runs;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (!it->is_directory(ec) || !fs::exists(run_config_path(it->path().string()), ec)) continue;
+    (run_finished(it->path().string()) ? runs : unfinished).push_back(it->path().string());
+    it.disable_recursion_pending();  // a run folder holds no runs
+  }
+  std::sort(runs.begin(), runs.end());
+  std::sort(unfinished.begin(), unfinished.end());
+  return runs;
+}
+
+// `relpos eval` of every finished run under a sweep or experiment folder, `jobs` at a time, each
+// in a child process with the same options; prints each run's table as it finishes. Exit status:
+// 0 when every run was evaluated, else the first failed run's.
+int eval_folder(const std::string& root, const std::vector<std::string>& options, int64_t jobs) {
+  std::vector<std::string> unfinished;
+  const std::vector<std::string> runs = runs_below(root, unfinished);
+  if (runs.empty())
+    throw ConfigError(
+        fmt::format("eval: {}: no config.yaml, so not a run folder, and no finished run folder "
+                    "below it{}",
+                    root,
+                    unfinished.empty() ? ""
+                                       : fmt::format(" ({} unfinished: no result.json)",
+                                                     unfinished.size())),
+        "give a run folder written by relpos train, or a sweep or experiment folder holding some");
+  for (const auto& u : unfinished)
+    std::cout << fmt::format("skipped {}: unfinished (no result.json)\n", u);
+  std::cout << fmt::format("evaluating {} runs under {}, {} at a time\n", runs.size(), root,
+                           std::min<int64_t>(jobs, static_cast<int64_t>(runs.size())))
+            << std::flush;
+  const std::string self = self_executable();
+  std::vector<ChildResult> results(runs.size());
+  std::atomic<size_t> next{0};
+  std::mutex print;
+  size_t done = 0;
+  auto worker = [&] {
+    for (size_t i = next++; i < runs.size(); i = next++) {
+      std::vector<std::string> argv{self, "eval", "--run", runs[i]};
+      argv.insert(argv.end(), options.begin(), options.end());
+      results[i] = run_child(argv, SpawnOptions{}, /*merge_output=*/true);
+      std::lock_guard<std::mutex> guard(print);
+      std::cout << fmt::format("[{}/{}] {}{}\n{}", ++done, runs.size(), runs[i],
+                               results[i].ok() ? "" : " FAILED (" + results[i].describe(0) + ")",
+                               results[i].out)
+                << std::flush;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t j = 0; j < std::min<int64_t>(jobs, static_cast<int64_t>(runs.size())); ++j)
+    pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  int status = 0;
+  std::vector<std::string> failed;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (!results[i].ok()) {
+      if (status == 0) status = results[i].status();
+      failed.push_back(runs[i]);
+    }
+  std::cout << fmt::format("evaluated {} of {} runs under {}{}\n", runs.size() - failed.size(),
+                           runs.size(), root,
+                           failed.empty() ? "" : "; failed: " + join_names(failed));
+  return status;
+}
+
 }  // namespace
 
 Command add_eval(CLI::App& app) {
@@ -60,12 +138,19 @@ Command add_eval(CLI::App& app) {
     std::vector<std::string> lengths;  // as given: split by integer_items
     std::vector<std::string> sets;
     std::string device;
-    int64_t stride = -1, max_tokens = -1, batch = -1;
+    int64_t stride = -1, max_tokens = -1, batch = -1, jobs = 1;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--run,-r", a->run, "run folder (written by relpos train)")->required();
+  cmd->add_option("--run,-r", a->run,
+                  "run folder (written by relpos train), or a sweep or experiment folder: every "
+                  "finished run below it")
+      ->required();
   cmd->add_option("--lengths,-l", a->lengths,
-                  "evaluation lengths, e.g. 64,128,256 (default: eval.lengths)");
+                  "evaluation lengths, e.g. 64,128,256 (default: the run's eval.lengths; when "
+                  "empty, 1x, 2x and 4x task.seq_len, and a synthetic task's own test lengths)");
+  cmd->add_option("--jobs,-j", a->jobs,
+                  "with a sweep or experiment folder: runs evaluated at once (default 1)")
+      ->check(integer_in(1));
   cmd->add_option("--stride", a->stride,
                   "clm runs only: also a sliding-window perplexity with this stride, 0 = off "
                   "(default: eval.stride)")
@@ -87,6 +172,21 @@ Command add_eval(CLI::App& app) {
                 "--lengths", a->lengths, "relpos eval --help lists the options and their values",
                 2);
             for (const auto& s : a->sets) check_eval_override(s);
+            if (!std::filesystem::exists(run_config_path(a->run)) &&
+                std::filesystem::is_directory(a->run)) {
+              std::vector<std::string> options;
+              if (!a->lengths.empty())
+                options.insert(options.end(), {"--lengths", join_names(a->lengths, ",")});
+              if (a->stride != -1)
+                options.insert(options.end(), {"--stride", std::to_string(a->stride)});
+              if (a->max_tokens != -1)
+                options.insert(options.end(), {"--max-tokens", std::to_string(a->max_tokens)});
+              if (a->batch != -1)
+                options.insert(options.end(), {"--batch", std::to_string(a->batch)});
+              for (const auto& s : a->sets) options.insert(options.end(), {"--set", s});
+              if (!a->device.empty()) options.insert(options.end(), {"--device", a->device});
+              return eval_folder(a->run, options, a->jobs);
+            }
             auto sets = a->sets;
             if (!a->device.empty()) sets.push_back("device=" + a->device);
             auto run = load_run(a->run, sets);

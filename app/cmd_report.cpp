@@ -8,6 +8,7 @@
 #include "analysis/report.h"
 #include "analysis/run_source.h"
 #include "app/commands.h"
+#include "core/position/registry.h"
 #include "core/util/errors.h"
 
 namespace relpos::app {
@@ -35,10 +36,15 @@ Command add_report(CLI::App& app) {
             if (why.empty()) why = analysis::newer_than_tables(dirs, tables.string());
             if (!why.empty()) {
               std::cout << fmt::format("analysing {} first ({})\n", *dir, why);
-              analysis::analyze_folder(*dir, {}, {}, nullptr);
+              analysis::AnalyzeOptions o;
+              o.encoder_notes = encoder_notes();
+              analysis::analyze_folder(*dir, o, {}, nullptr);
               if (in.experiment) dirs = analysis::find_run_dirs(*dir);
             }
             for (const auto& d : dirs) in.runs.push_back(analysis::RunFileSource(d).info());
+            std::vector<const analysis::RunInfo*> infos;
+            for (const auto& r : in.runs) infos.push_back(&r);
+            analysis::check_one_task(infos, *dir);
             analysis::write_report(in);
             std::cout << fmt::format("wrote {0}/report.md and {0}/report.html\n", *dir);
             return 0;

@@ -10,6 +10,8 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/config/config.h"
+#include "core/position/registry.h"
 #include "core/util/errors.h"
 #include "core/util/paths.h"
 #include "core/util/signals.h"
@@ -128,7 +130,22 @@ void check_unique(const std::vector<std::string>& items, const std::string& what
 LoadedConfig ConfigArgs::load() const {
   std::vector<std::string> files = configs;
   if (files.empty()) files.push_back(config_dir() + "/base.yaml");
-  return load_config(files, sets);
+  LoadedConfig loaded = load_config(files, sets);
+  // A --set of a variant's key that position.type does not use is checked, then has no effect
+  // (the resolved config lists the used variants only): say so rather than drop it silently.
+  const PositionConfig& pos = loaded.config.position;
+  for (const auto& s : sets) {
+    const std::string key = s.substr(0, s.find('='));
+    if (key.rfind("position.", 0) != 0) continue;
+    const std::string rest = key.substr(9);
+    const std::string variant = rest.substr(0, rest.find('.'));
+    if (rest.find('.') == std::string::npos || !Registry::get().find(variant) || pos.has(variant))
+      continue;
+    std::cerr << fmt::format("note: --set {}: position.type is {}, which does not use {}; the "
+                             "setting has no effect\n",
+                             s, join_names(pos.types, "+"), variant);
+  }
+  return loaded;
 }
 
 }  // namespace relpos::app

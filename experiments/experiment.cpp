@@ -10,6 +10,7 @@
 #include "analysis/claims_report.h"
 #include "analysis/report.h"
 #include "analysis/run_source.h"
+#include "core/position/registry.h"
 #include "core/task/registry.h"
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"
@@ -210,6 +211,7 @@ analysis::ExperimentResult ExperimentContext::analyze(const std::string& folder)
   stop_if_interrupted("the analysis of " + folder);
   log("analysis of " + folder);
   analysis::AnalyzeOptions ao;
+  ao.encoder_notes = encoder_notes();
   auto result = analysis::analyze_folder(folder, ao, {}, nullptr);
   for (const auto& w : result.warnings) log("warning: " + w);
   return result;

@@ -2,12 +2,12 @@
 
 #include "analysis/figures.h"
 #include "analysis/units.h"
-#include "core/train/objective.h"
+#include "core/task/registry.h"
 
 namespace relpos {
 
 PrimaryMetricKey primary_metric_key(const Config& cfg, const std::string& prefix) {
-  const PrimaryMetric m = primary_metric(cfg.task.type);
+  const MetricInfo& m = task_info(cfg.task.type).primary();
   const std::string name = "valid_" + m.name;
   return {prefix + name,
           analysis::with_unit(analysis::metric_axis_label(name, cfg.task.type),

@@ -142,7 +142,7 @@ TEST_CASE("verdict: a correlation across runs and an exact count ratio") {
   CHECK(evaluate_claim(ratio, counts).verdict == Verdict::supported);
 }
 
-TEST_CASE("verdict: optional arms without runs are left out and named; a claim of several "
+TEST_CASE("verdict: optional arms without runs are left out and named, and a claim of several "
           "comparisons needs every one") {
   Claim c = better();
   Comparison extra;

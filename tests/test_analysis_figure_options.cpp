@@ -132,3 +132,22 @@ TEST_CASE("extrapolation figure: every run as a dot of its line's colour, beside
   CHECK(f.caption.find("small dots: every run") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("extrapolation figure: a loss axis starts at 0, or says where it starts") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = test::analysis_scratch("extrap_axis");
+  // Values spread over more than half of [0, max]: the axis starts at 0.
+  extrapolation_figure({{"a", {64, 128}, {1.0, 3.0}, {}}}, "loss", 64, dir.string(), "wide");
+  const std::string wide = slurp(dir / "wide.gp");
+  CHECK(wide.find("set yrange [0:3.15]") != std::string::npos);
+  CHECK(wide.find("not 0)") == std::string::npos);
+  // All values near 9-10: the data's range, and the label names the start.
+  extrapolation_figure({{"a", {64, 128}, {9.1, 9.6}, {}}}, "loss", 64, dir.string(), "narrow");
+  const std::string narrow = slurp(dir / "narrow.gp");
+  CHECK(narrow.find("(axis from 9.075, not 0)") != std::string::npos);
+  CHECK(narrow.find("set yrange [9.075:9.625]") != std::string::npos);
+  fs::remove_all(dir);
+}

@@ -15,6 +15,7 @@
 #include "core/util/errors.h"
 #include "tests/analysis_sample.h"
 #include "tests/helpers.h"
+#include "tests/tiny_run.h"
 
 using namespace relpos;
 using namespace relpos::analysis;
@@ -265,4 +266,23 @@ TEST_CASE("run folders are listed in the order of the sweep's commands") {
   for (const auto& d : find_run_dirs(dir.string())) names.push_back(fs::path(d).filename().string());
   CHECK(names == std::vector<std::string>{"b", "a", "c"});
   fs::remove_all(dir);
+}
+
+TEST_CASE("analyze refuses a folder whose runs are of different tasks, naming each task's runs") {
+  test::TempFolder tmp("analysis_two_tasks");
+  const std::string dir = tmp.str("mixed");
+  auto mlm = test::tiny_run(tmp.str("cache"), 2);
+  auto clm = mlm;
+  clm.insert(clm.end(), {"task.type=clm", "model.mode=decoder"});
+  test::train_here(mlm, dir + "/a");
+  test::train_here(clm, dir + "/b");
+  AnalyzeOptions o;
+  o.figures = false;
+  const std::string expected = dir + " holds runs of 2 tasks: clm (1 run: b); mlm (1 run: a); "
+                                     "their metrics do not share a table";
+  CHECK_THROWS_WITH_AS(analyze_folder(dir, o, {}, nullptr), doctest::Contains(expected.c_str()),
+                       ConfigError);
+  // Each run alone is fine, and so is a folder of one task.
+  fs::rename(dir + "/b", tmp.str("b"));
+  CHECK_NOTHROW(analyze_folder(dir, o, {}, nullptr));
 }

@@ -5,7 +5,9 @@
 
 #include <cmath>
 
+#include "analysis/experiment.h"
 #include "analysis/tables.h"
+#include "core/position/registry.h"
 
 using namespace relpos::analysis;
 
@@ -108,4 +110,25 @@ TEST_CASE("text is escaped for each format") {
   for (unsigned char c : latex) CHECK_MESSAGE(c < 0x80, latex);
   t.rows[0].pop_back();
   CHECK_THROWS_WITH(to_markdown(t), doctest::Contains("row 1 has 1 cells for 2 columns"));
+}
+
+TEST_CASE("a results table of encoder runs with alibi says that alibi is symmetric there") {
+  const auto run = [](const std::string& types, bool causal) {
+    RunResult r;
+    r.info.position_types = types;
+    r.info.causal = causal;
+    return r;
+  };
+  const std::string alibi_note =
+      " In an encoder alibi is symmetric, −m_h·|i − j|: alone it cannot tell left from right, "
+      "and its symmetry metric is 1 by construction (docs/variants.md).";
+  // The registry's notes, as the commands pass them down.
+  const auto notes = relpos::encoder_notes();
+  REQUIRE(notes.count("alibi") == 1);
+  // Once, whether alone or in a stack, however many runs use it.
+  CHECK(encoder_notes({run("none", false), run("alibi", false), run("learned+alibi", false)},
+                      notes) == alibi_note);
+  // Decoders: one-sided, nothing to say; other variants: no note.
+  CHECK(encoder_notes({run("alibi", true), run("learned", false), run("rope", false)}, notes)
+            .empty());
 }

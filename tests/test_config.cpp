@@ -17,6 +17,7 @@
 #include "core/config/config.h"
 #include "core/position/registry.h"
 #include "tests/helpers.h"
+#include "tests/tiny_run.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -280,8 +281,10 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"model.width=30"},
        "model.width: width must be divisible by heads (got width 30 with 4 heads, model.heads "
        "from "},
-      {{"model.heads=3"}, "with 3 heads, model.heads from command line (--set model.heads=3); "
-                          "expected a multiple of 3)"},
+      // The --set is the likely cause: the error is reported at it, naming the other key's file.
+      {{"model.heads=3"}, "command line (--set model.heads=3): model.heads: width must be "
+                          "divisible by heads (got width 128 with 3 heads, model.width from "},
+      {{"model.heads=3"}, "expected a divisor of the width 128)"},
       {{"model.embedding_width=256"},
        "model.embedding_width: embedding width above model width (got 256; expected 0 or <= "
        "width 128)"},
@@ -659,4 +662,60 @@ TEST_CASE("config: every shipped experiment config loads and validates") {
       }
   }
   CHECK(files >= 20);
+}
+
+TEST_CASE("config: every bad value of a file is reported at once, each with its line") {
+  test::TempFolder tmp("config_many_errors");
+  const std::string path = tmp.str("bad.yaml");
+  {
+    std::ofstream f(path);
+    f << "model:\n  layers: 0\n  heads: many\ntrain:\n  lr: -1\n  steps: 10\n";
+  }
+  try {
+    load_config({path});
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    CHECK_MESSAGE(m.find("3 problems in the config:") == 0, m);
+    // The unreadable value while reading, then the values out of range.
+    CHECK(m.find("\n  1. " + path + ":3:3: model.heads: ") != std::string::npos);
+    CHECK(m.find("\n  2. " + path + ":2:3: model.layers: out of range (got 0; expected >= 1)") !=
+          std::string::npos);
+    CHECK(m.find("\n  3. " + path + ":5:3: train.lr: out of range (got -1; expected >= 0)") !=
+          std::string::npos);
+  }
+  // Fixed on the command line: no error left.
+  CHECK_NOTHROW(load_config({path}, {"model.layers=2", "model.heads=2", "train.lr=0.1"}));
+}
+
+TEST_CASE("config: an unknown key of a position variant points to docs/variants.md, not base.yaml") {
+  try {
+    load_config({test::config_path("base.yaml")}, {"position.tisa.kernel=3"});
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("position.tisa.kernel: unknown key") != std::string::npos);
+    CHECK(std::string(e.what()).find("known: ") != std::string::npos);
+    CHECK(e.hint().find("docs/variants.md") != std::string::npos);
+  }
+  try {
+    load_config({test::config_path("base.yaml")}, {"model.widht=3"});
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(e.hint().find("configs/base.yaml") != std::string::npos);
+  }
+}
+
+TEST_CASE("relpos config: a --set of a variant that position.type does not use gets a note") {
+  const std::string bin = RELPOS_BINARY;
+  auto [status, out] =
+      run(bin + " config --set position.type=rope --set position.tisa.kernels=3");
+  CHECK(status == 0);
+  CHECK_MESSAGE(contains(out, "note: --set position.tisa.kernels=3: position.type is rope, which "
+                              "does not use tisa; the setting has no effect"),
+                out);
+  // A used variant's key: no note.
+  auto [status2, out2] =
+      run(bin + " config --set position.type=tisa --set position.tisa.kernels=3");
+  CHECK(status2 == 0);
+  CHECK_FALSE(contains(out2, "note:"));
 }

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "core/data/corpus.h"
@@ -366,4 +367,24 @@ TEST_CASE("a UTF-8 byte order mark at the start of a text, TSV, vocabulary or JS
   const std::string e =
       data_error([&] { load_text_file(write_file(dir + "bad.txt", kBom + "ab\xFF\n")); });
   CHECK(e.find("bad.txt:1:6: invalid UTF-8 (byte 0xFF at byte offset 5") != std::string::npos);
+}
+
+TEST_CASE("data.cache_dir: the default names the checkout's data/, another relative path the "
+          "working directory, like data.corpus") {
+  const char* env = std::getenv("RELPOS_DATA_DIR");
+  const std::string saved = env ? env : "";
+  ::unsetenv("RELPOS_DATA_DIR");
+  DataConfig d;
+  CHECK(resolve_cache_dir(d) == std::string(RELPOS_SOURCE_DIR) + "/data");
+  d.cache_dir = "cache";
+  CHECK(resolve_cache_dir(d) == "cache");  // relative: opened from the working directory
+  d.cache_dir = "/tmp/abs_cache";
+  CHECK(resolve_cache_dir(d) == "/tmp/abs_cache");
+  ::setenv("RELPOS_DATA_DIR", "/tmp/env_cache", 1);
+  CHECK(resolve_cache_dir(DataConfig{}) == "/tmp/env_cache");
+  CHECK(resolve_cache_dir(d) == "/tmp/abs_cache");  // a cache_dir that was set wins
+  if (saved.empty())
+    ::unsetenv("RELPOS_DATA_DIR");
+  else
+    ::setenv("RELPOS_DATA_DIR", saved.c_str(), 1);
 }

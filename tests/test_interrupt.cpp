@@ -383,7 +383,7 @@ TEST_CASE("relpos reproduce: SIGTERM during its sweep checkpoints the running ru
   const int code = child.wait();
   const std::string out = child.output();
   CHECK_MESSAGE(code == 143, out);
-  CHECK_MESSAGE(contains(out, "error: sweep interrupted by SIGTERM: 0 of 7 runs finished, 1 "
+  CHECK_MESSAGE(contains(out, "error: sweep interrupted by SIGTERM: 0 of 25 runs finished, 1 "
                               "stopped at a checkpoint"),
                 out);
   CHECK_MESSAGE(contains(out, "hint: run the same command again to continue"), out);

@@ -36,7 +36,7 @@ TEST_CASE("paths inside the repository are written relative to its root, others 
   CHECK(resolve_repo_path("no/such/folder") == "no/such/folder");
 }
 
-TEST_CASE("git says which files .gitignore leaves out; tracked files are never among them") {
+TEST_CASE("git says which files .gitignore leaves out, and tracked files are never among them") {
   const fs::path repo = test::analysis_scratch("git_ignored");
   const auto sh = [&](const std::string& cmd) {
     return std::system(("cd '" + repo.string() + "' && " + cmd + " > /dev/null 2>&1").c_str());

@@ -62,56 +62,75 @@ int count_finished_runs(const fs::path& dir) {
   return n;
 }
 
+// One named experiment at a tiny size, in a folder of its own (a test case each, so that ctest
+// runs them in parallel).
+struct E2eCase {
+  std::string name, grid;
+  std::vector<std::string> sections;  // report headings it must have
+  int runs;                           // run folders it trains
+};
+
+void reproduce_end_to_end(const E2eCase& c) {
+  if (!have_builtin_data()) return;
+  TempFolder tmp("reproduce_e2e_" + c.name);
+  const std::string out = tmp.str(c.name);
+  const ChildResult r = reproduce(c.name, out, c.grid);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("report: " + out + "/report.md") != std::string::npos);
+  const std::string report = read_text(out + "/report.md");
+  for (const auto& s : c.sections) CHECK_MESSAGE(report.find(s) != std::string::npos, s);
+  CHECK(report.find("relpos reproduce " + c.name) != std::string::npos);  // the command
+  CHECK(read_text(out + "/commands.txt").find("commit") != std::string::npos);
+  CHECK(count_finished_runs(out) == c.runs);
+  // The report ends with its claims, one verdict per claim; every link of every report
+  // (stages included) resolves.
+  CHECK(report.rfind("\n## ") == report.rfind("\n## Claims"));
+  CHECK(fs::exists(fs::path(out) / "claims.json"));
+  for (const auto& e : fs::recursive_directory_iterator(out))
+    if (e.path().filename() == "report.md") check_links_resolve(e.path());
+  // CLAIMS.md beside the experiment: one row per claim, linking its report.
+  const std::string index = read_text(tmp.str("CLAIMS.md"));
+  CHECK(index.find("](" + c.name + "/report.md)") != std::string::npos);
+  if (c.name == "quickstart")  // its one claim, the regime check
+    CHECK(index.find("\"learned and sinusoidal beat none\"") != std::string::npos);
+}
+
 }  // namespace
 
-TEST_CASE("reproduce: every named experiment runs end to end at a tiny size") {
-  if (!have_builtin_data()) return;
-  TempFolder tmp("reproduce_e2e");
-  struct Case {
-    std::string name, grid;
-    std::vector<std::string> sections;  // report headings it must have
-    int runs;                           // run folders it trains
-  };
-  const std::vector<Case> cases = {
-      {"quickstart", "[\"position.type=alibi\"]", {"## Tables", "## Figures", "## Claims"}, 1},
-      {"invariance", "[\"position.type=learned+tisa\", \"seed=1\"]",
-       {"## Tables", "## Runs", "## Claims"}, 1},
-      // learned: its clamped evaluation is a row of its own ("learned (clamped)").
-      {"extrapolation", "[\"position.type=learned\"]",
-       {"## Tables", "## Figures", "## Claims", "| learned (clamped) |"}, 1},
-      {"tisa2021", "[\"position.type=tisa\", \"seed=1\"]",
-       {"## Classification with and without TISA", "## Positional parameters of every variant",
-        "## Claims"}, 2},
-      // The drop-in stage continues each seed's pretrain/learned run: the grid keeps learned.
-      {"huang2020", "[\"position.type=learned\", \"seed=1\"]",
-       {"## Table 1", "## Drop-in", "## Claims"}, 5},
+TEST_CASE("reproduce: quickstart runs end to end at a tiny size") {
+  reproduce_end_to_end(
+      {"quickstart", "[\"position.type=alibi\"]", {"## Tables", "## Figures", "## Claims"}, 1});
+}
+
+TEST_CASE("reproduce: invariance runs end to end at a tiny size") {
+  reproduce_end_to_end({"invariance", "[\"position.type=learned+tisa\", \"seed=1\"]",
+                        {"## Tables", "## Runs", "## Claims"}, 1});
+}
+
+TEST_CASE("reproduce: extrapolation runs end to end at a tiny size") {
+  // learned: its clamped evaluation is a row of its own ("learned (clamped)").
+  reproduce_end_to_end({"extrapolation", "[\"position.type=learned\"]",
+                        {"## Tables", "## Figures", "## Claims", "| learned (clamped) |"}, 1});
+}
+
+TEST_CASE("reproduce: tisa2021 runs end to end at a tiny size") {
+  reproduce_end_to_end({"tisa2021", "[\"position.type=tisa\", \"seed=1\"]",
+                        {"## Classification with and without TISA",
+                         "## Positional parameters of every variant", "## Claims"},
+                        2});
+}
+
+TEST_CASE("reproduce: huang2020 runs end to end at a tiny size") {
+  // The drop-in stage continues each seed's pretrain/learned run: the grid keeps learned.
+  reproduce_end_to_end({"huang2020", "[\"position.type=learned\", \"seed=1\"]",
+                        {"## Table 1", "## Drop-in", "## Claims"}, 5});
+}
+
+TEST_CASE("reproduce: synthetic runs end to end at a tiny size") {
+  reproduce_end_to_end(
       {"synthetic", "[\"position.type=alibi\", \"seed=1\"]",
-       {"## Sequence accuracy at the longest training length N", "## Per task", "## Claims"}, 6},
-  };
-  for (const auto& c : cases) {
-    CAPTURE(c.name);
-    const std::string out = tmp.str(c.name);
-    const ChildResult r = reproduce(c.name, out, c.grid);
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    CHECK(r.out.find("report: " + out + "/report.md") != std::string::npos);
-    const std::string report = read_text(out + "/report.md");
-    for (const auto& s : c.sections) CHECK_MESSAGE(report.find(s) != std::string::npos, s);
-    CHECK(report.find("relpos reproduce " + c.name) != std::string::npos);  // the command
-    CHECK(read_text(out + "/commands.txt").find("commit") != std::string::npos);
-    CHECK(count_finished_runs(out) == c.runs);
-    // The report ends with its claims, one verdict per claim; every link of every report
-    // (stages included) resolves.
-    CHECK(report.rfind("\n## ") == report.rfind("\n## Claims"));
-    CHECK(fs::exists(fs::path(out) / "claims.json"));
-    for (const auto& e : fs::recursive_directory_iterator(out))
-      if (e.path().filename() == "report.md") check_links_resolve(e.path());
-  }
-  // results/CLAIMS.md beside the experiments: one row per claim of each, linking its report.
-  const std::string index = read_text(tmp.str("CLAIMS.md"));
-  for (const auto& c : cases)
-    CHECK_MESSAGE(index.find("](" + c.name + "/report.md)") != std::string::npos, c.name);
-  CHECK(index.find("\"learned and sinusoidal beat none\"") != std::string::npos);
+       {"## Sequence accuracy at the longest training length N", "## Per task", "## Claims"}, 6});
 }
 
 TEST_CASE("reproduce huang2020: a grid without learned is refused before anything trains") {

@@ -8,6 +8,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
+#include "core/util/errors.h"
 #include "core/util/folder_lock.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"
@@ -168,8 +169,31 @@ TEST_CASE("a data problem found while preparing the probe leaves the run folder 
   CHECK_FALSE(fs::exists(run_h5_path(dir)));
   CHECK_FALSE(fs::exists(run_metrics_path(dir)));
   CHECK_FALSE(fs::exists(run_checkpoint_path(dir)));
+  // The folder did not exist before: the failed run removes it again, lock file and all.
+  CHECK_FALSE(fs::exists(dir));
   const TrainResult r = train_here(sets, dir);  // no --overwrite
   CHECK(r.steps == 2);
+}
+
+TEST_CASE("relpos train with a missing corpus exits 2 naming it, and leaves no folder and no "
+          "lock file behind") {
+  TempFolder tmp("missing_corpus");
+  auto sets = tiny_run(tmp.str("cache"), 2);
+  sets.push_back("data.corpus=" + tmp.str("no_such_corpus.txt"));
+  // A folder the run creates itself goes again.
+  const std::string fresh = tmp.str("fresh/run");
+  auto [code, out] = run_relpos(train_args(sets, fresh), tmp.str("log1"));
+  CHECK(code == 2);
+  CHECK(out.find("no_such_corpus.txt") != std::string::npos);
+  CHECK_FALSE(fs::exists(fresh));
+  // A folder that was there before stays, without the lock file.
+  const std::string existing = tmp.str("existing");
+  fs::create_directories(existing);
+  auto [code2, out2] = run_relpos(train_args(sets, existing), tmp.str("log2"));
+  CHECK(code2 == 2);
+  CHECK(fs::is_directory(existing));
+  CHECK_FALSE(fs::exists(FolderLock::lock_path(existing)));
+  CHECK(fs::is_empty(existing));
 }
 
 TEST_CASE("a full disk: known before the start, a clear error / found mid-run, the previous "
@@ -286,4 +310,20 @@ TEST_CASE("relpos train and eval: a finished run is never overwritten silently, 
   CHECK(logged(dir, "train_loss") == before);
   CHECK(run_finished(dir));
   CHECK_FALSE(RunFileReader::open(run_h5_path(dir))->exists("/eval/extrapolation"));
+}
+
+TEST_CASE("a folder lock: a second holder is refused, and the lock file goes with the lock") {
+  TempFolder tmp("folder_lock");
+  const std::string dir = tmp.str("run");
+  fs::create_directories(dir);
+  {
+    FolderLock first(dir, "training");
+    CHECK(fs::exists(FolderLock::lock_path(dir)));
+    CHECK_THROWS_WITH_AS(FolderLock(dir, "evaluation"),
+                         doctest::Contains("another relpos process is using this folder (pid "),
+                         RunError);
+  }
+  CHECK_FALSE(fs::exists(FolderLock::lock_path(dir)));
+  FolderLock again(dir, "training");  // free again
+  CHECK(fs::exists(FolderLock::lock_path(dir)));
 }

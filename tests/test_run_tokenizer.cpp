@@ -3,6 +3,7 @@
 // tokenizes the new corpus with the pre-trained vocabulary (not a model trained on the new corpus).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -15,6 +16,7 @@
 #include "core/util/errors.h"
 #include "core/task/registry.h"
 #include "tests/helpers.h"
+#include "tests/process_util.h"
 #include "tests/tiny_run.h"
 
 using namespace relpos;
@@ -147,6 +149,41 @@ TEST_CASE("--init-from refuses a tokenizer that does not match the pre-trained r
   e = config_error_of(sp_run(cache, 2), fo);
   CHECK(e.find("has no tokenizer.model") != std::string::npos);
   CHECK_FALSE(fs::exists(fo.out_dir + "/checkpoint.pt"));
+}
+
+TEST_CASE("--init-from takes the pre-trained run's tokenizer when the config chooses none, and "
+          "says so") {
+  test::TempFolder tmp("tokenizer_taken");
+  const std::string cache = tmp.str("cache");
+  const std::string pre = tmp.str("pre");
+  train_run(sp_run(cache, 2), run_options(pre));
+  // The fine-tune's settings without data.tokenizer: base.yaml's `bytes` is no choice.
+  std::vector<std::string> sets;
+  for (const auto& s : test::tiny_run(cache, 2))
+    if (s.rfind("data.tokenizer=", 0) != 0) sets.push_back(s);
+  sets.push_back("data.corpus=" + write_other_corpus(tmp.str("other.txt")));
+  const std::string ft = tmp.str("ft");
+  auto [code, out] = test::run_relpos(
+      [&] {
+        auto a = test::train_args(sets, ft);
+        a.erase(std::find(a.begin(), a.end(), "--quiet"));
+        a.insert(a.end(), {"--init-from", pre});
+        return a;
+      }(),
+      tmp.str("ft.log"));
+  REQUIRE_MESSAGE(code == 0, out);
+  CHECK(out.find("tokenizer: sentencepiece from --init-from " + pre) != std::string::npos);
+  // The run records the tokenizer it used, and reloads with it.
+  const Config recorded = load_run_config(ft).config;
+  CHECK(recorded.data.tokenizer == "sentencepiece");
+  CHECK(recorded.data.vocab_size == 400);
+  const std::string probe = "The lamp was lit at the usual hour.";
+  CHECK(load_run(ft).data->tokenizer().encode(probe) ==
+        load_sentencepiece_tokenizer(run_tokenizer_path(pre))->encode(probe));
+  // A tokenizer the user chose (here with --set) is not overridden: refused as before.
+  sets.push_back("data.tokenizer=bytes");
+  const std::string e = config_error_of(sets, run_options(tmp.str("ft2"), pre));
+  CHECK(e.find("tokenizes with sentencepiece, this config with bytes") != std::string::npos);
 }
 
 TEST_CASE("data.tokenizer_file loads a model instead of training, and only for sentencepiece") {

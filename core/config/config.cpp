@@ -27,8 +27,17 @@ LoadedConfig load_config(const std::vector<std::string>& files,
 
 Config parse_config(const YAML::Node& root, const SourceMap* sources) {
   Config c;
-  read_value(root, "", sources, c);
-  validate(c, sources);
+  ConfigErrorCollector errors;
+  try {
+    read_value(root, "", sources, c);
+    // Range checks report every bad value; the rules between keys stop at the first (a later
+    // rule may assume an earlier one holds), and wait while any value is bad or unreadable (an
+    // unreadable one keeps its default, which the rules would then judge).
+    validate(c, sources);
+  } catch (const ConfigError& e) {
+    ConfigErrorCollector::collect(e);
+  }
+  errors.throw_if_any();
   return c;
 }
 
@@ -40,27 +49,47 @@ std::string to_yaml(const Config& c) {
 
 namespace {
 
+// Range checks of single keys: with a ConfigErrorCollector active (parse_config) each bad value
+// is collected and the checks go on, so a config with several is told about all of them.
 struct Checker {
   const SourceMap* src;
+  mutable int failures = 0;  // bad values collected so far (the rules between keys then wait)
   void at_least(const std::string& path, double value, double min) const {
     if (value < min)
-      config_fail(src, path, "out of range", fmt::format("{}", value), fmt::format(">= {}", min));
+      fail(path, fmt::format("{}", value), fmt::format(">= {}", min));
   }
   void above(const std::string& path, double value, double min) const {
-    if (!(value > min))
-      config_fail(src, path, "out of range", fmt::format("{}", value), fmt::format("> {}", min));
+    if (!(value > min)) fail(path, fmt::format("{}", value), fmt::format("> {}", min));
   }
   void in_range(const std::string& path, double value, double lo, double hi) const {
     if (value < lo || value > hi)
-      config_fail(src, path, "out of range", fmt::format("{}", value),
-                  fmt::format("a value in [{}, {}]", lo, hi));
+      fail(path, fmt::format("{}", value), fmt::format("a value in [{}, {}]", lo, hi));
+  }
+  void fail(const std::string& path, const std::string& got, const std::string& expected) const {
+    try {
+      config_fail(src, path, "out of range", got, expected);
+    } catch (const ConfigError& e) {
+      if (!ConfigErrorCollector::collect(e)) throw;
+      ++failures;
+    }
   }
 };
+
+// Of two keys a rule relates, the one to report the error at: a --set override (the likely
+// cause) before a value from a file.
+std::string blamed(const SourceMap* src, const std::string& a, const std::string& b) {
+  if (!src) return a;
+  const auto from_command_line = [&](const std::string& k) {
+    const auto loc = src->exact(k);
+    return loc && loc->file.rfind("command line", 0) == 0;
+  };
+  return !from_command_line(a) && from_command_line(b) ? b : a;
+}
 
 }  // namespace
 
 void validate(const Config& c, const SourceMap* src) {
-  Checker k{src};
+  Checker k{src, ConfigErrorCollector::active_count()};
   const ModelConfig& m = c.model;
   k.at_least("model.layers", m.layers, 1);
   k.at_least("model.width", m.width, 1);
@@ -72,21 +101,29 @@ void validate(const Config& c, const SourceMap* src) {
   k.at_least("model.segment_vocab", m.segment_vocab, 1);
   k.at_least("model.init_std", m.init_std, 0);
   k.above("model.norm_eps", m.norm_eps, 0);
-  if (m.embedding_norm_before_projection && m.norm != "post")
-    config_fail(src, "model.embedding_norm_before_projection",
-                "only a post-LN model has an embedding LayerNorm", "true with model.norm pre",
-                "false, or model.norm post");
-  if (m.width % m.heads != 0)
-    config_fail(src, "model.width", "width must be divisible by heads",
-                fmt::format("width {} with {} heads, model.heads from {}", m.width, m.heads,
-                            src ? src->describe("model.heads") : std::string("<config>")),
-                fmt::format("a multiple of {}", m.heads));
-  if (m.embedding_width > m.width)
-    config_fail(src, "model.embedding_width", "embedding width above model width",
-                std::to_string(m.embedding_width), fmt::format("0 or <= width {}", m.width));
+  // The rules between keys assume each key is in range (a width divisible by 0 heads would
+  // divide by zero): with bad values collected, they wait until those are fixed.
+  if (k.failures == 0) {
+    if (m.embedding_norm_before_projection && m.norm != "post")
+      config_fail(src, "model.embedding_norm_before_projection",
+                  "only a post-LN model has an embedding LayerNorm", "true with model.norm pre",
+                  "false, or model.norm post");
+    if (m.heads >= 1 && m.width % m.heads != 0) {
+      const std::string at = blamed(src, "model.width", "model.heads");
+      const std::string other = at == "model.width" ? "model.heads" : "model.width";
+      config_fail(src, at, "width must be divisible by heads",
+                  fmt::format("width {} with {} heads, {} from {}", m.width, m.heads, other,
+                              src ? src->describe(other) : std::string("<config>")),
+                  at == "model.width" ? fmt::format("a multiple of {}", m.heads)
+                                      : fmt::format("a divisor of the width {}", m.width));
+    }
+    if (m.embedding_width > m.width)
+      config_fail(src, "model.embedding_width", "embedding width above model width",
+                  std::to_string(m.embedding_width), fmt::format("0 or <= width {}", m.width));
 
-  // Position variants: each checks its own parameters against the model.
-  validate_position(c, src);
+    // Position variants: each checks its own parameters against the model.
+    validate_position(c, src);
+  }
 
   const TaskConfig& t = c.task;
   k.at_least("task.seq_len", t.seq_len, 2);
@@ -130,7 +167,7 @@ void validate(const Config& c, const SourceMap* src) {
                 std::to_string(d.vocab_size),
                 ">= 300, or data.sentencepiece_byte_fallback: false");
   // The task's own rules: model mode, corpus kind, lengths, probe.
-  validate_task(c, src);
+  if (k.failures == 0) validate_task(c, src);
   if (!d.tokenizer_file.empty() && d.tokenizer != "sentencepiece")
     config_fail(src, "data.tokenizer_file", "only the sentencepiece tokenizer loads a model file",
                 fmt::format("'{}' with data.tokenizer {}", d.tokenizer_file, d.tokenizer),

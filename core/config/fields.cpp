@@ -25,6 +25,12 @@ SourceLocation SourceMap::find(const std::string& path) const {
   return {};
 }
 
+std::optional<SourceLocation> SourceMap::exact(const std::string& path) const {
+  auto it = locs_.find(path);
+  if (it == locs_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::string SourceMap::describe(const std::string& path) const {
   SourceLocation loc = find(path);
   if (loc.file.empty()) return "<defaults>";
@@ -52,7 +58,39 @@ void config_fail(const SourceMap* src, const std::string& path, const std::strin
   if (!expected.empty()) parts.push_back("expected " + expected);
   if (!known.empty()) parts.push_back("known: " + join_names(known));
   if (!parts.empty()) msg += " (" + join_names(parts, "; ") + ")";
-  throw ConfigError(msg, "see configs/base.yaml for every key and its default");
+  // A position variant's keys appear in base.yaml only as comments: point to where they are.
+  const bool variant_key = path.rfind("position.", 0) == 0 && path != "position.type" &&
+                           path.find('.', 9) != std::string::npos;
+  throw ConfigError(msg, variant_key
+                             ? "docs/variants.md lists every position variant's keys and "
+                               "defaults; `relpos list` lists the variants"
+                             : "see configs/base.yaml for every key and its default");
+}
+
+namespace {
+thread_local std::vector<ConfigError>* g_collected = nullptr;
+}  // namespace
+
+ConfigErrorCollector::ConfigErrorCollector() : outer_(g_collected) { g_collected = &errors_; }
+ConfigErrorCollector::~ConfigErrorCollector() { g_collected = outer_; }
+
+bool ConfigErrorCollector::collect(const ConfigError& e) {
+  if (!g_collected) return false;
+  g_collected->push_back(e);
+  return true;
+}
+
+int ConfigErrorCollector::active_count() {
+  return g_collected ? static_cast<int>(g_collected->size()) : 0;
+}
+
+void ConfigErrorCollector::throw_if_any() const {
+  if (errors_.empty()) return;
+  if (errors_.size() == 1) throw errors_.front();
+  std::string msg = fmt::format("{} problems in the config:", errors_.size());
+  for (size_t i = 0; i < errors_.size(); ++i)
+    msg += fmt::format("\n  {}. {}", i + 1, errors_[i].what());
+  throw ConfigError(msg, errors_.front().hint());
 }
 
 std::string describe_node(const YAML::Node& node) {
@@ -249,8 +287,12 @@ void YamlReader::finish() const {
   if (!node_.IsDefined() || !node_.IsMap()) return;
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     std::string key = it->first.Scalar();
-    if (std::find(declared_.begin(), declared_.end(), key) == declared_.end())
+    if (std::find(declared_.begin(), declared_.end(), key) != declared_.end()) continue;
+    try {
       config_fail(src_, join_path(path_, key), "unknown key", "", "", declared_);
+    } catch (const ConfigError& e) {
+      if (!ConfigErrorCollector::collect(e)) throw;
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -32,6 +33,8 @@ class SourceMap {
   void set(const std::string& path, SourceLocation loc) { locs_[path] = std::move(loc); }
   // The location of `path`, or of its nearest recorded ancestor; empty file when none.
   SourceLocation find(const std::string& path) const;
+  // The location of exactly `path` (no ancestor), if a file or --set gave it.
+  std::optional<SourceLocation> exact(const std::string& path) const;
   // "file:line:col" (or "file", or "<defaults>" when the key came from no file).
   std::string describe(const std::string& path) const;
 
@@ -47,6 +50,28 @@ std::string join_names(const std::vector<std::string>& names, const std::string&
                               const std::string& problem, const std::string& got = {},
                               const std::string& expected = {},
                               const std::vector<std::string>& known = {});
+
+// Collects the ConfigErrors of the fields read (and the rules checked) while it is alive on this
+// thread, so that a config with several bad values reports them all at once. Nested collectors:
+// the innermost collects.
+class ConfigErrorCollector {
+ public:
+  ConfigErrorCollector();
+  ~ConfigErrorCollector();
+  ConfigErrorCollector(const ConfigErrorCollector&) = delete;
+  ConfigErrorCollector& operator=(const ConfigErrorCollector&) = delete;
+  // Adds `e` to the active collector; false when there is none (then the caller throws).
+  static bool collect(const ConfigError& e);
+  // Errors the active collector holds (0 without one).
+  static int active_count();
+  // One error: throws it as it was; several: one ConfigError listing them all, numbered.
+  void throw_if_any() const;
+  bool empty() const { return errors_.empty(); }
+
+ private:
+  std::vector<ConfigError> errors_;
+  std::vector<ConfigError>* outer_;
+};
 
 // A short rendering of a YAML node for error messages.
 std::string describe_node(const YAML::Node& node);
@@ -93,7 +118,11 @@ class YamlReader {
     if (!node_.IsDefined() || node_.IsNull()) return;
     YAML::Node child = node_[key];
     if (!child.IsDefined()) return;
-    read_value(child, join_path(path_, key), src_, value);
+    try {
+      read_value(child, join_path(path_, key), src_, value);
+    } catch (const ConfigError& e) {
+      if (!ConfigErrorCollector::collect(e)) throw;  // with a collector: read the next key
+    }
   }
 
   // A string restricted to a fixed set of names.

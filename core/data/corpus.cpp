@@ -50,10 +50,14 @@ void cap_chars(Corpus& c, int64_t max_chars) {
 }  // namespace
 
 std::string resolve_cache_dir(const DataConfig& d) {
+  // The default, `data`, names the checkout's data/ (where scripts/fetch_data.sh puts the
+  // built-in corpora), or $RELPOS_DATA_DIR, from any working directory. Any other relative
+  // cache_dir resolves against the working directory, as data.corpus and every other path does.
+  const bool default_dir = d.cache_dir == DataConfig{}.cache_dir;
   const char* env = std::getenv("RELPOS_DATA_DIR");
-  if (env && *env && d.cache_dir == DataConfig{}.cache_dir) return env;
+  if (env && *env && default_dir) return env;
   const std::filesystem::path p(d.cache_dir);
-  if (p.is_absolute()) return p.string();
+  if (p.is_absolute() || !default_dir) return p.string();
   return (std::filesystem::path(RELPOS_SOURCE_DIR) / p).lexically_normal().string();
 }
 

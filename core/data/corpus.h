@@ -54,9 +54,9 @@ const char* corpus_kind_name(CorpusKind k);
 // with their documents' fixed_split set.
 Corpus load_corpus(const Config& cfg);
 
-// The data cache folder of a config: a relative data.cache_dir is relative to the repository
-// (where scripts/fetch_data.sh writes), not to the working directory; $RELPOS_DATA_DIR replaces
-// the default "data" (as it does for the fetch script).
+// The data cache folder of a config: the default "data" is the repository's data/ (where
+// scripts/fetch_data.sh writes), or $RELPOS_DATA_DIR when set (as for the fetch script); any other
+// relative data.cache_dir is relative to the working directory, like every other path.
 std::string resolve_cache_dir(const DataConfig& d);
 
 // ---- individual loaders (also used directly by the tests) ----------------------------------

@@ -75,6 +75,9 @@ void register_alibi(Registry& r) {
   v.name = "alibi";
   v.summary = "fixed linear distance penalty -m_h|i-j|, geometric slopes (Press et al. 2022)";
   v.exports = {"distances", "slopes", "profile"};
+  v.encoder_note =
+      "In an encoder alibi is symmetric, −m_h·|i − j|: alone it cannot tell left from right, and "
+      "its symmetry metric is 1 by construction (docs/variants.md)";
   v.make_params = [] { return std::make_shared<NoParams>(); };
   v.make = [](const ModelDims& d, const VariantParams&, const PositionConfig&) {
     return std::make_shared<AlibiImpl>(d);

@@ -113,6 +113,14 @@ void ParamCheck::fail(const std::string& key, const std::string& problem, const 
   config_fail(sources, join_path(path, key), problem, got, expected);
 }
 
+std::map<std::string, std::string> encoder_notes() {
+  std::map<std::string, std::string> out;
+  const Registry& reg = Registry::get();
+  for (const auto& name : reg.names())
+    if (!reg.at(name).encoder_note.empty()) out[name] = reg.at(name).encoder_note;
+  return out;
+}
+
 Registry& Registry::instance() {
   static Registry registry = build_registry();
   return registry;

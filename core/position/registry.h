@@ -72,6 +72,9 @@ struct VariantInfo {
   std::map<std::string, std::string> eval_keys;
   // The datasets export_tensors() writes (docs/hdf5-schema.md); empty: not stated.
   std::vector<std::string> exports;
+  // What a reader of a table comparing encoder (bidirectional) runs must know about this
+  // variant, printed under such tables when one of their runs uses it; "" when nothing.
+  std::string encoder_note;
   bool learnable() const { return parameters != ParamScope::None; }
 
   // True when the variant reads absolute position indices (hook 1, or q/k rotations), so that
@@ -131,5 +134,8 @@ std::vector<std::string> eval_settings();
 std::shared_ptr<PositionEncodingImpl> make_position_encoding(const std::string& type,
                                                              const ModelDims& dims,
                                                              const PositionConfig& cfg);
+
+// Every variant's encoder_note that is not empty (variant -> note), for the analysis.
+std::map<std::string, std::string> encoder_notes();
 
 }  // namespace relpos

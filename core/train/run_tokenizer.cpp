@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "core/data/task.h"
 #include "core/task/registry.h"
@@ -45,6 +46,15 @@ bool same_contents(const std::string& x, const std::string& y) {
   }
 }
 
+// Whether the user chose `key`: a config file other than base.yaml, or --set. A key that only
+// base.yaml or the built-in defaults give is no choice, and a fine-tune takes the pre-trained
+// run's value for it.
+bool chosen(const SourceMap* sources, const std::string& key) {
+  if (!sources) return true;
+  const std::optional<SourceLocation> loc = sources->exact(key);
+  return loc && !loc->file.empty() && fs::path(loc->file).filename() != "base.yaml";
+}
+
 [[noreturn]] void mismatch(const std::string& src_dir, const std::string& what) {
   throw ConfigError(
       fmt::format("--init-from {}: {}", src_dir, what),
@@ -55,7 +65,8 @@ bool same_contents(const std::string& x, const std::string& y) {
 
 }  // namespace
 
-Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
+Config data_config_for_run(const Config& cfg, const TrainOptions& opts,
+                           const SourceMap* sources) {
   Config c = cfg;
   if (!tokenized(cfg.task.type)) return c;
   if (opts.resume) {
@@ -68,7 +79,15 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
   // A synthetic pre-training has its own vocabulary; nothing to match (its embeddings do not fit).
   if (!tokenized(src.task.type)) return c;
   const DataConfig& a = src.data;
-  const DataConfig& b = cfg.data;
+  DataConfig& b = c.data;
+  // The tokenizer settings the user did not choose are the pre-trained run's: its token
+  // embeddings only mean something with the tokenizer they were trained with.
+  // (A SentencePiece model comes with its settings below.)
+  if (a.tokenizer != b.tokenizer && !chosen(sources, "data.tokenizer")) b.tokenizer = a.tokenizer;
+  if (b.tokenizer == "wordpiece" && a.tokenizer == "wordpiece") {
+    if (!chosen(sources, "data.vocab_file")) b.vocab_file = a.vocab_file;
+    if (!chosen(sources, "data.lower_case")) b.lower_case = a.lower_case;
+  }
   if (a.tokenizer == "byte_bpe")
     throw ConfigError(
         fmt::format("--init-from {}: the pre-trained run tokenizes with GPT-2/RoBERTa byte-level "
@@ -112,9 +131,16 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts) {
 
 Config with_tokenizer_settings(const Config& cfg, const Config& data_cfg) {
   Config c = cfg;
-  c.data.vocab_size = data_cfg.data.vocab_size;
-  c.data.sentencepiece_model = data_cfg.data.sentencepiece_model;
-  c.data.sentencepiece_byte_fallback = data_cfg.data.sentencepiece_byte_fallback;
+  const DataConfig& d = data_cfg.data;
+  // A tokenizer taken from the pre-trained run (the config chose none): its kind and vocabulary.
+  if (d.tokenizer != c.data.tokenizer) {
+    c.data.tokenizer = d.tokenizer;
+    c.data.lower_case = d.lower_case;
+  }
+  if (c.data.vocab_file.empty()) c.data.vocab_file = d.vocab_file;
+  c.data.vocab_size = d.vocab_size;
+  c.data.sentencepiece_model = d.sentencepiece_model;
+  c.data.sentencepiece_byte_fallback = d.sentencepiece_byte_fallback;
   return c;
 }
 

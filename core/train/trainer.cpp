@@ -10,6 +10,7 @@
 #include <torch/utils.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -49,9 +50,14 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::string metrics_summary(const std::map<std::string, double>& m, const std::string& primary) {
+// The last validation value of the primary metric for the progress line; between evaluations
+// it names the step it was measured at, so that it does not read as a fresh measurement.
+std::string metrics_summary(const std::map<std::string, double>& m, const std::string& primary,
+                            int64_t measured_at, int64_t step) {
   auto it = m.find(primary);
   if (it == m.end()) return {};
+  if (measured_at >= 0 && measured_at != step)
+    return fmt::format("valid {} {:.4f} (at step {})", primary, it->second, measured_at);
   return fmt::format("valid {} {:.4f}", primary, it->second);
 }
 
@@ -93,6 +99,7 @@ class Training {
 
   const Clock::time_point wall_start_ = Clock::now();
   const Config& cfg_;
+  const SourceMap& sources_;  // where each key of cfg_ came from (a fine-tune's tokenizer)
   const TrainOptions& opts_;
   const std::string dir_;
   DataParallel dp_;
@@ -114,6 +121,7 @@ class Training {
   const MetricInfo& primary_;
   std::unique_ptr<BatchPrefetcher> batches_;
   std::map<std::string, double> last_valid_;
+  int64_t last_valid_step_ = -1;  // the step last_valid_ was measured at (-1: not this invocation)
   double window_tokens_ = 0;
   Clock::time_point window_start_ = Clock::now();
   bool final_evaluation_only_ = false;
@@ -122,6 +130,7 @@ class Training {
 
 Training::Training(const LoadedConfig& loaded, const TrainOptions& opts)
     : cfg_(loaded.config),
+      sources_(loaded.sources),
       opts_(opts),
       dir_(opts.out_dir),
       dp_(dist_env_from_environment(), parse_device(cfg_.device)),
@@ -153,20 +162,31 @@ Training::Training(const LoadedConfig& loaded, const TrainOptions& opts)
 // anything is written to the folder (a half-made run folder a rerun refuses and --resume
 // cannot use).
 void Training::load_data() {
-  data_cfg_ = data_config_for_run(cfg_, opts_);
+  data_cfg_ = data_config_for_run(cfg_, opts_, &sources_);
   data_ = make_task_data(data_cfg_);
   progress_.message(fmt::format("data: {}", data_->describe()));
+  const DataConfig& used = data_cfg_.data;
+  if (used.tokenizer != cfg_.data.tokenizer || used.vocab_file != cfg_.data.vocab_file)
+    progress_.message(fmt::format(
+        "tokenizer: {}{} from --init-from {} (the config does not choose one; set data.tokenizer "
+        "to choose)",
+        used.tokenizer, used.tokenizer == "wordpiece" ? ", vocabulary " + used.vocab_file : "",
+        opts_.init_from));
   // What config.yaml and run.h5 record: the settings of the tokenizer actually used (a
   // fine-tune takes the pre-trained run's SentencePiece model, and its vocab_size & co.).
-  recorded_yaml_ = to_yaml(with_tokenizer_settings(cfg_, data_cfg_));
-  if (recorded_yaml_ != to_yaml(cfg_))
+  const Config recorded = with_tokenizer_settings(cfg_, data_cfg_);
+  recorded_yaml_ = to_yaml(recorded);
+  if (used.tokenizer == "sentencepiece" && cfg_.data.tokenizer == "sentencepiece" &&
+      (used.vocab_size != cfg_.data.vocab_size ||
+       used.sentencepiece_model != cfg_.data.sentencepiece_model ||
+       used.sentencepiece_byte_fallback != cfg_.data.sentencepiece_byte_fallback))
     progress_.message(fmt::format(
         "note: the tokenizer is the pre-trained run's SentencePiece model (vocab_size {}, {}, "
         "byte fallback {}), not one with this config's settings (vocab_size {}, {}, byte "
-        "fallback {}); the run records the model's",
-        data_cfg_.data.vocab_size, data_cfg_.data.sentencepiece_model,
-        data_cfg_.data.sentencepiece_byte_fallback, cfg_.data.vocab_size,
-        cfg_.data.sentencepiece_model, cfg_.data.sentencepiece_byte_fallback));
+        "fallback {}); config.yaml and run.h5 record the model's settings",
+        used.vocab_size, used.sentencepiece_model, used.sentencepiece_byte_fallback,
+        cfg_.data.vocab_size, cfg_.data.sentencepiece_model,
+        cfg_.data.sentencepiece_byte_fallback));
   // One process only: ranks must agree on when they stop, which they do from the first step on
   // (dp.stop_requested()); a rank leaving here alone would strand the others.
   if (dp_.world_size() == 1 && interrupt_requested())
@@ -260,7 +280,8 @@ void Training::log(int64_t step, std::map<std::string, double>& logged) {
   if (state_.skipped_batches > 0)
     logged["skipped_batches"] = static_cast<double>(state_.skipped_batches);
   recorder_->log(step, logged);
-  progress_.update(step, logged["train_loss"], tps, metrics_summary(last_valid_, primary_.name));
+  progress_.update(step, logged["train_loss"], tps,
+                   metrics_summary(last_valid_, primary_.name, last_valid_step_, step));
   state_.window_loss = 0;
   state_.window_steps = 0;
   window_tokens_ = 0;
@@ -273,7 +294,10 @@ Training::After Training::after_step(int64_t step) {
   const TrainConfig& t = cfg_.train;
   const bool last = step == t.steps;
   std::map<std::string, double> logged;
-  if ((step % t.eval_every == 0 || last) && !evaluate(logged)) return After::Interrupted;
+  if (step % t.eval_every == 0 || last) {
+    if (!evaluate(logged)) return After::Interrupted;
+    last_valid_step_ = step;
+  }
   if (step % t.log_every == 0 || last || !logged.empty()) log(step, logged);
   if (recorder_->snapshot_due(step)) recorder_->snapshot(step, validation_->probe());
   const bool stop_early = early_stop_due(state_, t.early_stop);
@@ -407,8 +431,18 @@ TrainResult Training::result(int64_t step, After after) {
 TrainResult train(const LoadedConfig& loaded, const TrainOptions& opts) {
   // First of all: from here on SIGINT/SIGTERM are honoured at a safe point, never mid-write.
   install_interrupt_handlers();
-  Training training(loaded, opts);
-  return training.run();
+  std::error_code ec;
+  const bool existed = opts.out_dir.empty() || std::filesystem::exists(opts.out_dir, ec);
+  try {
+    Training training(loaded, opts);
+    return training.run();
+  } catch (...) {
+    // A run that failed before writing anything (a missing corpus, a config the model
+    // refuses) leaves no folder it created itself; its lock file went with the lock.
+    if (!existed && std::filesystem::is_empty(opts.out_dir, ec) && !ec)
+      std::filesystem::remove(opts.out_dir, ec);
+    throw;
+  }
 }
 
 }  // namespace relpos

@@ -55,12 +55,16 @@ class Tokenizer;
 void use_run_tokenizer(const std::string& dir, Config& cfg);
 // The config a run builds its data from: with --resume its own tokenizer.model; with
 // --init-from the pre-trained run's tokenizer (its tokenizer.model for SentencePiece, so a
-// fine-tuning corpus is tokenized with the pre-training vocabulary). Throws ConfigError when the
-// pre-trained run's tokenizer differs from this config's (kind, WordPiece vocabulary).
-Config data_config_for_run(const Config& cfg, const TrainOptions& opts);
+// fine-tuning corpus is tokenized with the pre-training vocabulary); the tokenizer settings that
+// `sources` show the user did not choose (they come from base.yaml or the defaults) are the
+// pre-trained run's. Throws ConfigError when a chosen tokenizer differs from the pre-trained
+// run's (kind, WordPiece vocabulary). sources == nullptr: every setting counts as chosen.
+Config data_config_for_run(const Config& cfg, const TrainOptions& opts,
+                           const SourceMap* sources = nullptr);
 // `cfg` with the settings that describe the tokenizer of `data_cfg` (data_config_for_run's
-// result): a SentencePiece model taken from a pre-trained run brings its vocab_size, model type
-// and byte fallback, which the run records instead of its own unused ones.
+// result): the tokenizer kind and WordPiece vocabulary taken from a pre-trained run, and a
+// SentencePiece model's vocab_size, model type and byte fallback, which the run records instead
+// of its own unused ones.
 Config with_tokenizer_settings(const Config& cfg, const Config& data_cfg);
 // Copies the tokenizer's model file (if it has one) to DIR/tokenizer.model, atomically.
 void keep_run_tokenizer(const Tokenizer& tok, const std::string& dir);

@@ -2,7 +2,9 @@
 // that writes into the folder: `relpos train` for the whole run, `relpos eval` while it writes
 // its table into run.h5, `relpos sweep` on the experiment folder. A second writer gets a clear
 // RunError instead of two processes writing one HDF5 file. The kernel drops the lock when the
-// holder exits in any way, kill -9 included, so a crashed run never leaves a stale lock.
+// holder exits in any way, kill -9 included, so a crashed run never leaves a stale lock. The
+// holder removes the file when it lets go (a failed run leaves no lock file behind); after kill -9
+// the file stays, holding no lock.
 #pragma once
 
 #include <string>
@@ -22,6 +24,7 @@ class FolderLock {
   static std::string lock_path(const std::string& dir);
 
  private:
+  std::string path_;
   int fd_ = -1;
 };
 
