@@ -75,7 +75,8 @@ int launch(const ConfigArgs& args, const TrainOptions& o, const std::string& dev
   const ElasticResult er = launch_elastic(eo);
   const LaunchResult& r = er.last;
   if (r.ok()) {
-    if (eo.write_records && l.max_restarts > 0) record_restarts_in_result(o.out_dir, er.restarts);
+    if (eo.write_records && l.max_restarts > 0 && std::filesystem::exists(run_result_path(o.out_dir)))
+      record_restarts_in_result(o.out_dir, er.restarts);
     if (!er.restarts.empty())
       std::cerr << fmt::format("relpos: finished after {} restart{} (recorded in {})\n",
                                er.restarts.size(), er.restarts.size() > 1 ? "s" : "",

@@ -526,7 +526,7 @@ std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& p
   s += std::to_string(points.size() - 1);
   s += ")\" >&2; exit 1 ;;\n";
   s += "esac\n";
-  s += R"(if [ -f "$DIR/result.json" ]; then echo "$NAME already finished"; exit 0; fi
+  s += R"SH(if [ -f "$DIR/result.json" ]; then echo "$NAME already finished"; exit 0; fi
 if [ -f "$DIR/checkpoint.pt" ]; then
   echo "$NAME: resuming from $DIR/checkpoint.pt"
   ARGS=(--resume)
@@ -571,7 +571,7 @@ trap on_term TERM
 CHILD=$!
 wait "$CHILD" || STATUS=$?
 exit "$STATUS"
-)";
+)SH";
   return s;
 }
 
