@@ -160,7 +160,9 @@ TEST_CASE("elastic: bad --max-restarts values are refused with exit 2 and a mess
       {{"--nproc", "2", "--max-restarts", "x"}, "--max-restarts: got x; expected an integer >= 0"},
       {{"--max-restarts", "1"}, "train: --max-restarts applies to a data-parallel launch only"},
   };
-  for (const auto& [extra, message] : cases) {
+  for (const auto& c : cases) {
+    const auto& extra = c.first;
+    const std::string message = c.second;
     auto args = base;
     args.insert(args.end(), extra.begin(), extra.end());
     const ChildResult r = run_child(RELPOS_BINARY, args, {60, 0});

@@ -171,7 +171,9 @@ TEST_CASE("slurm: SIGUSR1 before the time limit checkpoints the run and requeues
     return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_text(log));
   };
 
-  const auto [code, err] = interrupted_element("0");
+  const auto first = interrupted_element("0");
+  const int code = first.first;
+  const std::string err = first.second;
   INFO(err);
   CHECK(code == 0);
   CHECK(contains(err, "seed1: the time limit is near: stopping at a checkpoint"));
@@ -183,7 +185,9 @@ TEST_CASE("slurm: SIGUSR1 before the time limit checkpoints the run and requeues
 
   // The requeued element (SLURM_RESTART_COUNT=3, the default bound) resumes, and on the next
   // warning stops at a checkpoint again but does not requeue.
-  const auto [code2, err2] = interrupted_element("3");
+  const auto second = interrupted_element("3");
+  const int code2 = second.first;
+  const std::string err2 = second.second;
   INFO(err2);
   CHECK(code2 == 1);
   CHECK(contains(err2, "seed1: resuming from " + dir + "/checkpoint.pt"));
