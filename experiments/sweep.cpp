@@ -502,7 +502,11 @@ std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& p
   s += "set -euo pipefail\n";
   s += fmt::format("RELPOS=\"${{RELPOS:-{}}}\"\n", o.relpos_binary);
   s += "TASK=\"${SLURM_ARRAY_TASK_ID:?submit with sbatch, or set SLURM_ARRAY_TASK_ID=N to run point N}\"\n";
-  s += "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n";
+  // The element's CPUs, for the points whose config names no thread count (shellcheck: an unused
+  // variable is a warning).
+  bool uses_cpus = false;
+  for (const auto& r : resolved) uses_cpus |= o.threads > 0 || r.threads <= 0;
+  if (uses_cpus) s += "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n";
   s += "MAX_REQUEUES=\"${RELPOS_MAX_REQUEUES:-3}\"\n";
   s += "case \"$TASK\" in\n";
   for (size_t i = 0; i < points.size(); ++i) {

@@ -87,11 +87,20 @@ TEST_CASE("slurm: the array job asks for a warning signal, requeues itself and i
     MESSAGE("shellcheck is not installed (scripts/setup.sh installs it): the lint part is skipped");
     return;
   }
-  const ChildResult lint = run_child(shellcheck, {"--shell=bash", "--severity=style", script}, {60, 0});
-  INFO(lint.out);
-  INFO(lint.err);
-  CHECK(lint.exit_code == 0);
-  CHECK(lint.out.empty());
+  // Both forms: points whose config names a thread count (threads=1 here), and points that take
+  // the element's CPUs (threads=0: the script then reads SLURM_CPUS_PER_TASK).
+  for (const std::string threads : {"threads=1", "threads=0"}) {
+    auto sets = test::dist::tiny_sets(tmp.str("cache"));
+    sets.push_back(threads);
+    const std::string job = emit(tmp, sets);
+    CHECK(contains(read_text(job), "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"") == (threads == "threads=0"));
+    const ChildResult lint = run_child(shellcheck, {"--shell=bash", "--severity=style", job}, {60, 0});
+    INFO(threads);
+    INFO(lint.out);
+    INFO(lint.err);
+    CHECK(lint.exit_code == 0);
+    CHECK(lint.out.empty());
+  }
 }
 
 TEST_CASE("slurm: an array element resumes a half-finished run folder and finishes it") {
