@@ -1,13 +1,13 @@
 // relpos train: one training run into a run folder (see core/train/trainer.h); with --nproc N,
 // N data-parallel ranks on this machine (core/dist/launch.h, docs/scaling.md).
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <iostream>
 
 #include "app/commands.h"
 #include "core/dist/distributed.h"
+#include "core/dist/elastic.h"
 #include "core/dist/launch.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
@@ -19,7 +19,7 @@ namespace relpos::app {
 namespace {
 
 struct LaunchArgs {
-  int64_t nproc = 1, nnodes = 1, node_rank = 0, master_port = 0;
+  int64_t nproc = 1, nnodes = 1, node_rank = 0, master_port = 0, max_restarts = 0;
   std::string master_addr = "127.0.0.1";
 };
 
@@ -47,16 +47,43 @@ int launch(const ConfigArgs& args, const TrainOptions& o, const std::string& dev
     throw ConfigError(fmt::format("train.batch_size: {} does not split over {} ranks",
                                   cfg.train.batch_size, world),
                       "train.batch_size is the global batch: use a multiple of the number of ranks");
-  LaunchOptions lo;
+  ElasticOptions eo;
+  LaunchOptions& lo = eo.launch;
   lo.nproc = l.nproc;
   lo.nnodes = l.nnodes;
   lo.node_rank = l.node_rank;
   lo.master_addr = l.master_addr;
   lo.master_port = l.master_port;
   lo.args = rank_command(args, o, device);
-  const LaunchResult r = launch_local(lo);
-  if (r.ok()) return 0;
-  const std::string resume =
+  // A restart resumes the run from its folder (its own config.yaml, --set still applied), or,
+  // for a new run without a checkpoint yet, starts it over.
+  TrainOptions resume = o;
+  resume.resume = true;
+  resume.overwrite = false;
+  resume.init_from.clear();
+  ConfigArgs resume_config = args;
+  resume_config.configs.clear();
+  eo.resume_args = rank_command(resume_config, resume, device);
+  if (!o.resume) {
+    TrainOptions fresh = o;
+    fresh.overwrite = true;
+    eo.fresh_args = rank_command(args, fresh, device);
+  }
+  eo.run_dir = o.out_dir;
+  eo.max_restarts = l.max_restarts;
+  eo.write_records = l.node_rank == 0;
+  const ElasticResult er = launch_elastic(eo);
+  const LaunchResult& r = er.last;
+  if (r.ok()) {
+    if (eo.write_records && l.max_restarts > 0 && std::filesystem::exists(run_result_path(o.out_dir)))
+      record_restarts_in_result(o.out_dir, er.restarts);
+    if (!er.restarts.empty())
+      std::cerr << fmt::format("relpos: finished after {} restart{} (recorded in {})\n",
+                               er.restarts.size(), er.restarts.size() > 1 ? "s" : "",
+                               run_result_path(o.out_dir));
+    return 0;
+  }
+  const std::string resume_cmd =
       fmt::format("relpos train --resume --out {} --nproc {}{}", o.out_dir, l.nproc,
                   l.nnodes > 1 ? " (with the same --nnodes/--node-rank/--master-* on each node)" : "");
   if (r.interrupted)  // exit 128 + signal, as one process interrupted (core/util/signals.h)
@@ -64,17 +91,20 @@ int launch(const ConfigArgs& args, const TrainOptions& o, const std::string& dev
                       fmt::format("interrupted: the ranks stopped at one step and rank 0 saved "
                                   "its checkpoint in {} ({})",
                                   o.out_dir, r.summary()),
-                      "continue with: " + resume);
+                      "continue with: " + resume_cmd);
   // A rank may have failed before rank 0 wrote any checkpoint (a missing corpus, a bad folder).
   const bool has_checkpoint = std::filesystem::exists(run_checkpoint_path(o.out_dir));
-  const std::string first =
-      r.still_running.empty()
-          ? fmt::format("rank {} failed first", r.first_failed)
-          : fmt::format("rank {} lost its peer first, while rank{} {} still ran (hung?)", r.first_failed,
-                        r.still_running.size() > 1 ? "s" : "", fmt::join(r.still_running, ", "));
-  throw RunError(fmt::format("data-parallel run failed: {} ({})", first, r.summary()),
+  std::string what = "data-parallel run failed: " + r.failure();
+  if (l.max_restarts > 0) {
+    what = fmt::format("data-parallel run failed after {} restart{} (--max-restarts {})",
+                       er.restarts.size(), er.restarts.size() == 1 ? "" : "s", l.max_restarts);
+    for (size_t i = 0; i < er.failures.size(); ++i)
+      what += fmt::format("\n  attempt {}: {}", i + 1, er.failures[i]);
+    if (!er.not_restarted.empty()) what += "\n  not restarted: " + er.not_restarted;
+  }
+  throw RunError(what,
                  has_checkpoint ? "the ranks' own errors are printed above; after fixing the cause, "
-                                  "continue from the last checkpoint with: " + resume
+                                  "continue from the last checkpoint with: " + resume_cmd
                                 : "the ranks' own errors are printed above; no checkpoint was "
                                   "written, so run the same command again after fixing the cause");
 }
@@ -135,7 +165,13 @@ Command add_train(CLI::App& app) {
                       "with --nproc or --nnodes: a free port on node 0, 1..65535 (default with "
                       "one node: a free port of this machine)")
           ->check(integer_in(1, 65535));
-  return {cmd, [args, opts, device, l, node_rank, master_addr, master_port, resume, resume_dir]() {
+  auto* max_restarts =
+      cmd->add_option("--max-restarts", l->max_restarts,
+                      "with --nproc or --nnodes: when a rank fails or hangs, restart all ranks from "
+                      "the last checkpoint, up to this many times (default 0; docs/scaling.md)")
+          ->check(integer_in(0));
+  return {cmd, [args, opts, device, l, node_rank, master_addr, master_port, max_restarts, resume,
+                resume_dir]() {
             opts->resume = resume->count() > 0;
             resolve_run_folder(*opts, *resume_dir);
             // The launch options mean something only to a data-parallel launch: never ignored.
@@ -144,7 +180,7 @@ Command add_train(CLI::App& app) {
                                             l->node_rank, l->nnodes - 1, l->nnodes),
                                 "--node-rank numbers the nodes of --nnodes N, each running "
                                 "--nproc ranks (docs/scaling.md)");
-            for (const auto* opt : {master_addr, master_port})
+            for (const auto* opt : {master_addr, master_port, max_restarts})
               if (opt->count() > 0 && l->nproc == 1 && l->nnodes == 1)
                 throw ConfigError(fmt::format("train: {} applies to a data-parallel launch only "
                                               "(--nproc N or --nnodes N above 1)",

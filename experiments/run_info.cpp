@@ -62,8 +62,8 @@ RunSummary read_run_summary(const std::string& dir) {
 std::string run_progress(const std::string& dir) {
   std::ifstream in(fs::path(dir) / "metrics.jsonl");
   std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
+  while (std::getline(in, line))  // step records only: a launcher's restart event has no step
+    if (!line.empty() && line.find("\"step\"") != std::string::npos) last = line;
   if (last.empty()) return "";
   try {
     const auto j = nlohmann::json::parse(last);

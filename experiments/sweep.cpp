@@ -483,42 +483,99 @@ std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& p
   s += "# each running the `relpos train` command of `relpos sweep` (docs/scaling.md).\n";
   s += "# Submit with: sbatch THIS_FILE   (adjust the #SBATCH lines to your cluster: partition,\n";
   s += "# account, --gres=gpu:1 with --set device=cuda, a %N suffix on --array to cap parallel runs).\n";
-  s += "# A finished point is skipped and an unfinished one resumed, so submitting again continues.\n";
-  s += "# SIGTERM (time limit, scancel, --signal below) makes a run checkpoint and stop.\n";
+  s += "# A finished point is skipped and an unfinished one resumed from its checkpoint, so a\n";
+  s += "# requeued or resubmitted element continues where it stopped.\n";
+  s += "# Preemption and time limits: relpos checkpoints and stops on SIGTERM. --signal sends this\n";
+  s += "# shell (B: only the shell; keep it, SIGUSR1 would end relpos without a checkpoint) SIGUSR1\n";
+  s += "# 120 s before the time limit: the trap below forwards SIGTERM to relpos, waits for its\n";
+  s += "# checkpoint and requeues the element, at most RELPOS_MAX_REQUEUES times (default 3, counted\n";
+  s += "# by SLURM_RESTART_COUNT). A preempted element (SIGTERM to the job) checkpoints the same way\n";
+  s += "# and SLURM requeues it itself (--requeue).\n";
   s += "#SBATCH --job-name=relpos-sweep\n";
   s += fmt::format("#SBATCH --array=0-{}\n", points.size() - 1);
   s += fmt::format("#SBATCH --cpus-per-task={}\n", cpus);
   s += "#SBATCH --time=24:00:00\n";
-  s += "#SBATCH --signal=B:TERM@120\n";
+  s += "#SBATCH --signal=B:USR1@120\n";
+  s += "#SBATCH --requeue\n";
+  s += "#SBATCH --open-mode=append\n";  // a requeued element adds to its log
   s += fmt::format("#SBATCH --output={}/slurm-%A_%a.log\n", out);  // SLURM needs the folder
   s += "set -euo pipefail\n";
   s += fmt::format("RELPOS=\"${{RELPOS:-{}}}\"\n", o.relpos_binary);
   s += "TASK=\"${SLURM_ARRAY_TASK_ID:?submit with sbatch, or set SLURM_ARRAY_TASK_ID=N to run point N}\"\n";
-  s += "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n";
+  // The element's CPUs, for the points whose config names no thread count (shellcheck: an unused
+  // variable is a warning).
+  bool uses_cpus = false;
+  for (const auto& r : resolved) uses_cpus |= o.threads > 0 || r.threads <= 0;
+  if (uses_cpus) s += "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n";
+  s += "MAX_REQUEUES=\"${RELPOS_MAX_REQUEUES:-3}\"\n";
   s += "case \"$TASK\" in\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const std::string dir = shell_word((fs::path(out) / points[i].name).string());
-    std::string cmd = "exec \"$RELPOS\" train --out " + dir + " --quiet";
-    std::string fresh = cmd + " --overwrite";
+    std::string fresh = "--overwrite";
     for (const auto& c : o.configs) fresh += " --config " + shell_word(fs::absolute(c).string());
     for (const auto& x : o.sets) fresh += " --set " + shell_word(x);
     for (const auto& x : points[i].overrides) fresh += " --set " + shell_word(x);
     if (!o.init_from.empty())
       fresh += " --init-from " + shell_word(fs::absolute(init_from_dir(o, points[i])).string());
-    const std::string threads =
-        o.threads <= 0 && resolved[i].threads > 0
-            ? fmt::format(" --set threads={}", resolved[i].threads)
-            : std::string(" --set \"threads=$THREADS\"");
-    s += fmt::format("  {})  # {}\n", i, points[i].name);
-    s += fmt::format("    if [ -f {}/result.json ]; then echo \"{} already finished\"; exit 0; fi\n", dir,
-                     points[i].name);
-    s += fmt::format("    if [ -f {}/checkpoint.pt ]; then {} --resume{}; fi\n", dir, cmd, threads);
-    s += fmt::format("    {}{} ;;\n", fresh, threads);
+    const std::string threads = o.threads <= 0 && resolved[i].threads > 0
+                                    ? fmt::format("threads={}", resolved[i].threads)
+                                    : std::string("threads=$THREADS");
+    s += fmt::format("  {})\n", i);
+    s += fmt::format("    NAME={}\n", shell_word(points[i].name));
+    s += fmt::format("    DIR={}\n", dir);
+    s += fmt::format("    FRESH=({})\n", fresh);
+    s += fmt::format("    THREADS_SET=\"{}\" ;;\n", threads);
   }
   s += "  *) echo \"no grid point $TASK (0..";
   s += std::to_string(points.size() - 1);
   s += ")\" >&2; exit 1 ;;\n";
   s += "esac\n";
+  s += R"SH(if [ -f "$DIR/result.json" ]; then echo "$NAME already finished"; exit 0; fi
+if [ -f "$DIR/checkpoint.pt" ]; then
+  echo "$NAME: resuming from $DIR/checkpoint.pt"
+  ARGS=(--resume)
+else
+  ARGS=("${FRESH[@]}")
+fi
+CHILD=""
+STATUS=0
+# The handlers below run from the traps only, which shellcheck does not see (SC2317).
+# SIGTERM to relpos (it saves a checkpoint and stops), then wait for it.
+# shellcheck disable=SC2317
+stop_run() {
+  if [ -n "$CHILD" ]; then
+    kill -TERM "$CHILD" 2>/dev/null || true
+    wait "$CHILD" || STATUS=$?
+  fi
+}
+# shellcheck disable=SC2317
+on_usr1() {
+  echo "$NAME: the time limit is near: stopping at a checkpoint" >&2
+  stop_run
+  if [ -f "$DIR/result.json" ]; then exit 0; fi
+  local restarts="${SLURM_RESTART_COUNT:-0}"
+  if [ "$restarts" -ge "$MAX_REQUEUES" ]; then
+    echo "$NAME: not requeued: requeued $restarts times already (RELPOS_MAX_REQUEUES=$MAX_REQUEUES); submit again to continue" >&2
+    exit 1
+  fi
+  echo "$NAME: requeueing (requeue $((restarts + 1)) of $MAX_REQUEUES)" >&2
+  scontrol requeue "${SLURM_JOB_ID:?no SLURM_JOB_ID to requeue}"
+  exit 0
+}
+# shellcheck disable=SC2317
+on_term() {
+  echo "$NAME: SIGTERM (preempted or cancelled): stopping at a checkpoint" >&2
+  stop_run
+  exit "$STATUS"
+}
+trap on_usr1 USR1
+trap on_term TERM
+# In the background, so that this shell can run its traps while relpos trains.
+"$RELPOS" train --out "$DIR" --quiet "${ARGS[@]}" --set "$THREADS_SET" &
+CHILD=$!
+wait "$CHILD" || STATUS=$?
+exit "$STATUS"
+)SH";
   return s;
 }
 

@@ -306,6 +306,10 @@ void maybe_inject_fault(int64_t rank, int64_t step) {
   char mode[8] = {0};
   const int n = std::sscanf(spec.c_str(), "%lld:%lld:%7s", &r, &s, mode);
   if (n < 2 || r != rank || s != step) return;
+  // The first attempt only, unless `always`: a job restarted by --max-restarts
+  // (RELPOS_RESTART_COUNT >= 1) must be able to get past the step.
+  const char* restart = std::getenv("RELPOS_RESTART_COUNT");
+  if (restart != nullptr && std::string(restart) != "0" && std::string(mode) != "always") return;
   // A crash, not an error path: the point is that nothing in this process gets to clean up.
   std::raise(std::string(mode) == "hang" ? SIGSTOP : SIGKILL);
 }

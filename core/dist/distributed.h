@@ -111,8 +111,10 @@ class DataParallel {
 // The run file of ranks > 0: accepts every write and keeps nothing (only rank 0 writes).
 std::unique_ptr<RunFileWriter> discarding_run_file();
 
-// Test hook: RELPOS_FAULT="RANK:STEP[:hang]" makes that rank die by SIGKILL (or stop by
-// SIGSTOP, to test timeouts) when it reaches STEP. Called by local_batch().
+// Test hook: RELPOS_FAULT="RANK:STEP[:hang|:always]" makes that rank die by SIGKILL (or stop by
+// SIGSTOP, to test timeouts) when it reaches STEP, on the first attempt only (not once the
+// launcher restarted the ranks: RELPOS_RESTART_COUNT above 0), or with `always` (SIGKILL) on
+// every attempt. Called by local_batch().
 void maybe_inject_fault(int64_t rank, int64_t step);
 
 }  // namespace relpos

@@ -62,6 +62,19 @@ std::string LaunchResult::summary() const {
   return s;
 }
 
+std::string LaunchResult::failure() const {
+  std::string first;
+  if (still_running.empty()) {
+    first = fmt::format("rank {} failed first", first_failed);
+  } else {
+    std::string ranks;
+    for (const int64_t r : still_running) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    first = fmt::format("rank {} lost its peer first, while rank{} {} still ran (hung?)", first_failed,
+                        still_running.size() > 1 ? "s" : "", ranks);
+  }
+  return fmt::format("{} ({})", first, summary());
+}
+
 int64_t free_tcp_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw RunError(fmt::format("cannot open a socket: {}", std::strerror(errno)));
@@ -102,7 +115,8 @@ LaunchResult launch_local(const LaunchOptions& o) {
                                   {"LOCAL_RANK", std::to_string(local)},
                                   {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
                                   {"MASTER_ADDR", o.master_addr},
-                                  {"MASTER_PORT", std::to_string(port)}});
+                                  {"MASTER_PORT", std::to_string(port)},
+                                  {"RELPOS_RESTART_COUNT", std::to_string(o.restart_count)}});
     spawn.only_env = true;
     spawn.new_process_group = true;  // Ctrl-C goes to the launcher only
     spawn.stop_with_parent = true;   // the launcher died: checkpoint and stop

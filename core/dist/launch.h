@@ -23,6 +23,7 @@ struct LaunchOptions {
   int64_t master_port = 0;       // 0: a free port of this machine (one node only)
   std::vector<std::string> args; // the command of every rank (args[0] is the executable)
   double grace_seconds = 10;
+  int64_t restart_count = 0;     // the ranks' RELPOS_RESTART_COUNT: 0 first, then 1, 2, ...
 };
 
 struct RankExit {
@@ -42,6 +43,9 @@ struct LaunchResult {
   std::vector<int64_t> still_running;
   bool ok() const { return first_failed < 0 && !interrupted; }
   std::string summary() const;   // "rank 1 killed by SIGKILL after 2.1s; rank 0 exit 2 ..."
+  // Why a failed launch failed: "rank 1 failed first (<summary>)", or for a hang "rank 0 lost
+  // its peer first, while rank 1 still ran (hung?) (<summary>)".
+  std::string failure() const;
 };
 
 // Starts the ranks and waits for all of them. Throws ConfigError for bad options and RunError

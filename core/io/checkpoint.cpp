@@ -321,6 +321,17 @@ bool looks_like_checkpoint(const std::string& path) {
   return in.read(magic, 4) && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
 }
 
+int64_t checkpoint_step(const std::string& path) {
+  InputArchive archive = open_archive(path, torch::kCPU);
+  return reading(path, [&] {
+    InputArchive ts;
+    archive.read(kKeyTrainState, ts);
+    c10::IValue v;
+    ts.read("step", v);
+    return v.toInt();
+  });
+}
+
 std::string describe_checkpoint(const std::string& path) {
   InputArchive archive = open_archive(path, torch::kCPU);
   return reading(path, [&] {

@@ -74,6 +74,10 @@ ParameterMatch load_matching_parameters(const std::string& path, torch::nn::Modu
 // load_checkpoint for a missing, truncated, corrupt or foreign file.
 std::string describe_checkpoint(const std::string& path);
 
+// The step a checkpoint was saved at (its train state only: no model needed), for launchers that
+// report what a restart resumes from. Throws SchemaError like load_checkpoint.
+int64_t checkpoint_step(const std::string& path);
+
 // True when `path` starts like a checkpoint (a zip archive) rather than an HDF5 file.
 bool looks_like_checkpoint(const std::string& path);
 

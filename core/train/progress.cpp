@@ -72,6 +72,13 @@ std::optional<int64_t> metrics_record_step(const std::string& line) {
   return step->get<int64_t>();
 }
 
+// A line that records an event rather than a step ({"event":"restart",...}: written by the
+// data-parallel launcher between attempts, core/dist/elastic.h).
+bool is_event_line(const std::string& line) {
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("event") && !j.contains("step");
+}
+
 }  // namespace
 
 MetricsLog::MetricsLog(const std::string& path, int64_t keep_up_to_step) : path_(path) {
@@ -89,9 +96,11 @@ MetricsLog::MetricsLog(const std::string& path, int64_t keep_up_to_step) : path_
         std::string next;
         more = static_cast<bool>(std::getline(in, next));
         const std::optional<int64_t> step = metrics_record_step(line);
-        if (step && *step <= keep_up_to_step) kept += line + "\n";
+        // Events stay where they were written: between the steps before and after them.
+        const bool event = !step && is_event_line(line);
+        if ((step && *step <= keep_up_to_step) || event) kept += line + "\n";
         // Only the last line can be torn by a crash; anything else is damage worth a word.
-        if (!step && more)
+        if (!step && !event && more)
           damaged_.push_back(fmt::format("line {}: '{}'", number,
                                          line.size() > 60 ? line.substr(0, 57) + "..." : line));
         line = std::move(next);

@@ -1,0 +1,175 @@
+// `relpos train --nproc 2 --max-restarts R` (core/dist/elastic.h): a rank killed mid-run is
+// restarted with the others from the last checkpoint and the run ends where an uninterrupted one
+// ends; the restarts are recorded; R exhausted fails with every attempt's reason; bad values.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "core/util/process.h"
+#include "tests/dist_run.h"
+#include "tests/helpers.h"
+#include "tests/process_util.h"
+#include "tests/tiny_run.h"
+
+using namespace relpos;
+using namespace relpos::test::dist;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<nlohmann::json> metrics_lines(const std::string& dir) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(run_metrics_path(dir));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("elastic: a rank killed mid-run is restarted from the checkpoint and ends as an uninterrupted run") {
+  RELPOS_SKIP_WITHOUT_GLOO();
+  test::TempFolder tmp("elastic_restart");
+  const std::string cache = tmp.str("cache"), dir = tmp.str("dp");
+  train_one_process(tmp.str("one"), cache);
+
+  // Rank 1 SIGKILLs itself at step 3 (after 3 updates) on the first attempt only; rank 0's last
+  // checkpoint is step 2's (train.checkpoint_every=2).
+  auto args = train_args(dir, cache);
+  args.insert(args.end(), {"--nproc", "2", "--max-restarts", "1"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0}, {"RELPOS_FAULT=1:3"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.wall_s < 100);  // liveness only: no waiting for a collective's timeout
+  CHECK(contains(r.err, "attempt 1 failed: rank 1 failed first (rank 1 killed by SIGKILL"));
+  CHECK(contains(r.err, "restart 1 of 1: all ranks resume from the checkpoint of step 2"));
+  REQUIRE(run_finished(dir));
+
+  // The losses of every step and the final weights are the one-process run's.
+  const auto one = train_losses(tmp.str("one")), dp = train_losses(dir);
+  REQUIRE(one.size() == 4);
+  REQUIRE(dp.size() == one.size());
+  for (size_t i = 0; i < one.size(); ++i) CHECK(dp[i] == doctest::Approx(one[i]).epsilon(1e-5));
+  CHECK(max_weight_difference(tmp.str("one"), dir) < 2e-5);
+
+  // metrics.jsonl: steps 1, 2, the restart, steps 3 and 4 (the step-3 line of the failed attempt
+  // was dropped on resuming; the event line was kept in its place).
+  const auto lines = metrics_lines(dir);
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[0].at("step") == 1);
+  CHECK(lines[1].at("step") == 2);
+  CHECK(lines[3].at("step") == 3);
+  CHECK(lines[4].at("step") == 4);
+  const auto& ev = lines[2];
+  CHECK(ev.at("event") == "restart");
+  CHECK(ev.at("attempt") == 1);
+  CHECK(ev.at("resumed_from_step") == 2);
+  CHECK(contains(ev.at("reason").get<std::string>(), "rank 1 failed first (rank 1 killed by SIGKILL"));
+  CHECK(std::regex_match(ev.at("time").get<std::string>(),
+                         std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
+
+  // result.json holds the same record.
+  std::ifstream in(run_result_path(dir));
+  const auto result = nlohmann::json::parse(in);
+  REQUIRE(result.at("restarts").size() == 1);
+  const auto& rec = result.at("restarts")[0];
+  CHECK(rec.at("attempt") == 1);
+  CHECK(rec.at("resumed_from_step") == 2);
+  CHECK(rec.at("reason") == ev.at("reason"));
+  CHECK(rec.at("time") == ev.at("time"));
+}
+
+TEST_CASE("elastic: --max-restarts 0 ends the run at the first failure, as without it") {
+  RELPOS_SKIP_WITHOUT_GLOO();
+  test::TempFolder tmp("elastic_zero");
+  const std::string dir = tmp.str("dp");
+  auto args = train_args(dir, tmp.str("cache"));
+  args.insert(args.end(), {"--nproc", "2", "--max-restarts", "0"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0}, {"RELPOS_FAULT=1:3"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);  // every relpos error (RunError included) exits 2
+  CHECK(contains(r.err, "error: data-parallel run failed: rank 1 failed first (rank 1 killed by SIGKILL"));
+  CHECK(contains(r.err, "--resume"));
+  CHECK_FALSE(contains(r.err, "restart"));
+  CHECK_FALSE(run_finished(dir));
+  for (const auto& line : metrics_lines(dir)) CHECK_FALSE(line.contains("event"));
+}
+
+TEST_CASE("elastic: when the restarts are used up the error lists every attempt's reason") {
+  RELPOS_SKIP_WITHOUT_GLOO();
+  test::TempFolder tmp("elastic_exhausted");
+  const std::string dir = tmp.str("dp");
+  // `always`: rank 1 dies at step 3 on every attempt, and every restart resumes from step 2.
+  auto args = train_args(dir, tmp.str("cache"));
+  args.insert(args.end(), {"--nproc", "2", "--max-restarts", "2"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {150, 0}, {"RELPOS_FAULT=1:3:always"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "error: data-parallel run failed after 2 restarts (--max-restarts 2)"));
+  for (const std::string n : {"1", "2", "3"})
+    CHECK_MESSAGE(contains(r.err, "\n  attempt " + n + ": rank 1 failed first (rank 1 killed by SIGKILL"), n);
+  CHECK_FALSE(contains(r.err, "attempt 4"));
+  CHECK(contains(r.err, "continue from the last checkpoint with: relpos train --resume"));
+  CHECK_FALSE(run_finished(dir));
+  // Two restart events, each from step 2.
+  int64_t events = 0;
+  for (const auto& line : metrics_lines(dir))
+    if (line.contains("event")) {
+      ++events;
+      CHECK(line.at("attempt") == events);
+      CHECK(line.at("resumed_from_step") == 2);
+    }
+  CHECK(events == 2);
+}
+
+TEST_CASE("elastic: ranks that fail before touching the run folder are not restarted") {
+  RELPOS_SKIP_WITHOUT_GLOO();
+  test::TempFolder tmp("elastic_early");
+  const std::string dir = tmp.str("dp");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/config.yaml") << "seed: 1\n";  // another run's folder: refused by the ranks
+  auto args = train_args(dir, tmp.str("cache"));
+  args.insert(args.end(), {"--nproc", "2", "--max-restarts", "3"});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, "data-parallel run failed after 0 restarts (--max-restarts 3)\n  attempt 1: rank"));
+  CHECK(contains(r.err, "not restarted: the ranks failed before this launch wrote a checkpoint or config"));
+  CHECK_FALSE(contains(r.err, "attempt 2"));
+  // The other run's folder is untouched: no --overwrite behind the user's back.
+  std::ifstream in(dir + "/config.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "seed: 1\n");
+}
+
+TEST_CASE("elastic: bad --max-restarts values are refused with exit 2 and a message") {
+  test::TempFolder tmp("elastic_bad");
+  const auto base = train_args(tmp.str("dp"), tmp.str("cache"));
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--nproc", "2", "--max-restarts", "-1"}, "--max-restarts: got -1; expected an integer >= 0"},
+      // Not an integer: CLI11's conversion message, as for every integer option.
+      {{"--nproc", "2", "--max-restarts", "1.5"}, "Could not convert: --max-restarts = 1.5"},
+      {{"--nproc", "2", "--max-restarts", "x"}, "Could not convert: --max-restarts = x"},
+      {{"--max-restarts", "1"}, "train: --max-restarts applies to a data-parallel launch only"},
+  };
+  for (const auto& c : cases) {
+    const auto& extra = c.first;
+    const std::string message = c.second;
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ChildResult r = run_child(RELPOS_BINARY, args, {60, 0});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(contains(r.err, message), message);
+    CHECK_FALSE(fs::exists(tmp.path / "dp"));
+  }
+}

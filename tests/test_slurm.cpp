@@ -1,0 +1,211 @@
+// The SLURM array job of `relpos sweep --emit-slurm`, without SLURM: shellcheck finds nothing in
+// it; an element run by hand resumes a half-finished run folder and finishes it with the losses
+// of an uninterrupted run; SIGUSR1 (the time-limit warning) makes the element stop relpos at a
+// checkpoint and requeue itself through `scontrol` (a stand-in on PATH), a bounded number of
+// times.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/util/process.h"
+#include "tests/dist_run.h"
+#include "tests/helpers.h"
+#include "tests/tiny_run.h"
+
+extern char** environ;
+
+using namespace relpos;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+void write_executable(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+}
+
+// Writes the array job of a two-point grid (seed=1,2) over `sets` into DIR/job.sh.
+std::string emit(const test::TempFolder& tmp, const std::vector<std::string>& sets) {
+  const std::string script = tmp.str("job.sh");
+  std::vector<std::string> args{"sweep", "--out", tmp.str("exp"), "--emit-slurm", script, "--grid",
+                                "seed=1,2", "--config", test::config_path("base.yaml")};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  const ChildResult r = run_child(RELPOS_BINARY, args, {60, 0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return script;
+}
+
+// This process's environment with `set` ("NAME=value") replacing the same names: bash takes
+// the last of two equal names, so the child gets each name once.
+std::vector<std::string> environment_with(const std::vector<std::string>& set) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    bool replaced = false;
+    for (const auto& s : set) replaced |= kv.substr(0, kv.find('=') + 1) == s.substr(0, s.find('=') + 1);
+    if (!replaced) env.push_back(kv);
+  }
+  env.insert(env.end(), set.begin(), set.end());
+  return env;
+}
+
+}  // namespace
+
+TEST_CASE("slurm: the array job asks for a warning signal, requeues itself and is shellcheck-clean") {
+  test::TempFolder tmp("slurm_lint");
+  const std::string script = emit(tmp, test::dist::tiny_sets(tmp.str("cache")));
+  const std::string text = read_text(script);
+  CHECK(contains(text, "#SBATCH --signal=B:USR1@120\n"));
+  CHECK(contains(text, "#SBATCH --requeue\n"));
+  CHECK(contains(text, "trap on_usr1 USR1\n"));
+  CHECK(contains(text, "trap on_term TERM\n"));
+  CHECK(contains(text, "scontrol requeue"));
+  CHECK(contains(text, "SLURM_RESTART_COUNT"));
+
+  const std::string shellcheck = "/usr/bin/shellcheck";
+  if (!fs::exists(shellcheck)) {
+    MESSAGE("shellcheck is not installed (scripts/setup.sh installs it): the lint part is skipped");
+    return;
+  }
+  // Both forms: points whose config names a thread count (threads=1 here), and points that take
+  // the element's CPUs (threads=0: the script then reads SLURM_CPUS_PER_TASK).
+  for (const std::string threads : {"threads=1", "threads=0"}) {
+    auto sets = test::dist::tiny_sets(tmp.str("cache"));
+    sets.push_back(threads);
+    const std::string job = emit(tmp, sets);
+    CHECK(contains(read_text(job), "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"") == (threads == "threads=0"));
+    const ChildResult lint = run_child(shellcheck, {"--shell=bash", "--severity=style", job}, {60, 0});
+    INFO(threads);
+    INFO(lint.out);
+    INFO(lint.err);
+    CHECK(lint.exit_code == 0);
+    CHECK(lint.out.empty());
+  }
+}
+
+TEST_CASE("slurm: an array element resumes a half-finished run folder and finishes it") {
+  test::TempFolder tmp("slurm_resume");
+  const auto sets = test::dist::tiny_sets(tmp.str("cache"));
+  const std::string script = emit(tmp, sets);
+  // Grid point 1 (seed=2) trained in this process up to step 2 of 4 and stopped with its
+  // checkpoint, as a preempted element leaves it; the same point uninterrupted, for reference.
+  auto point = sets;
+  point.push_back("seed=2");
+  const std::string dir = tmp.str("exp/seed2");
+  test::train_here(point, dir, /*stop_after=*/2);
+  REQUIRE(fs::exists(run_checkpoint_path(dir)));
+  REQUIRE_FALSE(run_finished(dir));
+  test::train_here(point, tmp.str("reference"));
+
+  // A stand-in for relpos that logs its arguments, so the test sees --resume was asked for.
+  const std::string wrapper = tmp.str("relpos_wrapper.sh"), calls = tmp.str("calls.txt");
+  write_executable(wrapper, "#!/bin/bash\necho \"$*\" >> " + calls + "\nexec " + RELPOS_BINARY +
+                                " \"$@\"\n");
+  const ChildResult job = run_child("/bin/bash", {script}, {120, 0},
+                                    {"SLURM_ARRAY_TASK_ID=1", "SLURM_CPUS_PER_TASK=1", "RELPOS=" + wrapper});
+  INFO(job.out);
+  INFO(job.err);
+  REQUIRE(job.exit_code == 0);
+  CHECK(contains(job.out, "seed2: resuming from " + dir + "/checkpoint.pt"));
+  const std::string called = read_text(calls);
+  CHECK(contains(called, "train --out " + dir + " --quiet --resume --set threads=1"));
+  CHECK_FALSE(contains(called, "--overwrite"));
+  REQUIRE(run_finished(dir));
+  const auto ref = test::dist::train_losses(tmp.str("reference")), got = test::dist::train_losses(dir);
+  REQUIRE(ref.size() == 4);
+  REQUIRE(got.size() == ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) CHECK(got[i] == doctest::Approx(ref[i]).epsilon(1e-6));
+
+  // Point 0 has no folder yet: a fresh start (--overwrite and the configs), not a resume.
+  const ChildResult fresh = run_child("/bin/bash", {script}, {120, 0},
+                                      {"SLURM_ARRAY_TASK_ID=0", "SLURM_CPUS_PER_TASK=1", "RELPOS=" + wrapper});
+  INFO(fresh.err);
+  REQUIRE(fresh.exit_code == 0);
+  CHECK(contains(read_text(calls), "train --out " + tmp.str("exp/seed1") + " --quiet --overwrite --config"));
+  CHECK(run_finished(tmp.str("exp/seed1")));
+}
+
+TEST_CASE("slurm: SIGUSR1 before the time limit checkpoints the run and requeues the element, a bounded number of times") {
+  test::TempFolder tmp("slurm_usr1");
+  auto sets = test::dist::tiny_sets(tmp.str("cache"));
+  sets.insert(sets.end(), {"train.steps=100000", "train.checkpoint_every=100000"});
+  const std::string script = emit(tmp, sets);
+  // A stand-in for scontrol that records what it was asked.
+  const std::string bin = tmp.str("bin"), asked = tmp.str("scontrol.txt");
+  fs::create_directories(bin);
+  write_executable(bin + "/scontrol", "#!/bin/bash\necho \"$*\" >> " + asked + "\n");
+  const std::string dir = tmp.str("exp/seed1");
+  const char* path = std::getenv("PATH");
+
+  // Runs element 0 under bash, sends bash SIGUSR1 once relpos logged two more steps, and
+  // returns bash's exit status and its output.
+  auto interrupted_element = [&](const std::string& restart_count) {
+    const std::string log = tmp.str("element.log");
+    fs::remove(log);
+    const int64_t logged_before = test::dist::train_losses_if_any(dir);
+    SpawnOptions o;
+    o.env = environment_with({"PATH=" + bin + ":" + (path ? path : "/usr/bin:/bin"),
+                              "SLURM_ARRAY_TASK_ID=0", "SLURM_CPUS_PER_TASK=1", "SLURM_JOB_ID=4242",
+                              "SLURM_RESTART_COUNT=" + restart_count});
+    o.only_env = true;
+    o.log_file = log;
+    const pid_t pid = spawn_child({"/bin/bash", script}, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (test::dist::train_losses_if_any(dir) < logged_before + 2 &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    kill(pid, SIGUSR1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_text(log));
+  };
+
+  const auto first = interrupted_element("0");
+  const int code = first.first;
+  const std::string err = first.second;
+  INFO(err);
+  CHECK(code == 0);
+  CHECK(contains(err, "seed1: the time limit is near: stopping at a checkpoint"));
+  CHECK(contains(err, "interrupted"));  // relpos's own message: it got SIGTERM and checkpointed
+  CHECK(contains(err, "seed1: requeueing (requeue 1 of 3)"));
+  CHECK(read_text(asked) == "requeue 4242\n");
+  REQUIRE(fs::exists(run_checkpoint_path(dir)));
+  CHECK_FALSE(run_finished(dir));
+
+  // The requeued element (SLURM_RESTART_COUNT=3, the default bound) resumes, and on the next
+  // warning stops at a checkpoint again but does not requeue.
+  const auto second = interrupted_element("3");
+  const int code2 = second.first;
+  const std::string err2 = second.second;
+  INFO(err2);
+  CHECK(code2 == 1);
+  CHECK(contains(err2, "seed1: resuming from " + dir + "/checkpoint.pt"));
+  CHECK(contains(err2, "not requeued: requeued 3 times already (RELPOS_MAX_REQUEUES=3)"));
+  CHECK(read_text(asked) == "requeue 4242\n");  // unchanged
+  // Every step was logged once, in order: the second attempt continued from the checkpoint.
+  std::ifstream metrics(run_metrics_path(dir));
+  int64_t expect = 1;
+  for (std::string line; std::getline(metrics, line); ++expect)
+    CHECK(nlohmann::json::parse(line).at("step").get<int64_t>() == expect);
+  CHECK(expect - 1 >= 4);
+}
