@@ -19,9 +19,8 @@ RESULTS = os.path.join(ROOT, "results")
 TEXT = (".md", ".txt", ".json", ".csv", ".yaml", ".jsonl", ".tex", ".log")
 # A link or image target: [text](target) or ![alt](target).
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
-# Absolute paths into a machine's home, work or root folders (a temporary /tmp/... folder that a
-# bench log names is gone with the run and says nothing of the machine's layout).
-MACHINE = re.compile(r"(?<![\w.])/(?:work|home|root|Users|mnt|scratch)/[^\s\"'`)|,;]*")
+# Absolute paths of a machine: home, work, temporary and root folders.
+MACHINE = re.compile(r"(?<![\w.])/(?:work|home|root|tmp|Users|mnt|scratch)/[^\s\"'`)|,;]*")
 
 
 def git(*args):
