@@ -24,6 +24,7 @@
 
 #include "core/config/config.h"
 #include "core/position/position_encoding.h"
+#include "core/position/rotary.h"
 
 namespace relpos {
 
@@ -125,14 +126,7 @@ void register_xpos(Registry& r) {
   v.make_params = [] { return std::make_shared<XposParams>(); };
   v.validate = [](const VariantParams& vp, const Config& cfg, const ParamCheck& c) {
     const auto& p = static_cast<const XposParams&>(vp);
-    const int64_t d = cfg.model.head_dim();
-    if (p.rotary_dim < 0 || p.rotary_dim % 2 != 0 || p.rotary_dim > d)
-      c.fail("rotary_dim", "rotary width must be even and at most the head width",
-             std::to_string(p.rotary_dim), fmt::format("0 (= d) or an even number <= {}", d));
-    if (p.rotary_dim == 0 && d % 2 != 0)
-      c.fail("rotary_dim", "the head width is odd, so not every channel can be paired",
-             fmt::format("head width {}", d), "an even rotary_dim < head width");
-    if (!(p.base > 1.0)) c.fail("base", "out of range", std::to_string(p.base), "> 1");
+    validate_rotary(p.rotary_dim, p.base, cfg, c);
     if (!(p.scale_base > 0.0))
       c.fail("scale_base", "out of range", std::to_string(p.scale_base), "> 0");
     if (!(p.zeta_offset > 0.0))
