@@ -1,4 +1,4 @@
-// quickstart: a small byte-level MLM under five position encodings, five seeds each, on the
+// quickstart: a small byte-level causal LM under five position encodings, five seeds each, on the
 // built-in corpus, evaluated at 1x, 2x and 4x its training length, with every figure and the
 // report. Its claim is the regime check: the absolute encodings must use position at all (beat
 // `none`).
@@ -10,7 +10,7 @@ namespace relpos {
 
 ExperimentInfo quickstart_experiment() {
   return {"quickstart",
-          "small MLM under five position encodings, five seeds each, length extrapolation, "
+          "small causal LM under five position encodings, five seeds each, length extrapolation, "
           "figures and report",
           [](ExperimentContext& ctx) {
             auto runs = ctx.sweep("", {ctx.config_file()}, ctx.config().sweep.grid);

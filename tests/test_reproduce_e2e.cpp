@@ -31,7 +31,8 @@ ChildResult reproduce(const std::string& name, const std::string& out, const std
   return run_child(RELPOS_BINARY,
                    {"reproduce", name, "--scale", "mini", "--out", out, "--quiet", "--set",
                     "data.cache_dir=" + cache_dir(), "--set", "train.steps=2", "--set",
-                    "train.eval_batches=1", "--set", "sweep.grid=" + grid},
+                    "train.eval_batches=1", "--set", "eval.max_tokens=2048", "--set",
+                    "sweep.grid=" + grid},
                    {600, 0});
 }
 
