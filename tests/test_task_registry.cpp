@@ -172,3 +172,14 @@ TEST_CASE("tasks: an unknown task lists the known ones, and a name registered tw
   t.metrics.clear();
   CHECK_THROWS_WITH_AS(r.add(t), "task without metrics: nothing_to_report", std::logic_error);
 }
+
+TEST_CASE("tasks: the pre-training task of a model mode is the LM task that requires it") {
+  // An imported checkpoint's config names the objective it was pre-trained with.
+  const TaskInfo& causal = pretraining_task(ModelMode::Causal);
+  const TaskInfo& bidirectional = pretraining_task(ModelMode::Bidirectional);
+  CHECK(causal.name == "clm");
+  CHECK(bidirectional.name == "mlm");
+  CHECK(causal.head == HeadKind::Lm);
+  CHECK(bidirectional.mode == ModelMode::Bidirectional);
+  CHECK_THROWS_AS(pretraining_task(ModelMode::Any), std::logic_error);
+}

@@ -16,6 +16,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
 #include "core/io/schema.h"
+#include "core/task/registry.h"
 #include "core/model/model.h"
 #include "core/train/optim.h"
 #include "core/train/snapshot.h"
@@ -91,7 +92,8 @@ LoadedConfig relpos_config(const HfModelConfig& hf, const ImportedVocab& vocab,
     add("position.type", "huang_m4");
     add("position.huang_m4.clip", num(hf.max_positions - 1));
   }
-  add("task.type", hf.causal ? "clm" : "mlm");
+  add("task.type",
+      pretraining_task(hf.causal ? ModelMode::Causal : ModelMode::Bidirectional).name);
   add("task.seq_len", num(seq_len));
   add("data.tokenizer", vocab.tokenizer);
   if (vocab.tokenizer == "wordpiece") {

@@ -1,5 +1,7 @@
 #include "core/task/registry.h"
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "core/data/task.h"
@@ -68,6 +70,21 @@ std::vector<std::string> TaskRegistry::names() const {
 }
 
 const TaskInfo& task_info(const std::string& type) { return TaskRegistry::get().at(type); }
+
+const TaskInfo& pretraining_task(ModelMode mode) {
+  const TaskRegistry& r = TaskRegistry::get();
+  const TaskInfo* found = nullptr;
+  for (const auto& name : r.names()) {
+    const TaskInfo& t = *r.find(name);
+    if (t.head != HeadKind::Lm || !t.tokenized || !t.fixed_length_rows || t.mode != mode) continue;
+    if (found)
+      throw std::logic_error("two pre-training tasks for one model mode: " + found->name + ", " +
+                             t.name);
+    found = &t;
+  }
+  if (!found) throw std::logic_error("no pre-training task registered for this model mode");
+  return *found;
+}
 
 const MetricInfo* common_metric(const std::string& name) {
   static const std::vector<MetricInfo> common = {

@@ -102,6 +102,11 @@ class TaskRegistry {
 // TaskRegistry::get().at(type).
 const TaskInfo& task_info(const std::string& type);
 
+// The language-model pre-training task of a model mode (Causal: clm, Bidirectional: mlm): the
+// one tokenized task with an LM head and fixed-length rows that requires `mode`. Throws
+// std::logic_error when none or several are registered.
+const TaskInfo& pretraining_task(ModelMode mode);
+
 // Metrics whose meaning is the same for every task that reports them (the evaluation protocol's
 // columns: ppl, ppl_sliding, loss_sliding, and loss, accuracy, seq_accuracy in general words),
 // or nullptr. A task's own entry in TaskInfo::metrics says more.
