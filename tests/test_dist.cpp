@@ -325,7 +325,7 @@ TEST_CASE("dist: a global batch without a target token on any rank is named as s
     for (int i = 0; i < 3000; ++i) out << (i % 100 == 0 ? "the " : "zzz ");
   }
   auto args = train_args(tmp.str("run"), tmp.str("cache"));
-  for (const std::string s : {"data.corpus=" + corpus, std::string("data.tokenizer=wordpiece"),
+  for (const std::string& s : {"data.corpus=" + corpus, std::string("data.tokenizer=wordpiece"),
                               "data.vocab_file=" + vocab, std::string("task.seq_len=8"),
                               std::string("train.batch_size=2"), std::string("position.type=none")})
     args.insert(args.end(), {"--set", s});
