@@ -1,7 +1,7 @@
 // tisa2021: an ALBERT-style model (factorized embeddings, one block shared by every layer)
-// with and without TISA, pre-trained as a language model (its config's task) and fine-tuned on sentence classification
-// (Wennberg & Henter 2021, Table 2 in spirit), and the positional parameter count of every
-// variant at the experiment's size and at ALBERT-base size.
+// with and without TISA, pre-trained as a language model (the config's task) and fine-tuned on
+// sentence classification (Wennberg & Henter 2021, Table 2 in spirit), and the positional
+// parameter count of every variant at the experiment's size and at ALBERT-base size.
 #include <fmt/format.h>
 
 #include <filesystem>
