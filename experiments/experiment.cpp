@@ -63,7 +63,8 @@ std::vector<std::string> available_scales(const std::string& name) {
 
 ExperimentContext::ExperimentContext(
     const ReproduceOptions& opts, const std::vector<std::string>& stages,
-    const std::function<std::vector<analysis::Claim>(const Config&)>& claims)
+    const std::function<std::vector<analysis::Claim>(const Config&)>& claims,
+    bool stages_selectable)
     : opts_(opts) {
   for (const auto& set : opts.sets) {
     // STAGE[,STAGE...]:key=value; a ':' after the '=' belongs to the value.
@@ -101,6 +102,18 @@ ExperimentContext::ExperimentContext(
                       "known scales: " + join_names(available_scales(opts.name)));
   config_file_ = cfg.string();
   config_ = load_config({config_file_}, global_sets_).config;
+  for (const auto& st : config_.sweep.stages) {
+    if (!stages_selectable)
+      throw ConfigError(
+          fmt::format("{}: sweep.stages: reproduce {} runs all of its stages{}", config_file_,
+                      opts.name, stages.empty() ? " (it has one)" : ", each from the one before"),
+          "remove sweep.stages (it chooses tasks of an experiment whose stages are independent, "
+          "e.g. synthetic)");
+    if (std::find(stages.begin(), stages.end(), st) == stages.end())
+      throw ConfigError(
+          fmt::format("{}: sweep.stages: reproduce {} has no stage '{}'", config_file_, opts.name, st),
+          "its stages: " + join_names(stages));
+  }
   if (claims) claims_ = claims(config_);
   dir_ = opts.out_dir.empty()
              ? (fs::path(source_dir()) / "results" /
@@ -119,6 +132,11 @@ std::vector<std::string> ExperimentContext::sets_for(const std::string& stage) c
   for (const auto& [stages, set] : stage_sets_)
     if (std::find(stages.begin(), stages.end(), stage) != stages.end()) out.push_back(set);
   return out;
+}
+
+bool ExperimentContext::runs_stage(const std::string& stage) const {
+  const auto& chosen = config_.sweep.stages;
+  return chosen.empty() || std::find(chosen.begin(), chosen.end(), stage) != chosen.end();
 }
 
 std::string classification_stage() {
@@ -245,7 +263,7 @@ std::string reproduce(const ReproduceOptions& opts) {
   install_interrupt_handlers();
   for (const auto& e : experiment_list()) {
     if (e.name != opts.name) continue;
-    ExperimentContext ctx(opts, e.stages, e.claims);
+    ExperimentContext ctx(opts, e.stages, e.claims, e.stages_selectable);
     ctx.log(fmt::format("{} ({} scale) -> {}", e.summary, opts.scale, ctx.dir()));
     return e.run(ctx);
   }

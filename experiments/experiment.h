@@ -36,9 +36,12 @@ class ExperimentContext {
   // `stages`: the experiment's stage names (its sub-folders), which STAGE:key=value overrides
   // may name; any other stage name is a ConfigError listing them.
   // `claims`: what the experiment tests (ExperimentInfo::claims), judged by judge_claims().
+  // `stages_selectable`: the stages are independent, so the config's sweep.stages may choose
+  // some of them (runs_stage); elsewhere a non-empty sweep.stages is a ConfigError.
   explicit ExperimentContext(
       const ReproduceOptions& opts, const std::vector<std::string>& stages = {},
-      const std::function<std::vector<analysis::Claim>(const Config&)>& claims = {});
+      const std::function<std::vector<analysis::Claim>(const Config&)>& claims = {},
+      bool stages_selectable = false);
 
   const ReproduceOptions& options() const { return opts_; }
   const std::string& dir() const { return dir_; }
@@ -47,6 +50,8 @@ class ExperimentContext {
   const std::vector<std::string>& sets() const { return global_sets_; }  // --set for all runs
   // The overrides of one stage's runs: the global ones, then those naming `stage`.
   std::vector<std::string> sets_for(const std::string& stage) const;
+  // Whether `stage` runs: listed in the config's sweep.stages, or that list is empty.
+  bool runs_stage(const std::string& stage) const;
   // A sibling config of the same experiment and scale: configs/experiments/<name>/<scale>-<part>.yaml
   // (e.g. "finetune-squad"), or the main one for "".
   std::string part_config(const std::string& part) const;
@@ -108,6 +113,8 @@ struct ExperimentInfo {
   // report ends with them and results/CLAIMS.md gathers them. A function of the experiment's
   // config, since metric names and lengths come from it (the task's primary metric, T, 8T).
   std::function<std::vector<analysis::Claim>(const Config&)> claims = {};
+  // The stages are independent of each other, so sweep.stages may run some of them (synthetic).
+  bool stages_selectable = false;
 };
 
 // Every named experiment, in a fixed order.

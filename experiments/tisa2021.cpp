@@ -1,12 +1,13 @@
 // tisa2021: an ALBERT-style model (factorized embeddings, one block shared by every layer)
-// with and without TISA, pre-trained with MLM and fine-tuned on sentence classification
-// (Wennberg & Henter 2021, Table 2 in spirit), and the positional parameter count of every
-// variant at the experiment's size and at ALBERT-base size.
+// with and without TISA, pre-trained as a language model (the config's task) and fine-tuned on
+// sentence classification (Wennberg & Henter 2021, Table 2 in spirit), and the positional
+// parameter count of every variant at the experiment's size and at ALBERT-base size.
 #include <fmt/format.h>
 
 #include <filesystem>
 
 #include "core/position/position_encoding.h"
+#include "core/task/registry.h"
 #include "experiments/regime_claim.h"
 #include "experiments/report_util.h"
 
@@ -82,6 +83,14 @@ std::vector<analysis::Claim> tisa2021_claims(const Config& cfg) {
 
 }  // namespace
 
+namespace {
+// "causal language model" for clm: the task's summary up to its colon.
+std::string task_words(const std::string& task) {
+  const std::string& summary = task_info(task).summary;
+  return summary.substr(0, summary.find(':'));
+}
+}  // namespace
+
 ReportSection tisa2021_parameter_section(const Config& own, const std::string& config_file) {
   ReportSection params{
       "Positional parameters of every variant",
@@ -122,15 +131,16 @@ ExperimentInfo tisa2021_experiment() {
             std::vector<analysis::RunRecord> recs = records(summaries(cls));
             auto pre_recs = records(summaries(pre));
             for (size_t i = 0; i < recs.size() && i < pre_recs.size(); ++i) {
-              if (pre_recs[i].values.count("valid_accuracy"))
-                recs[i].values["mlm_accuracy"] = pre_recs[i].values["valid_accuracy"];
               recs[i].values["pre_train_s"] = pre_recs[i].values["train_s"];
               for (const auto& [k, v] : pre_recs[i].values)
                 if (k.rfind("valid_", 0) == 0) recs[i].values["pretrain_" + k] = v;
             }
+            // The pre-training task's primary metric (masked-token accuracy for an MLM,
+            // perplexity for a causal LM), the metric of the regime claim.
+            const PrimaryMetricKey pre_metric = primary_metric_key(ctx.config(), "pretrain_");
             auto table = analysis::group_table(
                 recs, {{"params", "positional params (count)", 0, false},
-                       {"mlm_accuracy", "MLM accuracy, pre-training (0–1)", 3, true},
+                       {pre_metric.key, "pre-training: " + pre_metric.words, 3, true},
                        {"valid_accuracy", "classification accuracy (0–1)", 3, true},
                        {"valid_f1", "classification F1 (0–1)", 3, true},
                        {"pre_train_s", "pre-train time (s)", 0, true},
@@ -143,14 +153,14 @@ ExperimentInfo tisa2021_experiment() {
             ReportSection params = tisa2021_parameter_section(ctx.config(), ctx.config_file());
             return write_experiment_report(
                 ctx, "TISA on an ALBERT-style model",
-                fmt::format("Pre-training (MLM on {0}) then fine-tuning on {1} (validation: {2}), "
+                fmt::format("Pre-training ({4} on {0}) then fine-tuning on {1} (validation: {2}), "
                             "with factorized embeddings and one block shared by every layer. "
                             "Stage reports: [pretrain](pretrain/report.md), "
                             "[{3}]({3}/report.md).",
                             training_data(ctx, "pretrain", ctx.config_file()),
                             training_data(ctx, cls_stage, ctx.part_config(cls_stage)),
                             validation_data(ctx, cls_stage, ctx.part_config(cls_stage)),
-                            cls_stage),
+                            cls_stage, task_words(ctx.config().task.type)),
                 {results, params});
           },
           {"pretrain", classification_stage()},

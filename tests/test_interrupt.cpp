@@ -385,8 +385,14 @@ TEST_CASE("relpos reproduce: SIGTERM during its sweep checkpoints the running ru
   const int code = child.wait();
   const std::string out = child.output();
   CHECK_MESSAGE(code == 143, out);
-  CHECK_MESSAGE(contains(out, "error: sweep interrupted by SIGTERM: 0 of 25 runs finished, 1 "
-                              "stopped at a checkpoint"),
+  // The grid's size, from quickstart's own config (its axes' values multiplied).
+  size_t grid_runs = 1;
+  for (const auto& axis :
+       load_config({test::config_path("experiments/quickstart/mini.yaml")}).config.sweep.grid)
+    grid_runs *= static_cast<size_t>(std::count(axis.begin(), axis.end(), ',') + 1);
+  CHECK_MESSAGE(contains(out, "error: sweep interrupted by SIGTERM: 0 of " +
+                                  std::to_string(grid_runs) +
+                                  " runs finished, 1 stopped at a checkpoint"),
                 out);
   CHECK_MESSAGE(contains(out, "hint: run the same command again to continue"), out);
   const std::string run = running_run();

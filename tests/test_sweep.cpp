@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -308,6 +309,70 @@ TEST_CASE("reproduce: --set STAGE:key=value reaches that stage's runs only") {
   o.name = "quickstart";
   o.sets = {"pretrain:seed=1"};
   CHECK_THROWS_AS(ExperimentContext(o, {}), ConfigError);
+}
+
+TEST_CASE("reproduce: sweep.stages chooses stages where they are independent, and only there") {
+  TempFolder tmp("stage_choice");
+  ReproduceOptions o;
+  o.name = "synthetic";
+  o.out_dir = tmp.str("exp");
+  o.quiet = true;
+  const std::vector<std::string> tasks = {"copy",  "reverse", "sort",
+                                          "shift", "recall",  "marker_distance"};
+  o.sets = {"sweep.stages=[reverse, copy]"};
+  ExperimentContext ctx(o, tasks, {}, /*stages_selectable=*/true);
+  CHECK(ctx.runs_stage("copy"));
+  CHECK(ctx.runs_stage("reverse"));
+  CHECK_FALSE(ctx.runs_stage("sort"));
+  CHECK_FALSE(ctx.runs_stage("marker_distance"));
+  // An empty list runs every stage.
+  o.sets = {"sweep.stages=[]"};
+  ExperimentContext all(o, tasks, {}, true);
+  for (const auto& t : tasks) CHECK(all.runs_stage(t));
+
+  // A name that is not a stage is an error naming the config, the key and the stages.
+  o.sets = {"sweep.stages=[copy, revrese]"};
+  CHECK_THROWS_WITH_AS(ExperimentContext(o, tasks, {}, true),
+                       doctest::Contains("sweep.stages: reproduce synthetic has no stage 'revrese'"),
+                       ConfigError);
+  // Stages that build on each other (huang2020 fine-tunes its pre-trained runs) cannot be chosen.
+  o.name = "huang2020";
+  o.sets = {"sweep.stages=[pretrain]"};
+  CHECK_THROWS_WITH_AS(ExperimentContext(o, {"pretrain", "squad", "classify", "dropin"}),
+                       doctest::Contains("sweep.stages: reproduce huang2020 runs all of its stages"),
+                       ConfigError);
+  // The config checks the list itself.
+  CHECK_THROWS_WITH_AS(load_config({test::config_path("experiments/synthetic/mini.yaml")},
+                                   {"sweep.stages=[copy, copy]"}),
+                       doctest::Contains("sweep.stages: stage listed twice (got 'copy'"),
+                       ConfigError);
+}
+
+TEST_CASE("synthetic: the mini config runs some tasks, the paper config all six; claims follow") {
+  const Config mini = load_config({test::config_path("experiments/synthetic/mini.yaml")}).config;
+  const Config paper = load_config({test::config_path("experiments/synthetic/paper.yaml")}).config;
+  CHECK_FALSE(mini.sweep.stages.empty());
+  CHECK(paper.sweep.stages.empty());  // `stages: []` replaces the included list
+  const auto claims_of = [](const Config& c) {
+    for (const auto& e : experiment_list())
+      if (e.name == "synthetic") {
+        CHECK(e.stages_selectable);
+        std::vector<std::string> ids;
+        for (const auto& claim : e.claims(c)) ids.push_back(claim.id);
+        return ids;
+      }
+    FAIL("no synthetic experiment");
+    return std::vector<std::string>{};
+  };
+  // A regime claim and a NoPE claim per task that runs, none for the others.
+  const auto mini_ids = claims_of(mini);
+  CHECK(mini_ids.size() == 2 * mini.sweep.stages.size());
+  for (const auto& task : mini.sweep.stages) {
+    CHECK(std::count(mini_ids.begin(), mini_ids.end(), "synthetic-" + task + "-regime") == 1);
+    CHECK(std::count(mini_ids.begin(), mini_ids.end(), "synthetic-" + task + "-nope") == 1);
+  }
+  CHECK(std::count(mini_ids.begin(), mini_ids.end(), "synthetic-sort-regime") == 0);
+  CHECK(claims_of(paper).size() == 12);
 }
 
 TEST_CASE("reproduce: the report names the commits of earlier invocations over finished runs") {

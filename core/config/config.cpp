@@ -216,6 +216,12 @@ void validate(const Config& c, const SourceMap* src) {
   for (const auto& axis : c.sweep.grid)
     if (axis.find('=') == std::string::npos || axis.back() == '=')
       config_fail(src, "sweep.grid", "malformed grid axis", "'" + axis + "'", "key=value1,value2,...");
+  for (size_t i = 0; i < c.sweep.stages.size(); ++i) {
+    const std::string& st = c.sweep.stages[i];
+    if (st.empty()) config_fail(src, "sweep.stages", "empty stage name", "''", "a stage name");
+    if (std::find(c.sweep.stages.begin(), c.sweep.stages.begin() + i, st) != c.sweep.stages.begin() + i)
+      config_fail(src, "sweep.stages", "stage listed twice", "'" + st + "'", "each stage once");
+  }
 
   k.at_least("threads", c.threads, 0);
   if (c.cpu_allocator != "cache" && c.cpu_allocator != "system")

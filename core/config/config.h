@@ -235,11 +235,15 @@ struct EvalConfig : ConfigSection {
 struct SweepConfig : ConfigSection {
   std::vector<std::string> grid;   // "key=value1,value2" per axis, e.g. "position.type=none,shaw"
   int64_t jobs = 1;                // runs at once
+  // `relpos reproduce` of an experiment whose stages are independent (synthetic's tasks): the
+  // stages to run, in the experiment's order; empty runs every stage.
+  std::vector<std::string> stages;
 
   template <class V>
   void visit(V& v) {
     v("grid", grid, "axes key=v1,v2,...");
     v("jobs", jobs, "runs at once");
+    v("stages", stages, "reproduce: the stages to run (empty: all)");
   }
 };
 
