@@ -134,9 +134,13 @@ std::vector<std::string> ExperimentContext::sets_for(const std::string& stage) c
   return out;
 }
 
-bool ExperimentContext::runs_stage(const std::string& stage) const {
-  const auto& chosen = config_.sweep.stages;
+bool stage_chosen(const Config& cfg, const std::string& stage) {
+  const auto& chosen = cfg.sweep.stages;
   return chosen.empty() || std::find(chosen.begin(), chosen.end(), stage) != chosen.end();
+}
+
+bool ExperimentContext::runs_stage(const std::string& stage) const {
+  return stage_chosen(config_, stage);
 }
 
 std::string classification_stage() {

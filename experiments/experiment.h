@@ -117,6 +117,9 @@ struct ExperimentInfo {
   bool stages_selectable = false;
 };
 
+// Whether the config's sweep.stages chooses `stage`: listed there, or the list is empty.
+bool stage_chosen(const Config& cfg, const std::string& stage);
+
 // Every named experiment, in a fixed order.
 const std::vector<ExperimentInfo>& experiment_list();
 

@@ -26,9 +26,7 @@ std::vector<std::string> synthetic_tasks() {
 std::vector<std::string> chosen_tasks(const Config& cfg) {
   std::vector<std::string> out;
   for (const auto& task : synthetic_tasks())
-    if (cfg.sweep.stages.empty() ||
-        std::count(cfg.sweep.stages.begin(), cfg.sweep.stages.end(), task) > 0)
-      out.push_back(task);
+    if (stage_chosen(cfg, task)) out.push_back(task);
   return out;
 }
 

@@ -81,14 +81,12 @@ std::vector<analysis::Claim> tisa2021_claims(const Config& cfg) {
   return {regime_claim("tisa2021", cfg, "pretrain_"), fewer, improves};
 }
 
-}  // namespace
-
-namespace {
 // "causal language model" for clm: the task's summary up to its colon.
 std::string task_words(const std::string& task) {
   const std::string& summary = task_info(task).summary;
   return summary.substr(0, summary.find(':'));
 }
+
 }  // namespace
 
 ReportSection tisa2021_parameter_section(const Config& own, const std::string& config_file) {
