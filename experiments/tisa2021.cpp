@@ -1,4 +1,5 @@
-// tisa2021: an ALBERT-style model (factorized embeddings, one block shared by every layer)
+// tisa2021: an ALBERT-style model (one block shared by every layer; factorized embeddings where
+// the config asks for them)
 // with and without TISA, pre-trained as a language model (the config's task) and fine-tuned on
 // sentence classification (Wennberg & Henter 2021, Table 2 in spirit), and the positional
 // parameter count of every variant at the experiment's size and at ALBERT-base size.
@@ -81,6 +82,20 @@ std::vector<analysis::Claim> tisa2021_claims(const Config& cfg) {
   return {regime_claim("tisa2021", cfg, "pretrain_"), fewer, improves};
 }
 
+// How the model departs from or follows ALBERT, from its config, for the report's intro.
+std::string albert_words(const Config& cfg) {
+  const auto& m = cfg.model;
+  const std::string embed =
+      m.embed_dim() < m.width
+          ? fmt::format("factorized embeddings (E = {} < D = {})", m.embed_dim(), m.width)
+          : fmt::format("unfactorized embeddings (E = D = {}: a departure from ALBERT, see "
+                        "docs/experiments.md, \"Regimes\")",
+                        m.width);
+  const std::string blocks =
+      m.share_layers ? "one block shared by every layer" : "unshared layers (unlike ALBERT)";
+  return embed + " and " + blocks;
+}
+
 // "causal language model" for clm: the task's summary up to its colon.
 std::string task_words(const std::string& task) {
   const std::string& summary = task_info(task).summary;
@@ -152,13 +167,14 @@ ExperimentInfo tisa2021_experiment() {
             return write_experiment_report(
                 ctx, "TISA on an ALBERT-style model",
                 fmt::format("Pre-training ({4} on {0}) then fine-tuning on {1} (validation: {2}), "
-                            "with factorized embeddings and one block shared by every layer. "
+                            "with {5}. "
                             "Stage reports: [pretrain](pretrain/report.md), "
                             "[{3}]({3}/report.md).",
                             training_data(ctx, "pretrain", ctx.config_file()),
                             training_data(ctx, cls_stage, ctx.part_config(cls_stage)),
                             validation_data(ctx, cls_stage, ctx.part_config(cls_stage)),
-                            cls_stage, task_words(ctx.config().task.type)),
+                            cls_stage, task_words(ctx.config().task.type),
+                            albert_words(ctx.config())),
                 {results, params});
           },
           {"pretrain", classification_stage()},

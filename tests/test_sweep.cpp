@@ -414,7 +414,7 @@ TEST_CASE("tisa2021: positional parameters at the experiment's size and at ALBER
   const ReportSection two = tisa2021_parameter_section(load_config({mini}).config, mini);
   REQUIRE(two.tables.size() == 2);
   CHECK(two.table_stems == std::vector<std::string>{"parameters_mini", "parameters_albert_base"});
-  CHECK(row(two.tables[0], "learned") == 128.0 * 32.0);  // mini.yaml: max_len 128, E = 32
+  CHECK(row(two.tables[0], "learned") == 32.0 * 128.0);  // mini.yaml: max_len 32, E = D = 128
   CHECK(row(two.tables[0], "tisa") == 3.0 * 5.0 * 4.0);   // 4 heads
   CHECK(row(two.tables[1], "learned") == 65536.0);
   CHECK(row(two.tables[1], "tisa") == 180.0);
