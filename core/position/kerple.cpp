@@ -36,6 +36,8 @@ class KerpleImpl : public PositionEncodingImpl {
     beta = register_parameter("beta", beta0.to(torch::kFloat));                    // (L,H)
   }
   std::string type() const override { return power_ ? "kerple_power" : "kerple_log"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   torch::Tensor a(int64_t layer) { return torch::softplus(alpha[layer]); }  // (H)
   torch::Tensor b(int64_t layer) {

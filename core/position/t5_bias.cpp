@@ -32,6 +32,8 @@ class T5BiasImpl : public PositionEncodingImpl {
     bias = register_parameter("bias", torch::randn({N_, dims.heads}) * dims.init_std);  // (N,H)
   }
   std::string type() const override { return "t5_bias"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   // Bucket of each relative distance r = j - i (any shape, int64).
   torch::Tensor bucket(const torch::Tensor& r) const {

@@ -29,6 +29,8 @@ class TisaImpl : public PositionEncodingImpl {
     c = register_parameter("c", torch::randn({L, H, S}) * 5.0);         // (L,H,S)
   }
   std::string type() const override { return "tisa"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   // f_h(r) for the distances r given: (H,N).
   torch::Tensor profile(int64_t layer, const torch::Tensor& r) {

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The GPU measurements of docs/performance.md ("GPU: fused attention"), in one go for a GPU
+# machine lent for minutes: build relpos against the machine's PyTorch LibTorch, check the fused
+# attention path against the eager one on the GPU (test_fused_attention), then bench the
+# BERT-base shape (12 layers, width 768, 12 heads, T = 512, batch 32) eager against fused in bf16
+# and fp32 beside the plain-PyTorch peer (scripts/bench/peer_sdpa.py), and every variant's peak
+# GPU memory at T = 2048, batch 8.
+#
+# Usage: scripts/bench/run-gpu.sh OUTDIR [DEBDIR]
+#   DEBDIR: Debian .deb files of the libraries the machine lacks, unpacked by scripts/cuda_deps.sh
+#   (for a machine without a package registry). RELPOS_GPU_BUILD (default build-gpu) is the build
+#   folder; RELPOS_GPU_STEPS (default 10) the measured steps at T = 512.
+# Writes OUTDIR/gpu.log (everything said), build.log, and the bench and peer outputs.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+OUT=${1:?usage: scripts/bench/run-gpu.sh OUTDIR [DEBDIR]}
+DEBS=${2:-}
+BUILD=${RELPOS_GPU_BUILD:-build-gpu}
+STEPS=${RELPOS_GPU_STEPS:-10}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/gpu.log") 2>&1
+t0=$SECONDS
+say() { echo "[$((SECONDS - t0)) s] $*"; }
+
+say "date $(date -u +%FT%TZ), host $(uname -n), $(nproc) cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 -c 'import torch; print("python3 torch", torch.__version__, "cuda", torch.version.cuda)'
+if [ -n "$DEBS" ]; then scripts/cuda_deps.sh "$DEBS" | grep -v "unpacked"; fi
+
+# Build: relpos and the fused-attention test only (minutes matter here).
+export CMAKE_POLICY_VERSION_MINIMUM=${CMAKE_POLICY_VERSION_MINIMUM:-3.5}
+prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+NCCL_HOME=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null) && export NCCL_HOME
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+say "configure (LibTorch from $prefix)"
+if ! cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=$prefix" \
+  -DRELPOS_TEST_ONLY=test_fused_attention >"$OUT/build.log" 2>&1; then
+  tail -n 30 "$OUT/build.log"
+  exit 1
+fi
+keep=()
+[ ${#gen[@]} -gt 0 ] && keep=(-- -k 0)
+cmake --build "$BUILD" -j"$(nproc)" "${keep[@]}" >>"$OUT/build.log" 2>&1
+say "build exit $?"
+grep -E "error:|FAILED:" "$OUT/build.log" | head -n 20
+R=$BUILD/app/relpos
+[ -x "$R" ] || { say "no relpos executable"; exit 1; }
+$R bench --blas --device cuda
+
+say "test: fused against eager (CPU and CUDA)"
+(cd tests && "../$BUILD/tests/relpos_tests" -tc="fused attention*") 2>&1 | tail -n 15
+
+bert=(--set model.layers=12 --set model.width=768 --set model.heads=12 --set model.ff_width=3072
+      --device cuda --direct none --timeout 120)
+say "bench: BERT-base shape, T=512, batch 32, bf16, eager and fused"
+$R bench "${bert[@]}" --batch 32 --lengths 512 --set precision=bf16 --attention eager,fused \
+  --variants none,rope,learned,alibi,t5_bias,tisa,learned+tisa,huang_m4,transformer_xl \
+  --steps "$STEPS" --warmup 3 --json "$OUT/bert-t512-bf16.json" >"$OUT/bert-t512-bf16.txt"
+cat "$OUT/bert-t512-bf16.txt"
+say "peer: plain PyTorch SDPA, same shape, bf16"
+PYTHONUNBUFFERED=1 python3 scripts/bench/peer_sdpa.py --layers 12 --width 768 --heads 12 --ff 3072 \
+  --batch 32 --lengths 512 --precision bf16 --variants none,rope,learned,alibi --steps "$STEPS" \
+  --warmup 3 --json "$OUT/peer-t512-bf16.json"
+
+say "bench: every variant at T=2048, batch 8, bf16 (attention auto): peak GPU memory"
+$R bench "${bert[@]}" --batch 8 --lengths 2048 --set precision=bf16 --steps 3 --warmup 1 \
+  --json "$OUT/bert-t2048-bf16.json" >"$OUT/bert-t2048-bf16.txt"
+cat "$OUT/bert-t2048-bf16.txt"
+
+say "bench and peer: fp32, T=512, batch 32"
+$R bench "${bert[@]}" --batch 32 --lengths 512 --attention eager,fused --variants none,rope,alibi \
+  --steps "$STEPS" --warmup 3 --json "$OUT/bert-t512-fp32.json" >"$OUT/bert-t512-fp32.txt"
+cat "$OUT/bert-t512-fp32.txt"
+PYTHONUNBUFFERED=1 python3 scripts/bench/peer_sdpa.py --layers 12 --width 768 --heads 12 --ff 3072 \
+  --batch 32 --lengths 512 --precision fp32 --variants none,rope,alibi --steps "$STEPS" --warmup 3
+say "done"
