@@ -10,6 +10,7 @@
 #include <torch/types.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 

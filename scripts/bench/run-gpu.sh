@@ -9,7 +9,9 @@
 # Usage: scripts/bench/run-gpu.sh OUTDIR [DEBDIR]
 #   DEBDIR: Debian .deb files of the libraries the machine lacks, unpacked by scripts/cuda_deps.sh
 #   (for a machine without a package registry). RELPOS_GPU_BUILD (default build-gpu) is the build
-#   folder; RELPOS_GPU_STEPS (default 10) the measured steps at T = 512.
+#   folder; RELPOS_GPU_STEPS (default 10) the measured steps at T = 512; RELPOS_GPU_BUDGET
+#   (seconds, default 500) skips the phases that would start after it (they are in order of
+#   importance); RELPOS_COMMIT names the commit where the copy has no .git.
 # Writes OUTDIR/gpu.log (everything said), build.log, and the bench and peer outputs.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -17,12 +19,18 @@ OUT=${1:?usage: scripts/bench/run-gpu.sh OUTDIR [DEBDIR]}
 DEBS=${2:-}
 BUILD=${RELPOS_GPU_BUILD:-build-gpu}
 STEPS=${RELPOS_GPU_STEPS:-10}
+BUDGET=${RELPOS_GPU_BUDGET:-500}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/gpu.log") 2>&1
 t0=$SECONDS
 say() { echo "[$((SECONDS - t0)) s] $*"; }
+# phase NAME: false (and said) once the budget is spent.
+phase() {
+  if [ $((SECONDS - t0)) -ge "$BUDGET" ]; then say "skipped (budget of $BUDGET s spent): $1"; return 1; fi
+  say "$1"
+}
 
-say "date $(date -u +%FT%TZ), host $(uname -n), $(nproc) cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "date $(date -u +%FT%TZ), host $(uname -n), $(nproc) cores, commit ${RELPOS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c 'import torch; print("python3 torch", torch.__version__, "cuda", torch.version.cuda)'
 if [ -n "$DEBS" ]; then scripts/cuda_deps.sh "$DEBS" | grep -v "unpacked"; fi
@@ -48,30 +56,32 @@ R=$BUILD/app/relpos
 [ -x "$R" ] || { say "no relpos executable"; exit 1; }
 $R bench --blas --device cuda
 
-say "test: fused against eager (CPU and CUDA)"
+phase "test: fused against eager (CPU and CUDA)" &&
 (cd tests && "../$BUILD/tests/relpos_tests" -tc="fused attention*") 2>&1 | tail -n 15
 
+# No address-space limit (--max-memory 0): a CUDA process reserves virtual memory in the size of
+# the GPU's, which the default limit (3/4 of RAM) can be below.
 bert=(--set model.layers=12 --set model.width=768 --set model.heads=12 --set model.ff_width=3072
-      --device cuda --direct none --timeout 120)
-say "bench: BERT-base shape, T=512, batch 32, bf16, eager and fused"
-$R bench "${bert[@]}" --batch 32 --lengths 512 --set precision=bf16 --attention eager,fused \
-  --variants none,rope,learned,alibi,t5_bias,tisa,learned+tisa,huang_m4,transformer_xl \
-  --steps "$STEPS" --warmup 3 --json "$OUT/bert-t512-bf16.json" >"$OUT/bert-t512-bf16.txt"
+      --device cuda --direct none --max-memory 0)
+phase "bench: BERT-base shape, T=512, batch 32, bf16, eager and fused" &&
+$R bench "${bert[@]}" --timeout 120 --batch 32 --lengths 512 --set precision=bf16 --attention eager,fused \
+  --variants none,rope,learned,alibi,t5_bias,tisa,huang_m4,transformer_xl \
+  --steps "$STEPS" --warmup 3 --json "$OUT/bert-t512-bf16.json" >"$OUT/bert-t512-bf16.txt" &&
 cat "$OUT/bert-t512-bf16.txt"
-say "peer: plain PyTorch SDPA, same shape, bf16"
+phase "peer: plain PyTorch SDPA, same shape, bf16" &&
 PYTHONUNBUFFERED=1 python3 scripts/bench/peer_sdpa.py --layers 12 --width 768 --heads 12 --ff 3072 \
   --batch 32 --lengths 512 --precision bf16 --variants none,rope,learned,alibi --steps "$STEPS" \
   --warmup 3 --json "$OUT/peer-t512-bf16.json"
 
-say "bench: every variant at T=2048, batch 8, bf16 (attention auto): peak GPU memory"
+phase "bench: every variant at T=2048, batch 8, bf16 (attention auto): peak GPU memory" &&
 $R bench "${bert[@]}" --batch 8 --lengths 2048 --set precision=bf16 --steps 3 --warmup 1 \
-  --json "$OUT/bert-t2048-bf16.json" >"$OUT/bert-t2048-bf16.txt"
+  --timeout 60 --json "$OUT/bert-t2048-bf16.json" >"$OUT/bert-t2048-bf16.txt" &&
 cat "$OUT/bert-t2048-bf16.txt"
 
-say "bench and peer: fp32, T=512, batch 32"
-$R bench "${bert[@]}" --batch 32 --lengths 512 --attention eager,fused --variants none,rope,alibi \
-  --steps "$STEPS" --warmup 3 --json "$OUT/bert-t512-fp32.json" >"$OUT/bert-t512-fp32.txt"
-cat "$OUT/bert-t512-fp32.txt"
+phase "bench and peer: fp32, T=512, batch 32" &&
+$R bench "${bert[@]}" --timeout 120 --batch 32 --lengths 512 --attention eager,fused --variants none,rope,alibi \
+  --steps "$STEPS" --warmup 3 --json "$OUT/bert-t512-fp32.json" >"$OUT/bert-t512-fp32.txt" &&
+cat "$OUT/bert-t512-fp32.txt" &&
 PYTHONUNBUFFERED=1 python3 scripts/bench/peer_sdpa.py --layers 12 --width 768 --heads 12 --ff 3072 \
   --batch 32 --lengths 512 --precision fp32 --variants none,rope,alibi --steps "$STEPS" --warmup 3
 say "done"
