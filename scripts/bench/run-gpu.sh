@@ -12,7 +12,8 @@
 #   folder; RELPOS_GPU_STEPS (default 10) the measured steps at T = 512; RELPOS_GPU_BUDGET
 #   (seconds, default 500) skips the phases that would start after it (they are in order of
 #   importance); RELPOS_COMMIT names the commit where the copy has no .git.
-# Writes OUTDIR/gpu.log (everything said), build.log, and the bench and peer outputs.
+# Writes OUTDIR/gpu.log (everything said, the build's errors included; the whole build log is
+# BUILD/build.log) and the bench and peer outputs (seven files).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${1:?usage: scripts/bench/run-gpu.sh OUTDIR [DEBDIR]}
@@ -42,16 +43,17 @@ NCCL_HOME=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 say "configure (LibTorch from $prefix)"
+mkdir -p "$BUILD"
 if ! cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=$prefix" \
-  -DRELPOS_TEST_ONLY=test_fused_attention >"$OUT/build.log" 2>&1; then
-  tail -n 30 "$OUT/build.log"
+  -DRELPOS_TEST_ONLY=test_fused_attention >"$BUILD/build.log" 2>&1; then
+  tail -n 30 "$BUILD/build.log"
   exit 1
 fi
 keep=()
 [ ${#gen[@]} -gt 0 ] && keep=(-- -k 0)
-cmake --build "$BUILD" -j"$(nproc)" "${keep[@]}" >>"$OUT/build.log" 2>&1
+cmake --build "$BUILD" -j"$(nproc)" "${keep[@]}" >>"$BUILD/build.log" 2>&1
 say "build exit $?"
-grep -E "error:|FAILED:" "$OUT/build.log" | head -n 20
+grep -E "error:|FAILED:" "$BUILD/build.log" | head -n 20
 R=$BUILD/app/relpos
 [ -x "$R" ] || { say "no relpos executable"; exit 1; }
 $R bench --blas --device cuda
