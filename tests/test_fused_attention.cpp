@@ -110,15 +110,15 @@ TEST_CASE("fused attention: the same hidden states and gradients as the eager pa
       }
     // What has a fused path and what is refused, by the variants' own declarations.
     for (const char* t : {"none", "learned", "sinusoidal", "rope", "alibi", "t5_bias", "tisa",
-                          "kerple_log", "fire", "xpos", "transformer_xl", "huang_m4",
+                          "kerple_log", "fire", "xpos", "transformer_xl", "huang_m3", "huang_m4",
                           "learned+tisa", "rope+alibi"})
       CHECK_MESSAGE(std::count(fused_types.begin(), fused_types.end(), t) == 2, t);
-    for (const char* t : {"shaw", "cope", "deberta", "huang_m1"})
+    for (const char* t : {"shaw", "cope", "deberta", "huang_m1", "huang_m2"})
       CHECK_MESSAGE(std::count(fused_types.begin(), fused_types.end(), t) == 0, t);
   }
 }
 
-TEST_CASE("fused attention: auto chooses it only where LibTorch has it and every term is a bias") {
+TEST_CASE("fused attention: auto chooses it where LibTorch has it and every encoding allows it") {
   const auto path = [](const std::string& type, const std::string& impl) {
     Model m = test::small_model(test::small_config(type, false, {"model.attention_impl=" + impl}),
                                 kVocab);
@@ -127,7 +127,9 @@ TEST_CASE("fused attention: auto chooses it only where LibTorch has it and every
   const std::string avail = fused_attention_available() ? "fused" : "eager";
   CHECK(path("alibi", "auto") == avail);
   CHECK(path("learned+tisa", "auto") == avail);
-  CHECK(path("huang_m4", "auto") == "eager");  // a content-dependent term: eager unless asked
+  CHECK(path("huang_m4", "auto") == avail);  // a content-dependent term as the kernel's mask
+  CHECK(path("shaw", "auto") == "eager");     // its value term needs the probabilities
+  CHECK(path("cope", "auto") == "eager");     // reads the content scores
   CHECK(path("alibi", "eager") == "eager");
   CHECK(fused_attention_available() == (TORCH_VERSION_MAJOR >= 2));
   if (fused_attention_available()) {

@@ -59,8 +59,8 @@ struct ModelConfig : ConfigSection {
     v("embedding_norm_before_projection", embedding_norm_before_projection,
       "post-LN: embedding LayerNorm before the E->D projection (ALBERT)");
     v.choice("attention_impl", attention_impl, {"auto", "eager", "fused"},
-             "auto: fused where LibTorch has the kernel and every encoding adds a position-only "
-             "bias; eager: the (B,H,T,T) path; fused: the kernel (LibTorch >= 2.0)");
+             "auto: fused where LibTorch has the kernel and every encoding allows it; eager: the "
+             "(B,H,T,T) path; fused: the kernel (LibTorch >= 2.0)");
   }
   bool causal() const { return mode == "decoder"; }
   int64_t head_dim() const { return heads > 0 ? width / heads : 0; }

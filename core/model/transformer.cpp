@@ -111,10 +111,12 @@ TransformerImpl::TransformerImpl(const ModelConfig& model, const PositionConfig&
   if (model.attention_impl == "fused") {
     use_fused_attention(true);
   } else if (model.attention_impl == "auto" && fused_attention_available()) {
-    bool all_bias = true;
+    // Content-dependent terms too: as the kernel's mask they were faster than the eager path
+    // on the GPU (huang_m4 1.33x, transformer_xl 1.37x at BERT-base size, docs/performance.md).
+    bool all_allow = true;
     for (const auto& e : position->encodings())
-      all_bias = all_bias && e->fused_scores() == FusedScores::bias;
-    use_fused_attention(all_bias);
+      all_allow = all_allow && e->fused_scores() != FusedScores::unsupported;
+    use_fused_attention(all_allow);
   }
 }
 

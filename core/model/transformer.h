@@ -99,7 +99,7 @@ class TransformerImpl : public torch::nn::Module {
   // Fused attention on (every block's forward passes that record nothing) or off. On needs
   // every stacked encoding to allow it (FusedScores): ConfigError otherwise, naming it. The
   // constructor chooses from model.attention_impl (auto: on where LibTorch has the kernel and
-  // every encoding adds a position-only bias).
+  // every encoding allows it).
   void use_fused_attention(bool on);
   // "fused" or "eager": what the forward passes that record nothing run.
   std::string attention_path() const { return fused_ ? "fused" : "eager"; }

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "core/position/position_encoding.h"
+#include "core/position/relative_ops.h"
 
 namespace relpos {
 namespace {
@@ -69,10 +70,9 @@ class T5BiasImpl : public PositionEncodingImpl {
   torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor&,
                            const torch::Tensor&, const AttentionContext&) override {
     const int64_t T = content.size(-1);
-    auto pos = torch::arange(T, content.options().dtype(torch::kLong));
-    auto rel = pos.unsqueeze(0) - pos.unsqueeze(1);                       // (T,T) j - i
-    auto b = bias.index_select(0, bucket(rel).reshape({-1}));            // (T*T,H)
-    return b.t().reshape({1, -1, T, T});                                  // (1,H,T,T)
+    auto r = torch::arange(-(T - 1), T, content.options().dtype(torch::kLong));  // (2T-1) j - i
+    auto b = bias.index_select(0, bucket(r));                                      // (2T-1,H)
+    return toeplitz_bias(b.t(), T);                                               // (1,H,T,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {
