@@ -16,6 +16,7 @@
 
 #include "core/model/fused_attention.h"
 #include "core/position/registry.h"
+#include "core/position/relative_ops.h"
 #include "core/util/errors.h"
 #include "tests/small_model.h"
 
@@ -140,4 +141,30 @@ TEST_CASE("fused attention: auto chooses it where LibTorch has it and every enco
     CHECK_THROWS_WITH_AS(path("alibi", "fused"), doctest::Contains("model.attention_impl"),
                          ConfigError);
   }
+}
+
+TEST_CASE("toeplitz_bias: M_hij = f_h[j - i + T - 1], laid out as the fused kernel wants it") {
+  const int64_t H = 3, T = 5;
+  auto f = torch::randn({H, 2 * T - 1}, torch::kDouble);
+  for (const auto& src : {f, f.t().contiguous().t()}) {  // contiguous, and a transposed layout
+    auto m = toeplitz_bias(src, T);  // (1,H,T,T)
+    REQUIRE(m.sizes() == torch::IntArrayRef({1, H, T, T}));
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j)
+          CHECK(m[0][h][i][j].item<double>() == f[h][j - i + T - 1].item<double>());
+  }
+  CHECK(toeplitz_bias(f, T).stride(-1) == 1);
+  // The gradient sums each diagonal: d/df_h[r] of sum(M) is the number of (i, j) with j-i = r.
+  auto g = f.clone().requires_grad_(true);
+  toeplitz_bias(g, T).sum().backward();
+  for (int64_t r = -(T - 1); r < T; ++r)
+    CHECK(g.grad()[0][r + T - 1].item<double>() == static_cast<double>(T - std::abs(r)));
+  // t5_bias's term (from its (buckets,H) table, transposed) comes out with a contiguous last
+  // dimension: else the fused call falls to the math kernel.
+  Model m = test::small_model(test::small_config("t5_bias", false), kVocab);
+  auto enc = m->transformer->position->encodings().front();
+  auto q = torch::zeros({1, 2, 8, 8});
+  auto term = enc->score_term(torch::zeros({1, 1, 1, 1}).expand({1, 2, 8, 8}), q, q, {});
+  CHECK(term.stride(-1) == 1);
 }

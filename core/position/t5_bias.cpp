@@ -72,7 +72,7 @@ class T5BiasImpl : public PositionEncodingImpl {
     const int64_t T = content.size(-1);
     auto r = torch::arange(-(T - 1), T, content.options().dtype(torch::kLong));  // (2T-1) j - i
     auto b = bias.index_select(0, bucket(r));                                      // (2T-1,H)
-    return toeplitz_bias(b.t(), T);                                               // (1,H,T,T)
+    return toeplitz_bias(b.t().contiguous(), T);  // (1,H,T,T), last dimension contiguous
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {
