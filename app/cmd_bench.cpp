@@ -20,6 +20,7 @@
 #include "core/bench/measure.h"
 #include "core/bench/report.h"
 #include "core/config/labelled_override.h"
+#include "core/model/fused_attention.h"
 #include "core/position/registry.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
@@ -59,6 +60,7 @@ struct BenchArgs {
   std::vector<int64_t> lengths = {128, 512, 1024};
   std::vector<std::string> variants_text, lengths_text;  // as given: split by parse_lists()
   std::string direct = "auto";
+  std::vector<std::string> attention_text, attention;  // --attention: model.attention_impl values
   int64_t batch = 0, threads = -1;
   std::string device;
   StepOptions step;
@@ -77,6 +79,8 @@ struct BenchArgs {
     check_unique(variants, "bench: --variants", "variant");
     if (!lengths_text.empty()) lengths = integer_items("--lengths", lengths_text, hint);
     check_unique(lengths, "bench: --lengths", "length");
+    if (!attention_text.empty()) attention = list_items("--attention", attention_text, hint);
+    check_unique(attention, "bench: --attention", "attention path");
   }
   // The config files and --set overrides every child gets (batch, threads, device included).
   std::vector<std::string> config_sets() const {
@@ -95,6 +99,7 @@ struct BenchArgs {
     s += fmt::format(" --steps {} --warmup {}", step.steps, step.warmup);
     if (threads >= 0) s += fmt::format(" --threads {}", threads);
     if (!device.empty()) s += " --device " + device;
+    if (!attention.empty()) s += fmt::format(" --attention {}", fmt::join(attention, ","));
     if (repeats != 1) s += fmt::format(" --repeat {}", repeats);
     if (step.vocab != 256) s += fmt::format(" --vocab {}", step.vocab);
     if (step.optimizer) s += " --optimizer";
@@ -117,6 +122,9 @@ nlohmann::ordered_json measurement_json(const StepMeasurement& m, const Config& 
   nlohmann::ordered_json j;
   j["variant"] = fmt::format("{}", fmt::join(c.position.types, "+"));
   j["impl"] = c.position.relative_impl;
+  j["attention_impl"] = c.model.attention_impl;
+  j["attention"] = m.attention;  // the path the steps ran: fused or eager
+  j["precision"] = c.precision;
   j["length"] = c.task.seq_len;
   j["batch"] = c.train.batch_size;
   j["layers"] = c.model.layers;
@@ -219,6 +227,9 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
       plan.direct.push_back(v);
     }
   }
+  for (const auto& v : a.attention)  // auto | eager | fused, and fused only where LibTorch has it
+    (void)a.load({}, {{"model.attention_impl=" + v, "command line (--attention " + v + ")"}});
+  plan.attention = a.attention;
   plan.repeats = a.repeats;
   plan.timeout_s = a.timeout_s;
   plan.max_memory_mb = a.max_memory_mb >= 0 ? a.max_memory_mb : 0.75 * physical_memory_mb();
@@ -237,6 +248,8 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
   header["options"] = {{"variants", plan.variants},
                        {"lengths", plan.lengths},
                        {"direct", plan.direct},
+                       {"attention", plan.attention},
+                       {"attention_available", fused_attention_status()},
                        {"batch", c.train.batch_size},
                        {"layers", c.model.layers},
                        {"width", c.model.width},
@@ -261,9 +274,10 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
                            c.model.mode, c.train.batch_size, c.device, c.precision,
                            c.threads == 0 ? std::string("auto") : std::to_string(c.threads),
                            c.cpu_allocator, a.step.warmup, a.step.steps, plan.repeats)
-            << fmt::format("machine: {} ({} CPUs available), LibTorch {}\n",
+            << fmt::format("machine: {} ({} CPUs available), LibTorch {}; attention: {}\n",
                            header["machine"]["cpu"].get<std::string>(),
-                           header["machine"]["available_cpus"].get<int>(), TORCH_VERSION)
+                           header["machine"]["available_cpus"].get<int>(), TORCH_VERSION,
+                           fused_attention_status())
             << blas_line(header["blas"]) << "\n"
             << std::flush;
 
@@ -300,6 +314,9 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--direct", a->direct,
                   "variants also measured on the direct [T,T,d] path: auto, none or a list")
       ->capture_default_str();
+  cmd->add_option("--attention", a->attention_text,
+                  "model.attention_impl values to measure every case with, comma-separated: "
+                  "auto, eager, fused (default: the config's, auto)");
   cmd->add_option("--batch", a->batch, "batch size (default: train.batch_size, 8 in bench.yaml)")
       ->check(integer_in(1));
   cmd->add_option("--steps", a->step.steps, "measured steps per configuration")
@@ -339,7 +356,8 @@ Command add_bench(CLI::App& app) {
     if (a->child) return run_child_mode(*a);
     if (a->blas) {
       const LoadedConfig loaded = a->load();
-      std::cout << blas_line(blas_report(loaded.config)) << "\n";
+      std::cout << blas_line(blas_report(loaded.config)) << "\n"
+                << "attention: " << fused_attention_status() << "\n";
       return 0;
     }
     return run_parent(*a, a->command_line());

@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <torch/version.h>
 
 #include <cmath>
 #include <cstdio>
@@ -178,4 +179,47 @@ TEST_CASE("bench: a GPU run's table and growth fit use the GPU's peak memory, no
   CHECK(table.find("step MB") == std::string::npos);
   // The shaw row at T=512 shows its GPU peak, its ratio to none and the host RSS.
   CHECK(table.find("300   3.00      777") != std::string::npos);
+}
+
+TEST_CASE("bench: --attention measures every case with each attention path, ratios within it") {
+  BenchPlan plan;
+  plan.variants = {"alibi", "shaw"};
+  plan.lengths = {16};
+  plan.direct = {"shaw"};
+  plan.attention = {"eager", "fused"};
+  std::vector<std::string> impls;
+  for (const auto& c : plan_cases(plan)) impls.push_back(c.variant + ":" + c.impl);
+  CHECK(impls == std::vector<std::string>{"none:fast/eager", "none:fast/fused", "alibi:fast/eager",
+                                          "alibi:fast/fused", "shaw:fast/eager", "shaw:direct/eager",
+                                          "shaw:fast/fused", "shaw:direct/fused"});
+  CHECK(relative_impl_of("direct/fused") == "direct");
+  CHECK(attention_impl_of("direct/fused") == "fused");
+  CHECK(attention_impl_of("fast").empty());
+
+  // A real run (eager and auto: fused needs LibTorch >= 2.0): the child says which path ran.
+  const std::string json = temp_path("bench_attention.json");
+  std::vector<std::string> args = {"bench", "--variants", "alibi", "--attention", "eager,auto",
+                                   "--json", json};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto cases = read_json(json).at("cases");
+  REQUIRE(cases.size() == 4);
+  CHECK(cases[1].at("impl") == "fast/auto");
+  CHECK(cases[2].at("child").at("attention_impl") == "eager");
+  CHECK(cases[2].at("child").at("attention") == "eager");
+  CHECK(cases[3].at("child").at("attention") ==
+        (TORCH_VERSION_MAJOR >= 2 ? "fused" : "eager"));  // auto
+  std::remove(json.c_str());
+
+  // fused where LibTorch lacks it, or an unknown path: refused before any child runs.
+  if (TORCH_VERSION_MAJOR < 2) {
+    const ChildResult bad = run_child(RELPOS_BINARY, {"bench", "--attention", "fused"}, {60, 0});
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("--attention fused") != std::string::npos);
+  }
+  const ChildResult bad = run_child(RELPOS_BINARY, {"bench", "--attention", "flash"}, {60, 0});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("model.attention_impl") != std::string::npos);
 }

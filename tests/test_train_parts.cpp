@@ -15,6 +15,7 @@
 #include "core/data/task.h"
 #include "core/io/run_paths.h"
 #include "core/io/schema.h"
+#include "core/model/fused_attention.h"
 #include "core/model/model.h"
 #include "core/task/registry.h"
 #include "core/train/nonfinite.h"
@@ -166,6 +167,9 @@ TEST_CASE("train parts: the recorder writes metrics, run.h5 and checkpoints, or 
   auto reader = RunFileReader::open(run_h5_path(setup.dir));
   CHECK(reader->attribute("/", schema::kAttrPositionalParameters) ==
         std::to_string(32 * 32 + 3 * 5 * 2 * 2));
+  // The attention path the steps took (learned+tisa: fused where LibTorch has the kernel).
+  CHECK(reader->attribute("/", schema::kAttrAttention) ==
+        (fused_attention_available() ? "fused" : "eager"));
   CHECK(reader->metric("train_loss").second == std::vector<double>{2.5});
   std::ifstream log(run_metrics_path(setup.dir));
   std::string line;

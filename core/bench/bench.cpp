@@ -48,9 +48,12 @@ std::string last_lines(const std::string& text, size_t n) {
 
 RunRecord run_one(const BenchPlan& plan, const BenchCase& c) {
   std::vector<std::string> args = plan.child_args;
-  for (const std::string& s :
-       {"position.type=" + c.variant, "position.relative_impl=" + c.impl,
-        "task.seq_len=" + std::to_string(c.length)}) {
+  std::vector<std::string> sets = {"position.type=" + c.variant,
+                                   "position.relative_impl=" + relative_impl_of(c.impl),
+                                   "task.seq_len=" + std::to_string(c.length)};
+  if (!attention_impl_of(c.impl).empty())
+    sets.push_back("model.attention_impl=" + attention_impl_of(c.impl));
+  for (const std::string& s : sets) {
     args.push_back("--set");
     args.push_back(s);
   }
@@ -100,6 +103,13 @@ std::string key_of(const BenchCase& c) {
 
 }  // namespace
 
+std::string relative_impl_of(const std::string& impl) { return impl.substr(0, impl.find('/')); }
+
+std::string attention_impl_of(const std::string& impl) {
+  const size_t slash = impl.find('/');
+  return slash == std::string::npos ? std::string() : impl.substr(slash + 1);
+}
+
 std::vector<std::string> default_direct_variants(const std::vector<std::string>& variants) {
   std::vector<std::string> out;
   for (const auto& v : variants)
@@ -113,12 +123,17 @@ std::vector<BenchCase> plan_cases(const BenchPlan& plan) {
   const std::string baseline = Registry::get().baseline();
   if (std::find(variants.begin(), variants.end(), baseline) == variants.end())
     variants.insert(variants.begin(), baseline);
+  std::vector<std::string> suffixes;  // "" or "/eager", "/fused", ...
+  for (const auto& a : plan.attention) suffixes.push_back("/" + a);
+  if (suffixes.empty()) suffixes.push_back("");
   std::vector<BenchCase> cases;
   for (int64_t T : plan.lengths) {
     for (const auto& v : variants) {
-      cases.push_back({v, "fast", T});
-      if (std::find(plan.direct.begin(), plan.direct.end(), v) != plan.direct.end())
-        cases.push_back({v, "direct", T});
+      for (const auto& sfx : suffixes) {
+        cases.push_back({v, "fast" + sfx, T});
+        if (std::find(plan.direct.begin(), plan.direct.end(), v) != plan.direct.end())
+          cases.push_back({v, "direct" + sfx, T});
+      }
     }
   }
   return cases;
@@ -150,7 +165,9 @@ std::vector<CaseSummary> run_bench(
   const std::string baseline = Registry::get().baseline();
   for (const auto& c : cases) {
     const auto& recs = runs[key_of(c)];
-    const auto& none = runs[key_of({baseline, "fast", c.length})];
+    // `none` on the fast path with the same attention path.
+    const std::string sfx = attention_impl_of(c.impl).empty() ? "" : "/" + attention_impl_of(c.impl);
+    const auto& none = runs[key_of({baseline, "fast" + sfx, c.length})];
     CaseSummary s;
     s.key = c;
     std::vector<double> step, cpu, tok, peak, base, stepmb, cuda, rt, rp, rs, rc;

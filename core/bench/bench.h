@@ -14,9 +14,16 @@ namespace relpos {
 
 struct BenchCase {
   std::string variant;  // position.type (a registry name or a stack such as learned+tisa)
-  std::string impl;     // position.relative_impl: fast | direct
+  // position.relative_impl (fast | direct), then "/" and model.attention_impl when the bench
+  // sets it (--attention): "fast", "direct", "fast/eager", "fast/fused", "direct/eager"
+  std::string impl;
   int64_t length = 0;   // T
 };
+
+// The parts of BenchCase::impl: position.relative_impl, and model.attention_impl ("" when the
+// config's own is used).
+std::string relative_impl_of(const std::string& impl);
+std::string attention_impl_of(const std::string& impl);
 
 // One configuration after all its repeats (medians over the repeats that succeeded).
 struct CaseSummary {
@@ -52,6 +59,8 @@ struct BenchPlan {
   std::vector<std::string> variants;  // `none` is added first when missing (ratios need it)
   std::vector<int64_t> lengths;
   std::vector<std::string> direct;    // variants also measured with relative_impl=direct
+  // model.attention_impl values every case is measured with (--attention); empty: the config's
+  std::vector<std::string> attention;
   int repeats = 1;                    // every configuration this many times, interleaved
   int timeout_s = 0;                  // per child; 0 = none
   double max_memory_mb = 0;           // per child address-space limit; 0 = none

@@ -91,6 +91,7 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
 
   StepMeasurement m;
   m.device = device.str();
+  m.attention = model->transformer->attention_path();
   m.torch_threads = threads.torch_threads;
   m.blas_threads = threads.blas_threads;
   for (const auto& p : model->parameters()) m.parameters += p.numel();

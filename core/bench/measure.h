@@ -37,6 +37,7 @@ struct StepMeasurement {
   int torch_threads = 0;
   int blas_threads = -1;
   std::string device;
+  std::string attention;      // the attention path the steps ran: fused | eager
 };
 
 // Builds the model of `cfg` (task head from cfg.task, T = cfg.task.seq_len, B =

@@ -54,11 +54,11 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
   // shown beside it. A CPU run shows the child's peak RSS and what its steps added.
   const bool gpu = gpu_run(cases);
   if (gpu)
-    out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8}\n", "variant",
+    out += fmt::format("{:<15} {:<12} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8}\n", "variant",
                        "impl", "T", "ms/step", "xnone", "cpu ms", "tok/s", "GPU MB", "xnone",
                        "host MB");
   else
-    out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}\n",
+    out += fmt::format("{:<15} {:<12} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}\n",
                        "variant", "impl", "T", "ms/step", "xnone", "cpu ms", "tok/s", "peak MB",
                        "xnone", "step MB", "xnone");
   int64_t last_T = -1;
@@ -66,19 +66,19 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
     if (last_T >= 0 && c.key.length != last_T) out += "\n";
     last_T = c.key.length;
     if (!c.ok()) {
-      out += fmt::format("{:<15} {:<6} {:>5} FAILED ({} of {} runs): {}\n", c.key.variant,
+      out += fmt::format("{:<15} {:<12} {:>5} FAILED ({} of {} runs): {}\n", c.key.variant,
                          c.key.impl, c.key.length, c.failures, c.failures + c.runs, c.error);
       continue;
     }
     const std::string failed = c.failures ? fmt::format("  ({} failed runs)", c.failures) : "";
     if (gpu)
-      out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8}{}\n",
+      out += fmt::format("{:<15} {:<12} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8}{}\n",
                          c.key.variant, c.key.impl, c.key.length, num(c.step_ms, "{:.1f}"),
                          num(c.time_ratio), num(c.cpu_ms, "{:.1f}"), num(c.tokens_per_s, "{:.0f}"),
                          num(c.cuda_peak_mb, "{:.0f}"), num(c.cuda_ratio), num(c.peak_mb, "{:.0f}"),
                          failed);
     else
-      out += fmt::format("{:<15} {:<6} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}{}\n",
+      out += fmt::format("{:<15} {:<12} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}{}\n",
                          c.key.variant, c.key.impl, c.key.length, num(c.step_ms, "{:.1f}"),
                          num(c.time_ratio), num(c.cpu_ms, "{:.1f}"), num(c.tokens_per_s, "{:.0f}"),
                          num(c.peak_mb, "{:.0f}"), num(c.peak_ratio), num(c.step_mb, "{:.0f}"),
@@ -91,18 +91,21 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
 
   std::string direct;
   for (const auto& c : cases) {
-    if (c.key.impl != "direct" || !c.ok()) continue;
-    const CaseSummary* f = find(cases, c.key.variant, "fast", c.key.length);
+    if (relative_impl_of(c.key.impl) != "direct" || !c.ok()) continue;
+    const std::string att = attention_impl_of(c.key.impl);
+    const CaseSummary* f =
+        find(cases, c.key.variant, att.empty() ? "fast" : "fast/" + att, c.key.length);
     if (!f || !f->ok()) continue;
+    const std::string name = att.empty() ? c.key.variant : c.key.variant + " (" + att + ")";
     if (gpu) {
-      direct += fmt::format("{:<15} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7}\n", c.key.variant,
+      direct += fmt::format("{:<15} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7}\n", name,
                             c.key.length, num(f->step_ms, "{:.1f}"), num(c.step_ms, "{:.1f}"),
                             num(c.step_ms / f->step_ms), num(f->cuda_peak_mb, "{:.0f}"),
                             num(c.cuda_peak_mb, "{:.0f}"), num(c.cuda_peak_mb / f->cuda_peak_mb));
       continue;
     }
     direct += fmt::format("{:<15} {:>5} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}\n",
-                          c.key.variant, c.key.length, num(f->step_ms, "{:.1f}"),
+                          name, c.key.length, num(f->step_ms, "{:.1f}"),
                           num(c.step_ms, "{:.1f}"), num(c.step_ms / f->step_ms),
                           num(f->peak_mb, "{:.0f}"), num(c.peak_mb, "{:.0f}"),
                           num(c.peak_mb / f->peak_mb), num(f->step_mb, "{:.0f}"),
@@ -124,12 +127,12 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
   bool any_fit = false;
   for (const auto& f : fits) any_fit = any_fit || f.points >= 2;
   if (any_fit) {
-    out += fmt::format("\ngrowth with T (least-squares slope on log-log)\n{:<15} {:<6} {:>6} "
+    out += fmt::format("\ngrowth with T (least-squares slope on log-log)\n{:<15} {:<12} {:>6} "
                        "{:>10} {:>12}\n",
                        "variant", "impl", "points", "time ~T^p", gpu ? "GPU MB ~T^p" : "step MB ~T^p");
     for (const auto& f : fits)
       if (f.points >= 2)
-        out += fmt::format("{:<15} {:<6} {:>6} {:>10} {:>12}\n", f.variant, f.impl, f.points,
+        out += fmt::format("{:<15} {:<12} {:>6} {:>10} {:>12}\n", f.variant, f.impl, f.points,
                            num(f.time_exponent), num(f.memory_exponent));
   }
   return out;

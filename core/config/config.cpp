@@ -2,6 +2,7 @@
 #include "core/config/labelled_override.h"
 
 #include <fmt/format.h>
+#include <torch/version.h>
 
 #include <algorithm>
 
@@ -117,6 +118,10 @@ void validate(const Config& c, const SourceMap* src) {
                   at == "model.width" ? fmt::format("a multiple of {}", m.heads)
                                       : fmt::format("a divisor of the width {}", m.width));
     }
+    if (m.attention_impl == "fused" && TORCH_VERSION_MAJOR < 2)
+      config_fail(src, "model.attention_impl",
+                  "fused attention needs LibTorch >= 2.0 (scaled_dot_product_attention)",
+                  fmt::format("fused with LibTorch {}", TORCH_VERSION), "auto or eager");
     if (m.embedding_width > m.width)
       config_fail(src, "model.embedding_width", "embedding width above model width",
                   std::to_string(m.embedding_width), fmt::format("0 or <= width {}", m.width));

@@ -35,6 +35,9 @@ struct ModelConfig : ConfigSection {
   // Post-LN embedding LayerNorm over the E-wide embeddings, before the E->D projection
   // (ALBERT), instead of over the D-wide projected ones.
   bool embedding_norm_before_projection = false;
+  // auto | eager | fused: attention through LibTorch's fused scaled_dot_product_attention
+  // kernel (LibTorch >= 2.0) or the eager (B,H,T,T) path (core/model/fused_attention.h).
+  std::string attention_impl = "auto";
 
   template <class V>
   void visit(V& v) {
@@ -55,6 +58,9 @@ struct ModelConfig : ConfigSection {
     v("norm_eps", norm_eps, "LayerNorm epsilon");
     v("embedding_norm_before_projection", embedding_norm_before_projection,
       "post-LN: embedding LayerNorm before the E->D projection (ALBERT)");
+    v.choice("attention_impl", attention_impl, {"auto", "eager", "fused"},
+             "auto: fused where LibTorch has the kernel and every encoding allows it; eager: the "
+             "(B,H,T,T) path; fused: the kernel (LibTorch >= 2.0)");
   }
   bool causal() const { return mode == "decoder"; }
   int64_t head_dim() const { return heads > 0 ? width / heads : 0; }

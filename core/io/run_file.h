@@ -22,6 +22,7 @@ struct RunAttributes {
   std::string git_commit;
   std::string created;         // ISO 8601, UTC
   int64_t positional_parameters = -1;  // of the position encodings; -1: not written
+  std::string attention;               // fused | eager; "": not written
 };
 
 // A tensor with the names of its axes, written as a float32/int64 dataset with a `dims`

@@ -328,6 +328,7 @@ std::unique_ptr<RunFileWriter> create_single_run_file(const std::string& path,
     h5::write_string_attr(root, sc::kAttrCreated, attrs.created);
     if (attrs.positional_parameters >= 0)
       h5::write_int_attr(root, sc::kAttrPositionalParameters, attrs.positional_parameters);
+    if (!attrs.attention.empty()) h5::write_string_attr(root, sc::kAttrAttention, attrs.attention);
     file.flush(H5F_SCOPE_GLOBAL);
     return std::make_unique<H5RunFileWriter>(path, file);
   } catch (const H5::Exception& e) {

@@ -23,6 +23,9 @@ inline constexpr const char* kAttrGitCommit = "git_commit";          // string
 inline constexpr const char* kAttrCreated = "created";               // string, ISO 8601 UTC
 // int64, optional (runs before it lack it): trainable parameters of the position encodings
 inline constexpr const char* kAttrPositionalParameters = "positional_parameters";
+// string, optional (runs before it lack it): the attention path of the training steps, fused |
+// eager (model.attention_impl after `auto` was resolved)
+inline constexpr const char* kAttrAttention = "attention";
 
 // On every dataset: comma-separated axis names, one per axis ("" for a scalar).
 inline constexpr const char* kAttrDims = "dims";

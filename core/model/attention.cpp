@@ -1,6 +1,7 @@
 #include "core/model/attention.h"
 
 #include "core/model/attention_values.h"
+#include "core/model/fused_attention.h"
 
 #include <cmath>
 #include <limits>
@@ -49,6 +50,20 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
   auto k = split_heads(key(x));    // (B,H,T,d)
   auto v = split_heads(value(x));  // (B,H,T,d)
   for (const auto& e : encodings) e->transform_qk(q, k, ctx);
+
+  if (fused_ && !record) {
+    // The content scores are never formed: a stand-in without storage gives the hooks their
+    // shape, dtype and device (the encodings allowed here read nothing else of them).
+    const auto stand_in = torch::zeros({1, 1, 1, 1}, q.options()).expand({B, heads_, T, T});
+    torch::Tensor bias;  // (1|B,H,T,T) the stacked encodings' terms, or undefined
+    for (const auto& e : encodings) {
+      auto term = e->score_term(stand_in, q, k, ctx);
+      if (term.defined()) bias = bias.defined() ? bias + term : term;
+    }
+    const double p = attention_dropout->is_training() ? attention_dropout->options.p() : 0.0;
+    auto z = fused_attention(q, k, v, bias, ctx.causal, key_mask, p);  // (B,H,T,d)
+    return output(z.transpose(1, 2).reshape({B, T, width_}));          // (B,T,D)
+  }
 
   // 1/√d on q (B,H,T,d) rather than on the (B,H,T,T) product: one pass over T² fewer each way.
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(head_dim_));

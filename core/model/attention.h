@@ -31,13 +31,19 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   MultiHeadAttentionImpl(int64_t width, int64_t heads, double attention_dropout);
 
   // x (B,T,D) -> (B,T,D). key_mask (B,T) bool, true where a key may be attended (undefined:
-  // every key). Causal masking follows ctx.causal.
+  // every key). Causal masking follows ctx.causal. With a record, always the eager path (the
+  // record needs the probabilities); else the fused one when set_fused(true).
   torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx,
                         const EncodingList& encodings, const torch::Tensor& key_mask = {},
                         AttentionRecord* record = nullptr);
 
   // q, k of x as the scores see them before any position hook: (B,H,T,d) each.
   std::pair<torch::Tensor, torch::Tensor> project_qk(const torch::Tensor& x);
+
+  // The fused path (core/model/fused_attention.h) for forward passes that record nothing. Set
+  // by the Transformer (model.attention_impl), which checks that its encodings allow it.
+  void set_fused(bool on) { fused_ = on; }
+  bool fused() const { return fused_; }
 
   int64_t heads() const { return heads_; }
   int64_t head_dim() const { return head_dim_; }
@@ -48,6 +54,7 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
  private:
   torch::Tensor split_heads(const torch::Tensor& x) const;  // (B,T,D) -> (B,H,T,d)
   int64_t width_, heads_, head_dim_;
+  bool fused_ = false;
 };
 TORCH_MODULE(MultiHeadAttention);
 

@@ -96,6 +96,14 @@ class TransformerImpl : public torch::nn::Module {
   // 0..T-1 (projected to D when embeddings are factorized); undefined for the others.
   std::vector<torch::Tensor> input_position_scores(int64_t T);
 
+  // Fused attention on (every block's forward passes that record nothing) or off. On needs
+  // every stacked encoding to allow it (FusedScores): ConfigError otherwise, naming it. The
+  // constructor chooses from model.attention_impl (auto: on where LibTorch has the kernel and
+  // every encoding allows it).
+  void use_fused_attention(bool on);
+  // "fused" or "eager": what the forward passes that record nothing run.
+  std::string attention_path() const { return fused_ ? "fused" : "eager"; }
+
   const ModelConfig& config() const { return cfg_; }
   int64_t vocab_size() const { return vocab_size_; }
   Block block(int64_t layer) const;  // the block applied at `layer`
@@ -110,6 +118,7 @@ class TransformerImpl : public torch::nn::Module {
  private:
   ModelConfig cfg_;
   int64_t vocab_size_;
+  bool fused_ = false;
 };
 TORCH_MODULE(Transformer);
 

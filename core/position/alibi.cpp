@@ -42,6 +42,8 @@ class AlibiImpl : public PositionEncodingImpl {
     slopes = register_buffer("slopes", torch::tensor(s, torch::kDouble));  // (H)
   }
   std::string type() const override { return "alibi"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   torch::Tensor profile(const torch::Tensor& r) { return -slopes.unsqueeze(1) * r.abs().unsqueeze(0); }
 

@@ -53,6 +53,8 @@ class FireImpl : public PositionEncodingImpl {
     threshold_raw = register_parameter("threshold_raw", torch::full({L}, p.init_threshold));  // (L)
   }
   std::string type() const override { return "fire"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   torch::Tensor c(int64_t layer) { return torch::softplus(c_raw[layer]); }  // ()
   torch::Tensor threshold(int64_t layer) { return threshold_raw[layer].abs(); }  // ()

@@ -99,6 +99,11 @@ class HuangImpl : public PositionEncodingImpl {
     }
   }
   std::string type() const override { return type_; }
+  // Without qk and qka, or with the distance-dependent scale of qk, score_term reads content.
+  FusedScores fused_scores() const override {
+    return (!qk_ && !qka_) || scale.defined() ? FusedScores::unsupported
+                                               : FusedScores::content_bias;
+  }
 
   torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor& q,
                            const torch::Tensor& k, const AttentionContext& ctx) override {

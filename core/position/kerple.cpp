@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "core/position/position_encoding.h"
+#include "core/position/relative_ops.h"
 
 namespace relpos {
 namespace {
@@ -36,6 +37,8 @@ class KerpleImpl : public PositionEncodingImpl {
     beta = register_parameter("beta", beta0.to(torch::kFloat));                    // (L,H)
   }
   std::string type() const override { return power_ ? "kerple_power" : "kerple_log"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   torch::Tensor a(int64_t layer) { return torch::softplus(alpha[layer]); }  // (H)
   torch::Tensor b(int64_t layer) {
@@ -61,9 +64,8 @@ class KerpleImpl : public PositionEncodingImpl {
     const auto dt = content.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
     auto f = profile(ctx.layer, torch::arange(T, content.options().dtype(dt)))
                  .to(content.dtype());                                            // (H,T)
-    auto pos = torch::arange(T, content.options().dtype(torch::kLong));
-    auto idx = (pos.unsqueeze(0) - pos.unsqueeze(1)).abs().reshape({-1});          // (T*T)
-    return f.index_select(1, idx).view({1, f.size(0), T, T});                    // (1,H,T,T)
+    auto r = torch::arange(-(T - 1), T, content.options().dtype(torch::kLong));  // (2T-1)
+    return toeplitz_bias(f.index_select(1, r.abs()), T);                          // (1,H,T,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {

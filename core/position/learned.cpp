@@ -29,6 +29,8 @@ class LearnedImpl : public PositionEncodingImpl {
     table = register_parameter("table", torch::randn({p.max_len, dims.embed_dim}) * init_std);
   }
   std::string type() const override { return "learned"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   torch::Tensor embed(const torch::Tensor& x, int64_t offset) override {
     const int64_t T = x.size(1);

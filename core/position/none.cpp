@@ -10,6 +10,8 @@ namespace {
 class NoneImpl : public PositionEncodingImpl {
  public:
   std::string type() const override { return "none"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 };
 
 }  // namespace

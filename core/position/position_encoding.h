@@ -54,6 +54,15 @@ struct ExportOptions {
   int64_t radius = 50;   // R: functions of the distance are evaluated on r in [-R, R]
 };
 
+// What attention's fused path (model.attention_impl, core/model/fused_attention.h) may do with an
+// encoding's hooks 3. The fused kernel never materialises the content scores or the
+// probabilities: it takes the scores' additive term as its mask.
+enum class FusedScores {
+  unsupported,   // score_term reads the content scores' values, or value_term adds a term
+  bias,          // no score term, or one of positions only: (1,H,T,T), shared by the batch
+  content_bias,  // a term of q or k (B,H,T,T) that reads content for its shape only
+};
+
 class PositionEncodingImpl : public torch::nn::Module {
  public:
   ~PositionEncodingImpl() override = default;
@@ -95,6 +104,12 @@ class PositionEncodingImpl : public torch::nn::Module {
                                    const AttentionContext& /*ctx*/) {
     return {};
   }
+
+  // How the fused attention path may treat this encoding's hooks 3 (FusedScores above). The
+  // default is the safe one: an encoding says `bias` or `content_bias` only when its
+  // score_term reads no value of `content` (its shape, dtype and device only) and its
+  // value_term adds nothing.
+  virtual FusedScores fused_scores() const { return FusedScores::unsupported; }
 
   // Longest supported offset + T, or -1 for any length. Going past it is an error unless the
   // variant was configured to handle it (learned: beyond: clamp).

@@ -96,6 +96,13 @@ Tensor relative_key_term(const Tensor& k, const Tensor& table_in, int64_t K_in, 
   return relative_expand_keys(ka, K);          // (B,H,T,T) out[i,j] = ka[j, c(j-i)+K]
 }
 
+Tensor toeplitz_bias(const Tensor& f, int64_t T) {
+  TORCH_CHECK(f.dim() == 2 && f.size(1) == 2 * T - 1, "toeplitz_bias: expected (H,", 2 * T - 1,
+              "), got ", f.sizes());
+  // Window k holds f[k .. k+T-1]; query i reads window T-1-i: M_ij = f[T-1-i+j].
+  return f.unfold(1, T, 1).flip({1}).unsqueeze(0);  // (1,H,T,T)
+}
+
 Tensor relative_value_term(const Tensor& probs, const Tensor& table_in, int64_t K_in,
                            bool direct) {
   TORCH_CHECK(probs.dim() == 4 && probs.size(-1) == probs.size(-2),

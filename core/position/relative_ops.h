@@ -17,6 +17,12 @@
 
 namespace relpos {
 
+// The (1,H,T,T) matrix M_hij = f_h[j - i + T - 1] of a function of the distance given at
+// r = -(T-1) .. T-1, f (H,2T-1): overlapping windows of f (a view), rows reversed. Its backward
+// sums each diagonal back into f. For a contiguous f the result's last dimension is contiguous,
+// as the fused attention kernel wants its mask.
+torch::Tensor toeplitz_bias(const torch::Tensor& f, int64_t T);
+
 // (T,T) int64 on `device`: c(j - i) + K for query i and key j.
 torch::Tensor relative_index(int64_t T, int64_t K, torch::Device device);
 

@@ -62,6 +62,8 @@ class RopeImpl : public PositionEncodingImpl {
         "inv_freq", torch::pow(p.base, -2.0 * m / static_cast<double>(rd_)));  // (rd/2)
   }
   std::string type() const override { return "rope"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   void transform_qk(torch::Tensor& q, torch::Tensor& k, const AttentionContext& ctx) override {
     const auto pos = hook_positions(q, ctx);  // (T) | (B,1,T)

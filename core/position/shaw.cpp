@@ -39,6 +39,11 @@ class ShawImpl : public PositionEncodingImpl {
       values = register_parameter("values", torch::randn(shape) * dims.init_std);  // (L,[H,]R,d)
   }
   std::string type() const override { return "shaw"; }
+  // The key term reads q only; the value term needs the probabilities, which the fused
+  // kernel never forms.
+  FusedScores fused_scores() const override {
+    return values.defined() ? FusedScores::unsupported : FusedScores::content_bias;
+  }
 
   torch::Tensor score_term(const torch::Tensor&, const torch::Tensor& q, const torch::Tensor&,
                            const AttentionContext& ctx) override {

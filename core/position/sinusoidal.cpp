@@ -52,6 +52,8 @@ class SinusoidalImpl : public PositionEncodingImpl {
   SinusoidalImpl(const ModelDims& dims, const SinusoidalParams& p)
       : E_(dims.embed_dim), base_(p.base), scale_(p.scale) {}
   std::string type() const override { return "sinusoidal"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   torch::Tensor embed(const torch::Tensor& x, int64_t offset) override {
     auto pe = sinusoidal_table(x.size(1), E_, offset, base_, x.options());  // (T,E)

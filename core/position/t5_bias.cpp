@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "core/position/position_encoding.h"
+#include "core/position/relative_ops.h"
 
 namespace relpos {
 namespace {
@@ -32,6 +33,8 @@ class T5BiasImpl : public PositionEncodingImpl {
     bias = register_parameter("bias", torch::randn({N_, dims.heads}) * dims.init_std);  // (N,H)
   }
   std::string type() const override { return "t5_bias"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   // Bucket of each relative distance r = j - i (any shape, int64).
   torch::Tensor bucket(const torch::Tensor& r) const {
@@ -67,10 +70,9 @@ class T5BiasImpl : public PositionEncodingImpl {
   torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor&,
                            const torch::Tensor&, const AttentionContext&) override {
     const int64_t T = content.size(-1);
-    auto pos = torch::arange(T, content.options().dtype(torch::kLong));
-    auto rel = pos.unsqueeze(0) - pos.unsqueeze(1);                       // (T,T) j - i
-    auto b = bias.index_select(0, bucket(rel).reshape({-1}));            // (T*T,H)
-    return b.t().reshape({1, -1, T, T});                                  // (1,H,T,T)
+    auto r = torch::arange(-(T - 1), T, content.options().dtype(torch::kLong));  // (2T-1) j - i
+    auto b = bias.index_select(0, bucket(r));                                      // (2T-1,H)
+    return toeplitz_bias(b.t().contiguous(), T);  // (1,H,T,T), last dimension contiguous
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {

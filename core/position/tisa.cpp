@@ -8,6 +8,7 @@
 // Parameters per layer: a, b, c, each H×S (3·S·H).
 // Beyond the training length: f is defined at every distance; the Gaussians decay away from c.
 #include "core/position/position_encoding.h"
+#include "core/position/relative_ops.h"
 
 namespace relpos {
 namespace {
@@ -29,6 +30,8 @@ class TisaImpl : public PositionEncodingImpl {
     c = register_parameter("c", torch::randn({L, H, S}) * 5.0);         // (L,H,S)
   }
   std::string type() const override { return "tisa"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   // f_h(r) for the distances r given: (H,N).
   torch::Tensor profile(int64_t layer, const torch::Tensor& r) {
@@ -45,9 +48,7 @@ class TisaImpl : public PositionEncodingImpl {
     const auto dt = content.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
     auto r = torch::arange(-(T - 1), T, content.options().dtype(dt));  // (2T-1)
     auto f = profile(ctx.layer, r).to(content.dtype());                // (H,2T-1)
-    auto pos = torch::arange(T, content.options().dtype(torch::kLong));
-    auto idx = (pos.unsqueeze(0) - pos.unsqueeze(1) + (T - 1)).reshape({-1});  // (T*T)
-    return f.index_select(1, idx).view({1, f.size(0), T, T});       // (1,H,T,T)
+    return toeplitz_bias(f, T);                                        // (1,H,T,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {

@@ -38,6 +38,8 @@ class TransformerXLImpl : public PositionEncodingImpl {
     v = register_parameter("v", torch::randn({L, H_, d_}) * dims.init_std);            // (L,H,d)
   }
   std::string type() const override { return "transformer_xl"; }
+  // Terms of q and k only (content is read for nothing).
+  FusedScores fused_scores() const override { return FusedScores::content_bias; }
 
   // Projected relative vectors, one per distance r = j - i in [-(T-1), T-1]: (H,2T-1,d).
   torch::Tensor relative_vectors(int64_t layer, int64_t T, const torch::TensorOptions& opts) {

@@ -63,6 +63,8 @@ class XposImpl : public PositionEncodingImpl {
         "zeta", (2.0 * m / static_cast<double>(rd_) + p.zeta_offset) / (1.0 + p.zeta_offset));  // (rd/2)
   }
   std::string type() const override { return "xpos"; }
+  // No score term, or one of positions only: the fused kernel takes it as its mask.
+  FusedScores fused_scores() const override { return FusedScores::bias; }
 
   // x rotated and each pair scaled by ζ^{sign·(p - c)/γ}: x (B,H,T,d), pos (T) | (B,1,T).
   torch::Tensor transform(const torch::Tensor& x, const torch::Tensor& pos, double sign) {

@@ -46,6 +46,7 @@ RunRecorder::RunRecorder(const RecorderSetup& setup, const Config& cfg, TrainSta
     attrs.torch_version = torch_version();
     attrs.git_commit = git_commit();
     attrs.created = utc_timestamp();
+    attrs.attention = model->transformer->attention_path();
     attrs.positional_parameters = 0;
     for (const auto& p : model->transformer->position->parameters())
       attrs.positional_parameters += p.numel();
