@@ -57,7 +57,7 @@ def main():
         runs.append((name, summarize(path)))
     for name, ms in runs:
         total = sum(ms.values())
-        print(f"\n{name}: {total:.0f} ms of operator self time in the profiled step")
+        print(f"\n{name}: {total:.0f} ms of operator self time in the profiled step\n")
         print(f"| operator | self ms | share |\n|---|--:|--:|")
         for op, t in sorted(ms.items(), key=lambda x: -x[1])[:a.top]:
             print(f"| {op} | {t:.1f} | {100 * t / total:.1f}% |")
@@ -67,7 +67,7 @@ def main():
         for _, ms in runs:
             ops.update(op for op, _ in sorted(ms.items(), key=lambda x: -x[1])[:a.top])
         order = sorted(ops, key=lambda op: -max(ms.get(op, 0.0) for _, ms in runs))
-        print(f"\nself ms per operator (the top {a.top} of each), beside {base_name}")
+        print(f"\nself ms per operator (the top {a.top} of each), beside {base_name}\n")
         print("| operator | " + " | ".join(n for n, _ in runs) + " |")
         print("|---|" + "--:|" * len(runs))
         for op in order:
