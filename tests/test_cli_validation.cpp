@@ -67,10 +67,12 @@ TEST_CASE("relpos eval: --set may change evaluation settings only, never the mod
   CHECK_FALSE(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
   CHECK_FALSE(RunFileReader::open(run_h5_path(run))->exists("/eval/extrapolation"));
 
-  // The evaluation settings are accepted; clamping lets the learned table reach T = 64.
+  // The evaluation settings are accepted (the attention path too); clamping lets the learned
+  // table reach T = 64.
   auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16,64", "--set",
                                  "eval.max_tokens=128", "--set", "threads=1", "--set",
-                                 "cpu_allocator=system", "--set", "position.learned.beyond=clamp"},
+                                 "cpu_allocator=system", "--set", "position.learned.beyond=clamp",
+                                 "--set", "model.attention_impl=eager"},
                                 tmp.str("log"));
   CHECK_MESSAGE(code == 0, out);
   CHECK_MESSAGE(contains(out, "(trained at T=32)"), out);

@@ -227,6 +227,12 @@ TEST_CASE("train parts: --init-from loads by name and refuses a model that is mo
   std::vector<std::string> resume = tiny_run(dir.str("cache"), 4);
   CHECK(check_resume_config(dir.str("pre"), load_config({config_path("base.yaml")}, resume).config) ==
         std::vector<std::string>{"train.steps: 2 -> 4"});
+  // The attention path is how the steps run, not what they compute: it may change too.
+  auto with_path = resume;
+  with_path.push_back("model.attention_impl=eager");
+  CHECK(check_resume_config(dir.str("pre"),
+                            load_config({config_path("base.yaml")}, with_path).config)
+            .size() == 2);  // train.steps and model.attention_impl, both allowed
   resume.push_back("model.layers=3");
   CHECK(error_of([&] {
           check_resume_config(dir.str("pre"), load_config({config_path("base.yaml")}, resume).config);

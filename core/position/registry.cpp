@@ -160,7 +160,10 @@ bool has_direct_path(const std::string& type) {
 }
 
 std::vector<std::string> eval_settings() {
-  std::vector<std::string> keys = {"eval", "device", "threads", "cpu_allocator", "precision"};
+  // How the steps run, not what they compute: model.attention_impl too (a run trained with the
+  // fused kernel on a GPU is evaluated eagerly where LibTorch has none).
+  std::vector<std::string> keys = {"eval",      "device",  "threads", "cpu_allocator",
+                                   "precision", "model.attention_impl"};
   for (const auto& name : Registry::get().names())
     for (const auto& [key, past] : Registry::get().at(name).eval_keys)
       keys.push_back("position." + name + "." + key);

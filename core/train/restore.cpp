@@ -26,7 +26,8 @@ std::vector<std::string> check_resume_config(const std::string& dir, const Confi
   const std::string stored = read_file(run_config_path(dir), "run config");
   if (started.empty()) started = stored;
   const std::vector<std::string> allowed = {"train",         "eval",      "device", "threads",
-                                            "cpu_allocator", "precision", "sweep",  "name"};
+                                            "cpu_allocator", "precision", "sweep",  "name",
+                                            "model.attention_impl"};
   std::vector<std::string> changed;
   for (const auto& d : config_differences(started, now, allowed))
     if (d.find(": (absent) -> ") == std::string::npos)  // a key newer than the run: its default
@@ -37,8 +38,8 @@ std::vector<std::string> check_resume_config(const std::string& dir, const Confi
                     "than it started with ({}): {}",
                     dir, fs::exists(run_h5_path(dir)) ? "run.h5's config" : "config.yaml",
                     fmt::join(changed, "; ")),
-        "only train.*, eval.*, device, threads, cpu_allocator and precision may change on "
-        "--resume; start a "
+        "only train.*, eval.*, device, threads, cpu_allocator, precision and "
+        "model.attention_impl may change on --resume; start a "
         "new run (another --out, or --overwrite) for the rest, and restore an edited config.yaml");
   return now == stored ? std::vector<std::string>{} : config_differences(stored, now);
 }
