@@ -110,6 +110,11 @@ std::string attention_impl_of(const std::string& impl) {
   return slash == std::string::npos ? std::string() : impl.substr(slash + 1);
 }
 
+std::string on_same_attention(const std::string& relative_impl, const std::string& impl) {
+  const std::string att = attention_impl_of(impl);
+  return att.empty() ? relative_impl : relative_impl + "/" + att;
+}
+
 std::vector<std::string> default_direct_variants(const std::vector<std::string>& variants) {
   std::vector<std::string> out;
   for (const auto& v : variants)
@@ -165,9 +170,7 @@ std::vector<CaseSummary> run_bench(
   const std::string baseline = Registry::get().baseline();
   for (const auto& c : cases) {
     const auto& recs = runs[key_of(c)];
-    // `none` on the fast path with the same attention path.
-    const std::string sfx = attention_impl_of(c.impl).empty() ? "" : "/" + attention_impl_of(c.impl);
-    const auto& none = runs[key_of({baseline, "fast" + sfx, c.length})];
+    const auto& none = runs[key_of({baseline, on_same_attention("fast", c.impl), c.length})];
     CaseSummary s;
     s.key = c;
     std::vector<double> step, cpu, tok, peak, base, stepmb, cuda, rt, rp, rs, rc;

@@ -24,6 +24,8 @@ struct BenchCase {
 // config's own is used).
 std::string relative_impl_of(const std::string& impl);
 std::string attention_impl_of(const std::string& impl);
+// `relative_impl` on the attention path of `impl`: ("fast", "direct/fused") -> "fast/fused".
+std::string on_same_attention(const std::string& relative_impl, const std::string& impl);
 
 // One configuration after all its repeats (medians over the repeats that succeeded).
 struct CaseSummary {

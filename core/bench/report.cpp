@@ -94,7 +94,7 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
     if (relative_impl_of(c.key.impl) != "direct" || !c.ok()) continue;
     const std::string att = attention_impl_of(c.key.impl);
     const CaseSummary* f =
-        find(cases, c.key.variant, att.empty() ? "fast" : "fast/" + att, c.key.length);
+        find(cases, c.key.variant, on_same_attention("fast", c.key.impl), c.key.length);
     if (!f || !f->ok()) continue;
     const std::string name = att.empty() ? c.key.variant : c.key.variant + " (" + att + ")";
     if (gpu) {

@@ -9,6 +9,16 @@
 #include "core/util/errors.h"
 
 namespace relpos {
+namespace {
+
+// The first stacked encoding without a fused path (FusedScores::unsupported), or null.
+std::shared_ptr<PositionEncodingImpl> refusing_fused(const EncodingList& encodings) {
+  for (const auto& e : encodings)
+    if (e->fused_scores() == FusedScores::unsupported) return e;
+  return nullptr;
+}
+
+}  // namespace
 
 PositionStackImpl::PositionStackImpl(const ModelDims& dims, const PositionConfig& cfg) {
   for (const auto& type : cfg.types) {
@@ -108,27 +118,22 @@ TransformerImpl::TransformerImpl(const ModelConfig& model, const PositionConfig&
   // Position encodings initialise their own parameters; everything else gets BERT's init.
   for (auto& child : named_children())
     if (child.key() != "position") init_weights(*child.value(), model.init_std);
-  if (model.attention_impl == "fused") {
+  // auto: content-dependent terms too; as the kernel's mask they were faster than the eager
+  // path on the GPU (huang_m4 1.33x, transformer_xl 1.37x at BERT-base size, docs/performance.md).
+  if (model.attention_impl == "fused")
     use_fused_attention(true);
-  } else if (model.attention_impl == "auto" && fused_attention_available()) {
-    // Content-dependent terms too: as the kernel's mask they were faster than the eager path
-    // on the GPU (huang_m4 1.33x, transformer_xl 1.37x at BERT-base size, docs/performance.md).
-    bool all_allow = true;
-    for (const auto& e : position->encodings())
-      all_allow = all_allow && e->fused_scores() != FusedScores::unsupported;
-    use_fused_attention(all_allow);
-  }
+  else if (model.attention_impl == "auto" && fused_attention_available())
+    use_fused_attention(!refusing_fused(position->encodings()));
 }
 
 void TransformerImpl::use_fused_attention(bool on) {
   if (on)
-    for (const auto& e : position->encodings())
-      if (e->fused_scores() == FusedScores::unsupported)
-        throw ConfigError(fmt::format(
-            "model.attention_impl: position encoding '{}' has no fused attention path (its "
-            "scores read the content scores, or it adds a value term that needs the "
-            "probabilities); use auto or eager",
-            e->type()));
+    if (const auto e = refusing_fused(position->encodings()))
+      throw ConfigError(fmt::format(
+          "model.attention_impl: position encoding '{}' has no fused attention path (its "
+          "scores read the content scores, or it adds a value term that needs the "
+          "probabilities); use auto or eager",
+          e->type()));
   fused_ = on;
   for (const auto& b : *blocks) b->as<BlockImpl>()->attention->set_fused(on);
 }
