@@ -10,13 +10,18 @@ probabilities (relpos's defaults). A step: random tokens, cross-entropy against 
 every position, backward, and with --optimizer an AdamW step; timed with a device
 synchronisation after each step, the median over the measured steps, as relpos bench does.
 
-Variants: none, learned (an absolute table added to the embeddings), rope (q and k rotated) and
-alibi (its bias as SDPA's float mask). Prints one line per configuration and, with --json, a
+Variants: none, learned (an absolute table added to the embeddings), rope (q and k rotated),
+alibi (its bias as SDPA's float mask) and rel_bias (a trainable bias per head and distance i - j,
+2T - 1 values per head laid out as a (1, H, T, T) float mask: the peer of relpos's t5_bias, tisa
+and kerple, whose mask needs a gradient where ALiBi's does not). Prints one line per configuration and, with --json, a
 JSON list of the measurements.
 
 Usage: scripts/bench/peer_sdpa.py [--variants none,rope] [--lengths 512] [--layers 4 --width 256
        --heads 4 --ff 1024 --batch 8] [--precision fp32|bf16] [--steps 10 --warmup 3]
-       [--device cuda] [--optimizer] [--json FILE]
+       [--device cuda] [--optimizer] [--json FILE] [--profile N]
+
+--profile N: after the measured steps, one more step under torch.profiler, and the N operators
+with the most device (or CPU) self time printed: where a variant's extra time goes.
 """
 import argparse
 import json
@@ -76,6 +81,8 @@ class Model(nn.Module):
         # ALiBi slopes of Press et al. for a power-of-two head count: 2^(-8h/H), h = 1..H.
         self.register_buffer("slopes", torch.tensor([2.0 ** (-8.0 * (h + 1) / heads)
                                                      for h in range(heads)]), persistent=False)
+        # rel_bias: f_h(r) for r = -(T-1)..T-1, one table shared by the layers (as T5's).
+        self.rel = nn.Parameter(torch.zeros(heads, 2 * length - 1)) if variant == "rel_bias" else None
 
     def rotate(self, x):  # (B,H,T,d): channel pairs (2m, 2m+1) rotated by position·θ_m
         T = x.shape[2]
@@ -94,6 +101,10 @@ class Model(nn.Module):
             pos = torch.arange(T, device=tokens.device, dtype=torch.float32)
             bias = -self.slopes.view(-1, 1, 1) * (pos[None, :] - pos[:, None]).abs()  # (H,T,T)
             bias = bias.unsqueeze(0)  # (1,H,T,T)
+        elif self.variant == "rel_bias":
+            # Window k of the 2T-1 values holds f[k .. k+T-1]; query i reads window T-1-i, so
+            # bias[h,i,j] = f_h(j - i) at index T-1+j-i.
+            bias = self.rel[:, : 2 * T - 1].unfold(1, T, 1).flip(1).unsqueeze(0)  # (1,H,T,T)
         rotate = self.rotate if self.variant == "rope" else None
         for b in self.blocks:
             x = b(x, rotate, bias)
@@ -128,6 +139,8 @@ def measure(args, variant, T, device):
         if s >= args.warmup:
             times.append((time.perf_counter() - t0) * 1000.0)
     step_ms = statistics.median(times)
+    if args.profile:
+        profile_step(args, model, tokens, targets, device, f"{variant} T={T}")
     return {"variant": variant, "length": T, "batch": args.batch, "layers": args.layers,
             "width": args.width, "heads": args.heads, "ff_width": args.ff,
             "precision": args.precision, "device": str(device), "optimizer": args.optimizer,
@@ -135,6 +148,33 @@ def measure(args, variant, T, device):
             "tokens_per_s": args.batch * T / (step_ms / 1000.0), "loss": float(loss),
             "cuda_peak_mb": torch.cuda.max_memory_allocated(device) / 2**20 if cuda else None,
             "torch": torch.__version__}
+
+
+def profile_step(args, model, tokens, targets, device, title):
+    """One training step under torch.profiler: the operators with the most self time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        model.zero_grad(set_to_none=True)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            loss = F.cross_entropy(model(tokens).view(-1, args.vocab).float(), targets.view(-1))
+        loss.backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    # PyTorch >= 2.4 names the device column self_device_time_total, earlier ones self_cuda_...
+    keys = (["self_device_time_total", "self_cuda_time_total"] if device.type == "cuda"
+            else ["self_cpu_time_total"])
+    for key in keys:
+        try:
+            table = prof.key_averages().table(sort_by=key, row_limit=args.profile)
+        except (AttributeError, KeyError, ValueError):
+            continue
+        print(f"profile of one step, {title} (sorted by {key}):\n{table}", flush=True)
+        return
+    print(f"profile of one step, {title}: no device time column in this PyTorch", flush=True)
 
 
 def main():
@@ -153,11 +193,13 @@ def main():
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--optimizer", action="store_true")
     p.add_argument("--json")
+    p.add_argument("--profile", type=int, default=0, metavar="N")
     args = p.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
-        if v not in ("none", "learned", "rope", "alibi"):
-            p.error(f"--variants: unknown variant '{v}' (expected none, learned, rope, alibi)")
+        if v not in ("none", "learned", "rope", "alibi", "rel_bias"):
+            p.error(f"--variants: unknown variant '{v}' (expected none, learned, rope, alibi, "
+                    "rel_bias)")
     try:
         lengths = [int(x) for x in args.lengths.split(",")]
     except ValueError:

@@ -14,7 +14,8 @@
 #   importance); RELPOS_COMMIT names the commit where the copy has no .git; RELPOS_GPU_PHASES
 #   (default "test t512 peer t2048 fp32") the phases after the build: test (test_fused_attention),
 #   t512 (bf16, eager and fused), peer, t2048 (every variant), fp32, and bias (the position-bias
-#   variants alone at T = 512 and T = 2048, for a second look after a change to them).
+#   variants alone at T = 512 and T = 2048, for a second look after a change to them, beside the
+#   peer's trainable relative bias with a per-operator profile of its step).
 # Writes OUTDIR/gpu.log (everything said, the build's errors included; the whole build log is
 # BUILD/build.log) and the bench and peer outputs (seven files).
 set -uo pipefail
@@ -97,6 +98,9 @@ $R bench "${bert[@]}" --timeout 120 --batch 32 --lengths 512 --set precision=bf1
   --variants alibi,t5_bias,tisa,kerple_log --steps "$STEPS" --warmup 3 \
   --json "$OUT/bias-t512-bf16.json" >"$OUT/bias-t512-bf16.txt" &&
 cat "$OUT/bias-t512-bf16.txt" &&
+PYTHONUNBUFFERED=1 python3 scripts/bench/peer_sdpa.py --layers 12 --width 768 --heads 12 --ff 3072 \
+  --batch 32 --lengths 512 --precision bf16 --variants none,alibi,rel_bias --steps "$STEPS" \
+  --warmup 3 --profile 12 --json "$OUT/peer-bias-t512-bf16.json" &&
 $R bench "${bert[@]}" --timeout 60 --batch 8 --lengths 2048 --set precision=bf16 --steps 3 --warmup 1 \
   --variants t5_bias,tisa,kerple_log,fire,transformer_xl,huang_m4 \
   --json "$OUT/bias-t2048-bf16.json" >"$OUT/bias-t2048-bf16.txt" &&
