@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "app/commands.h"
 #include "core/io/run_file.h"
 #include "core/position/registry.h"
+#include "core/position/eval_settings.h"
 #include "core/task/registry.h"
 #include "core/train/extrapolation.h"
 #include "core/train/trainer.h"
@@ -32,11 +34,10 @@ namespace {
 // `beyond`): how the run is evaluated, never what was trained or which documents are its test
 // split (everything else comes from the run's own config.yaml).
 void check_eval_override(const std::string& set) {
-  const std::string key = set.substr(0, set.find('='));
   if (set.find('=') == std::string::npos) return;  // the config loader reports the form
+  if (is_eval_setting(set)) return;
+  const std::string key = set.substr(0, set.find('='));
   const std::vector<std::string> settings = eval_settings();
-  for (const auto& k : settings)
-    if (key == k || key.rfind(k + ".", 0) == 0) return;
   std::vector<std::string> listed;  // "eval.*, device, ... and position.learned.beyond"
   for (const auto& k : settings) listed.push_back(k == "eval" ? "eval.*" : k);
   const std::string last = listed.back();
@@ -137,7 +138,7 @@ Command add_eval(CLI::App& app) {
     std::string run;
     std::vector<std::string> lengths;  // as given: split by integer_items
     std::vector<std::string> sets;
-    std::string device;
+    std::string device, suffix;
     int64_t stride = -1, max_tokens = -1, batch = -1, jobs = 1;
   };
   auto a = std::make_shared<Args>();
@@ -148,6 +149,17 @@ Command add_eval(CLI::App& app) {
   cmd->add_option("--lengths,-l", a->lengths,
                   "evaluation lengths, e.g. 64,128,256 (default: the run's eval.lengths; when "
                   "empty, 1x, 2x and 4x task.seq_len, and a synthetic task's own test lengths)");
+  cmd->add_option("--suffix", a->suffix,
+                  "write the table as /eval/extrapolation_SUFFIX and eval_extrapolation_SUFFIX.csv "
+                  "beside the run's own (e.g. clamped, with --set position.learned.beyond=clamp); "
+                  "analyze reads it as a further row of the run named SUFFIX")
+      ->check([](const std::string& v) -> std::string {
+        if (v.empty()) return "an empty suffix (expected letters, digits and _)";
+        for (char c : v)
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+            return "'" + v + "' (expected letters, digits and _ only)";
+        return "";
+      });
   cmd->add_option("--jobs,-j", a->jobs,
                   "with a sweep or experiment folder: runs evaluated at once (default 1)")
       ->check(integer_in(1));
@@ -185,6 +197,7 @@ Command add_eval(CLI::App& app) {
                 options.insert(options.end(), {"--batch", std::to_string(a->batch)});
               for (const auto& s : a->sets) options.insert(options.end(), {"--set", s});
               if (!a->device.empty()) options.insert(options.end(), {"--device", a->device});
+              if (!a->suffix.empty()) options.insert(options.end(), {"--suffix", a->suffix});
               return eval_folder(a->run, options, a->jobs);
             }
             auto sets = a->sets;
@@ -204,9 +217,11 @@ Command add_eval(CLI::App& app) {
             // The table goes into the run's run.h5: no other relpos process may write it now
             // (a training run still going, another eval).
             FolderLock lock(a->run, "evaluation");
+            const std::string table =
+                a->suffix.empty() ? std::string("extrapolation") : "extrapolation_" + a->suffix;
             bool replacing = false;
             try {
-              replacing = RunFileReader::open(run_h5_path(a->run))->exists("/eval/extrapolation");
+              replacing = RunFileReader::open(run_h5_path(a->run))->exists("/eval/" + table);
             } catch (const SchemaError&) {
               // save_extrapolation repairs or reports the file
             }
@@ -217,7 +232,7 @@ Command add_eval(CLI::App& app) {
             if (a->max_tokens != -1) opts.max_tokens = a->max_tokens;
             if (a->batch != -1) opts.batch_size = a->batch;
             auto rows = evaluate_lengths(run, opts);
-            save_extrapolation(a->run, run, rows, opts);
+            save_extrapolation(a->run, run, rows, opts, table);
             const auto& task = run.config.config.task;
             std::cout << (task_facts.length_eval == LengthEval::TaskLengths
                               ? fmt::format("length extrapolation of {} (trained at task lengths "
@@ -234,9 +249,9 @@ Command add_eval(CLI::App& app) {
               if (r.applicable && !r.note.empty()) line += "  (" + r.note + ")";
               std::cout << line << "\n";
             }
-            if (replacing) std::cout << "(replaced the earlier /eval/extrapolation table)\n";
-            std::cout << "written to " << a->run << "/run.h5 (/eval/extrapolation) and "
-                      << a->run << "/eval_extrapolation.csv\n";
+            if (replacing) std::cout << "(replaced the earlier /eval/" << table << " table)\n";
+            std::cout << "written to " << a->run << "/run.h5 (/eval/" << table << ") and "
+                      << a->run << "/eval_" << table << ".csv\n";
             return 0;
           }};
 }

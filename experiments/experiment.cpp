@@ -3,21 +3,26 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "analysis/claims_report.h"
 #include "analysis/report.h"
 #include "analysis/run_source.h"
 #include "core/position/registry.h"
+#include "core/position/eval_settings.h"
 #include "core/task/registry.h"
-#include "core/train/run_model.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/paths.h"
+#include "core/util/process.h"
 #include "core/util/signals.h"
 #include "core/util/system.h"
+#include "core/util/threads.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
@@ -203,30 +208,66 @@ std::vector<SweepRunStatus> ExperimentContext::sweep(const std::string& sub,
 
 void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs,
                                          const std::vector<std::string>& extra_sets,
-                                         const std::string& table) const {
+                                         const std::string& suffix) const {
+  const std::string table = suffix.empty() ? "extrapolation" : "extrapolation_" + suffix;
+  // One `relpos eval` child per run, `jobs` at a time (as the sweep trains them), each with its
+  // share of the CPUs: a run's evaluation is small matrices, which one thread runs best.
+  const int64_t jobs = std::max<int64_t>(1, opts_.jobs > 0 ? opts_.jobs : config_.sweep.jobs);
+  std::vector<std::vector<std::string>> todo;  // argv of each child
+  std::vector<std::string> names;
   for (const auto& d : dirs) {
-    stop_if_interrupted("the length evaluation of " + d);
     const fs::path csv = fs::path(d) / ("eval_" + table + ".csv");
     if (fs::exists(csv) && fs::last_write_time(csv) >= fs::last_write_time(run_result_path(d)))
       continue;
-    // The run's stage is its folder's parent below dir() (none for runs at the top).
+    // The run's stage is its folder's parent below dir() (none for runs at the top). Only the
+    // evaluation settings among its overrides matter: the others are in the run's config.yaml.
     const fs::path rel = fs::path(d).lexically_relative(dir_);
     const std::string stage =
         std::distance(rel.begin(), rel.end()) > 1 ? rel.begin()->string() : std::string();
+    std::vector<std::string> argv{opts_.relpos_binary.empty() ? self_executable()
+                                                              : opts_.relpos_binary,
+                                  "eval", "--run", d, "--set",
+                                  fmt::format("threads={}", automatic_threads_shared(jobs))};
     std::vector<std::string> sets = sets_for(stage);
     sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
-    auto run = load_run(d, sets);
-    auto eo = extrapolation_options(run.config.config);
-    log(fmt::format("length evaluation of {} at {}{}", fs::path(d).filename().string(),
-                    join_names([&] {
-                      std::vector<std::string> s;
-                      for (auto l : eo.lengths) s.push_back(std::to_string(l));
-                      return s;
-                    }()),
-                    extra_sets.empty() ? "" : " with " + join_names(extra_sets)));
-    auto rows = relpos::evaluate_lengths(run, eo);
-    save_extrapolation(d, run, rows, eo, table);
+    for (const auto& s : sets)
+      if (is_eval_setting(s)) argv.insert(argv.end(), {"--set", s});
+    if (!suffix.empty()) argv.insert(argv.end(), {"--suffix", suffix});
+    todo.push_back(std::move(argv));
+    names.push_back(fs::path(d).filename().string());
   }
+  if (todo.empty()) return;
+  stop_if_interrupted("the length evaluation of " + todo[0][3] +
+                      (todo.size() > 1 ? fmt::format(" and {} more runs", todo.size() - 1) : ""));
+  log(fmt::format("length evaluation of {} run{}{}, {} at a time", todo.size(),
+                  todo.size() == 1 ? "" : "s",
+                  extra_sets.empty() ? "" : " with " + join_names(extra_sets),
+                  std::min<int64_t>(jobs, static_cast<int64_t>(todo.size()))));
+  std::vector<ChildResult> results(todo.size());
+  std::atomic<size_t> next{0};
+  std::mutex print;
+  size_t done = 0;
+  auto worker = [&] {
+    for (size_t i = next++; i < todo.size() && !interrupt_requested(); i = next++) {
+      results[i] = run_child(todo[i], SpawnOptions{}, /*merge_output=*/true);
+      std::lock_guard<std::mutex> guard(print);
+      log(fmt::format("  [{}/{}] {} {}", ++done, todo.size(), names[i],
+                      results[i].ok() ? fmt::format("({:.0f} s)", results[i].wall_s)
+                                      : "FAILED: " + results[i].describe(0)));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t j = 0; j < std::min<int64_t>(jobs, static_cast<int64_t>(todo.size())); ++j)
+    pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  stop_if_interrupted("the end of the length evaluation");
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (!results[i].ok()) {
+      const std::string& out = results[i].out;
+      throw RunError(fmt::format("length evaluation of {} failed ({}):\n{}", todo[i][3],
+                                 results[i].describe(0),
+                                 out.size() > 2000 ? "..." + out.substr(out.size() - 2000) : out));
+    }
 }
 
 analysis::ExperimentResult ExperimentContext::analyze(const std::string& folder) const {

@@ -67,12 +67,14 @@ class ExperimentContext {
                                     const std::vector<std::string>& sets = {},
                                     const std::string& init_from = "") const;
 
-  // Length evaluation of each run folder into /eval/<table> (skipped when its table is newer
-  // than the run). `extra_sets`: evaluation settings on top of the stage's (e.g.
-  // position.learned.beyond=clamp, written as the table "extrapolation_clamped").
+  // Length evaluation of each run folder into /eval/extrapolation, or /eval/extrapolation_<suffix>
+  // (skipped when its table is newer than the run): `relpos eval` children, the sweep's jobs at
+  // a time. `extra_sets`: evaluation settings on top of the stage's (e.g.
+  // position.learned.beyond=clamp, written with the suffix "clamped"). Throws RunError naming
+  // the run when a child fails (after the others finished), Interrupted on SIGINT/SIGTERM.
   void evaluate_lengths(const std::vector<std::string>& run_dirs,
                         const std::vector<std::string>& extra_sets = {},
-                        const std::string& table = "extrapolation") const;
+                        const std::string& suffix = "") const;
 
   // `relpos analyze` on an experiment folder (warnings logged), and `relpos report` of it
   // (ending with dir()/claims.md when the folder is dir()); analyze_and_report does both and

@@ -94,7 +94,7 @@ ExperimentInfo extrapolation_experiment() {
             auto runs = ctx.sweep("", {ctx.config_file()}, ctx.config().sweep.grid);
             ctx.evaluate_lengths(run_dirs(runs));
             ctx.evaluate_lengths(unclamped_learned(run_dirs(runs)),
-                                 {"position.learned.beyond=clamp"}, "extrapolation_clamped");
+                                 {"position.learned.beyond=clamp"}, "clamped");
             const auto result = ctx.analyze(ctx.dir());
             auto records = analysis::run_records(result.runs);
             const auto [T, longest] = lengths(ctx.config());

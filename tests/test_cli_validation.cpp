@@ -80,6 +80,46 @@ TEST_CASE("relpos eval: --set may change evaluation settings only, never the mod
   CHECK(fs::exists(fs::path(run) / "eval_extrapolation.csv"));
 }
 
+TEST_CASE("relpos eval --suffix: a further table beside the run's own; a bad suffix is an error") {
+  TempFolder tmp("cli_eval_suffix");
+  const std::string run = tiny_trained_run(tmp);  // learned max_len 32, trained at T = 32
+  check_refused({{{"eval", "--run", run, "--suffix", "a-b"},
+                  "'a-b' (expected letters, digits and _ only)"},
+                 {{"eval", "--run", run, "--suffix", ""},
+                  "an empty suffix (expected letters, digits and _)"}},
+                tmp.str("log"));
+  const fs::path own = fs::path(run) / "eval_extrapolation.csv";
+  const fs::path clamped = fs::path(run) / "eval_extrapolation_clamped.csv";
+  CHECK_FALSE(fs::exists(clamped));
+  // Clamped, T = 64 is past the table and still evaluated; the run's own table is not written.
+  auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16,64", "--suffix", "clamped",
+                                 "--set", "position.learned.beyond=clamp", "--set",
+                                 "eval.max_tokens=128"},
+                                tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(contains(out, "/eval/extrapolation_clamped"), out);
+  CHECK(fs::exists(clamped));
+  CHECK_FALSE(fs::exists(own));
+  {
+    auto h5 = RunFileReader::open(run_h5_path(run));
+    CHECK(h5->exists("/eval/extrapolation_clamped"));
+    CHECK_FALSE(h5->exists("/eval/extrapolation"));
+  }
+  // Then the run's own table: T = 64 is not applicable there, and the clamped table is kept.
+  std::tie(code, out) = run_relpos(
+      {"eval", "--run", run, "--lengths", "16,64", "--set", "eval.max_tokens=128"}, tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(contains(out, "T=64     n/a"), out);
+  auto row64 = [](const fs::path& csv) {
+    std::ifstream in(csv);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("64,", 0) == 0) return line;
+    return std::string();
+  };
+  CHECK_MESSAGE(row64(clamped).rfind("64,1,", 0) == 0, row64(clamped));
+  CHECK_MESSAGE(row64(own).rfind("64,0,", 0) == 0, row64(own));
+}
+
 TEST_CASE("relpos eval: numeric options below their minimum or beyond int64 are errors") {
   TempFolder tmp("cli_eval_numbers");
   const std::string run = tiny_trained_run(tmp);

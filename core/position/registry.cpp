@@ -1,4 +1,5 @@
 #include "core/position/registry.h"
+#include "core/position/eval_settings.h"
 
 #include <fmt/format.h>
 
@@ -168,6 +169,13 @@ std::vector<std::string> eval_settings() {
     for (const auto& [key, past] : Registry::get().at(name).eval_keys)
       keys.push_back("position." + name + "." + key);
   return keys;
+}
+
+bool is_eval_setting(const std::string& set) {
+  const std::string key = set.substr(0, set.find('='));
+  for (const auto& k : eval_settings())
+    if (key == k || key.rfind(k + ".", 0) == 0) return true;
+  return false;
 }
 
 const VariantInfo* Registry::find(const std::string& name) const {
