@@ -84,9 +84,9 @@ TEST_CASE("relpos eval --suffix: a further table beside the run's own; a bad suf
   TempFolder tmp("cli_eval_suffix");
   const std::string run = tiny_trained_run(tmp);  // learned max_len 32, trained at T = 32
   check_refused({{{"eval", "--run", run, "--suffix", "a-b"},
-                  "'a-b' (expected letters, digits and _ only)"},
+                  "--suffix: 'a-b' (expected letters, digits and _ only)"},
                  {{"eval", "--run", run, "--suffix", ""},
-                  "an empty suffix (expected letters, digits and _)"}},
+                  "--suffix: an empty suffix (expected letters, digits and _)"}},
                 tmp.str("log"));
   const fs::path own = fs::path(run) / "eval_extrapolation.csv";
   const fs::path clamped = fs::path(run) / "eval_extrapolation_clamped.csv";
