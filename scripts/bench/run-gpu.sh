@@ -15,7 +15,8 @@
 #   (default "test t512 peer t2048 fp32") the phases after the build: test (test_fused_attention),
 #   t512 (bf16, eager and fused), peer, t2048 (every variant), fp32, and bias (the position-bias
 #   variants alone at T = 512 and T = 2048, for a second look after a change to them, beside the
-#   peer's trainable relative bias with a per-operator profile of its step).
+#   peer's trainable relative bias with a per-operator profile of its step), and ratio (relpos
+#   and the peer alternately, three times each, none and rope: the relpos / peer ratio's spread).
 # Writes OUTDIR/gpu.log (everything said, the build's errors included; the whole build log is
 # BUILD/build.log) and the bench and peer outputs (seven files).
 set -uo pipefail
@@ -105,4 +106,13 @@ $R bench "${bert[@]}" --timeout 60 --batch 8 --lengths 2048 --set precision=bf16
   --variants t5_bias,tisa,kerple_log,fire,transformer_xl,huang_m4 \
   --json "$OUT/bias-t2048-bf16.json" >"$OUT/bias-t2048-bf16.txt" &&
 cat "$OUT/bias-t2048-bf16.txt"
+phase ratio "relpos against the peer, alternately three times each: none and rope, T=512, batch 32, bf16" &&
+for i in 1 2 3; do
+  $R bench "${bert[@]}" --timeout 120 --batch 32 --lengths 512 --set precision=bf16 --attention fused \
+    --variants none,rope --steps "$STEPS" --warmup 3 --json "$OUT/ratio-relpos-$i.json" |
+    grep -E "^(none|rope) " &&
+  PYTHONUNBUFFERED=1 python3 scripts/bench/peer_sdpa.py --layers 12 --width 768 --heads 12 --ff 3072 \
+    --batch 32 --lengths 512 --precision bf16 --variants none,rope --steps "$STEPS" --warmup 3 \
+    --json "$OUT/ratio-peer-$i.json"
+done
 say "done"
