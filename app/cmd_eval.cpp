@@ -2,13 +2,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <mutex>
-#include <thread>
 
 #include <fmt/ranges.h>
 
@@ -19,6 +16,7 @@
 #include "core/task/registry.h"
 #include "core/train/extrapolation.h"
 #include "core/train/trainer.h"
+#include "core/util/child_pool.h"
 #include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"
@@ -97,26 +95,18 @@ int eval_folder(const std::string& root, const std::vector<std::string>& options
                            std::min<int64_t>(jobs, static_cast<int64_t>(runs.size())))
             << std::flush;
   const std::string self = self_executable();
-  std::vector<ChildResult> results(runs.size());
-  std::atomic<size_t> next{0};
-  std::mutex print;
+  std::vector<std::vector<std::string>> argvs;
+  for (const auto& r : runs) {
+    argvs.push_back({self, "eval", "--run", r});
+    argvs.back().insert(argvs.back().end(), options.begin(), options.end());
+  }
   size_t done = 0;
-  auto worker = [&] {
-    for (size_t i = next++; i < runs.size(); i = next++) {
-      std::vector<std::string> argv{self, "eval", "--run", runs[i]};
-      argv.insert(argv.end(), options.begin(), options.end());
-      results[i] = run_child(argv, SpawnOptions{}, /*merge_output=*/true);
-      std::lock_guard<std::mutex> guard(print);
-      std::cout << fmt::format("[{}/{}] {}{}\n{}", ++done, runs.size(), runs[i],
-                               results[i].ok() ? "" : " FAILED (" + results[i].describe(0) + ")",
-                               results[i].out)
-                << std::flush;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int64_t j = 0; j < std::min<int64_t>(jobs, static_cast<int64_t>(runs.size())); ++j)
-    pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  const std::vector<ChildResult> results =
+      run_children(argvs, jobs, [&](size_t i, const ChildResult& r) {
+        std::cout << fmt::format("[{}/{}] {}{}\n{}", ++done, runs.size(), runs[i],
+                                 r.ok() ? "" : " FAILED (" + r.describe(0) + ")", r.out)
+                  << std::flush;
+      });
   int status = 0;
   std::vector<std::string> failed;
   for (size_t i = 0; i < runs.size(); ++i)

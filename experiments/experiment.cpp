@@ -3,12 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <iostream>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "analysis/claims_report.h"
 #include "analysis/report.h"
@@ -18,8 +15,8 @@
 #include "core/task/registry.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/util/child_pool.h"
 #include "core/util/paths.h"
-#include "core/util/process.h"
 #include "core/util/signals.h"
 #include "core/util/system.h"
 #include "core/util/threads.h"
@@ -243,23 +240,14 @@ void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs,
                   todo.size() == 1 ? "" : "s",
                   extra_sets.empty() ? "" : " with " + join_names(extra_sets),
                   std::min<int64_t>(jobs, static_cast<int64_t>(todo.size()))));
-  std::vector<ChildResult> results(todo.size());
-  std::atomic<size_t> next{0};
-  std::mutex print;
   size_t done = 0;
-  auto worker = [&] {
-    for (size_t i = next++; i < todo.size() && !interrupt_requested(); i = next++) {
-      results[i] = run_child(todo[i], SpawnOptions{}, /*merge_output=*/true);
-      std::lock_guard<std::mutex> guard(print);
-      log(fmt::format("  [{}/{}] {} {}", ++done, todo.size(), names[i],
-                      results[i].ok() ? fmt::format("({:.0f} s)", results[i].wall_s)
-                                      : "FAILED: " + results[i].describe(0)));
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int64_t j = 0; j < std::min<int64_t>(jobs, static_cast<int64_t>(todo.size())); ++j)
-    pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  const std::vector<ChildResult> results = run_children(
+      todo, jobs,
+      [&](size_t i, const ChildResult& r) {
+        log(fmt::format("  [{}/{}] {} {}", ++done, todo.size(), names[i],
+                        r.ok() ? fmt::format("({:.0f} s)", r.wall_s) : "FAILED: " + r.describe(0)));
+      },
+      [] { return interrupt_requested(); });
   stop_if_interrupted("the end of the length evaluation");
   for (size_t i = 0; i < todo.size(); ++i)
     if (!results[i].ok()) {
