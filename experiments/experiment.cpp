@@ -14,8 +14,8 @@
 #include "core/position/eval_settings.h"
 #include "core/task/registry.h"
 #include "core/train/trainer.h"
-#include "core/util/errors.h"
 #include "core/util/child_pool.h"
+#include "core/util/errors.h"
 #include "core/util/paths.h"
 #include "core/util/signals.h"
 #include "core/util/system.h"
@@ -247,7 +247,7 @@ void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs,
         log(fmt::format("  [{}/{}] {} {}", ++done, todo.size(), names[i],
                         r.ok() ? fmt::format("({:.0f} s)", r.wall_s) : "FAILED: " + r.describe(0)));
       },
-      [] { return interrupt_requested(); });
+      interrupt_requested);
   stop_if_interrupted("the end of the length evaluation");
   for (size_t i = 0; i < todo.size(); ++i)
     if (!results[i].ok()) {
