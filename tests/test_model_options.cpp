@@ -1,5 +1,5 @@
 // The model options added for imported checkpoints (model.activation, model.norm_eps,
-// model.embedding_norm_before_projection), checked against formulas written out here, their
+// model.embedding_norm_before_projection, model.segment_vocab 1), checked against formulas written out here, their
 // defaults (today's model: exact GELU, LayerNorm epsilon 1e-5, embedding LayerNorm after the
 // projection), and their config errors.
 #include <doctest/doctest.h>
@@ -87,6 +87,26 @@ TEST_CASE("model options: embedding_norm_before_projection normalises the E-wide
   auto expected = naive_norm(e, c.model.norm_eps) * t->embedding_norm->weight + t->embedding_norm->bias;
   expected = expected.matmul(t->embedding_projection->weight.t()) + t->embedding_projection->bias;
   CHECK(torch::allclose(t->embed(tokens, {})[0], expected, 1e-5, 1e-6));
+}
+
+TEST_CASE("model options: segment embeddings add row s of the table for segment s; with "
+          "segment_vocab 1 (RoBERTa) row 0 for every token") {
+  for (int64_t types : {2, 1}) {
+    CAPTURE(types);
+    const Config c = config_with({"model.segments=true", "model.segment_vocab=" + std::to_string(types),
+                                  "model.width=8", "model.heads=2", "position.type=none"});
+    Model m(c, 30);
+    m->eval();
+    torch::NoGradGuard g;
+    auto& t = m->transformer;
+    const auto tokens = torch::tensor({3, 7, 9, 11}, torch::kLong).unsqueeze(0);  // (1,4)
+    ForwardOptions o;
+    o.segments = torch::tensor({0, 0, 1, 1}, torch::kLong).unsqueeze(0);  // (1,4) a pair
+    const auto rows = types == 2 ? o.segments[0] : torch::zeros({4}, torch::kLong);
+    const auto expected = t->token_embedding->weight.index_select(0, tokens[0]) +
+                          t->segment_embedding->weight.index_select(0, rows);  // (4,D)
+    CHECK(torch::allclose(t->embed(tokens, o)[0], expected, 1e-6, 1e-7));
+  }
 }
 
 TEST_CASE("model options: bad values are config errors naming the key") {

@@ -181,6 +181,12 @@ void validate(const Config& c, const SourceMap* src) {
   if (d.tokenizer == "wordpiece" && d.vocab_file.empty())
     config_fail(src, "data.vocab_file", "the wordpiece tokenizer needs a BERT vocab.txt", "nothing",
                 "a path to vocab.txt");
+  if (d.tokenizer == "byte_bpe" && d.vocab_file.empty())
+    config_fail(src, "data.vocab_file", "the byte_bpe tokenizer needs a GPT-2/RoBERTa vocab.json",
+                "nothing", "a path to vocab.json");
+  if (d.tokenizer == "byte_bpe" && d.merges_file.empty())
+    config_fail(src, "data.merges_file", "the byte_bpe tokenizer needs a GPT-2/RoBERTa merges.txt",
+                "nothing", "a path to merges.txt");
 
   const TrainConfig& tr = c.train;
   k.at_least("train.steps", tr.steps, 1);

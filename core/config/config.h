@@ -76,15 +76,16 @@ struct DataConfig : ConfigSection {
   std::string valid_corpus;
   std::string test_corpus;
   std::string cache_dir = "data";  // fetched data and trained tokenizers (git-ignored)
-  // bytes | sentencepiece | wordpiece | byte_bpe (GPT-2/RoBERTa byte-level BPE: recorded by
-  // `relpos import` for analysis; training and evaluation with it are refused)
+  // bytes | sentencepiece | wordpiece | byte_bpe (GPT-2/RoBERTa byte-level BPE from a
+  // vocab.json and merges.txt, as `relpos import` records for those checkpoints)
   std::string tokenizer = "bytes";
   int64_t vocab_size = 4000;       // sentencepiece vocabulary
   std::string sentencepiece_model = "unigram";  // unigram | bpe
   // sentencepiece: a model file to load instead of training one (e.g. a pre-trained run's
   // tokenizer.model). Fine-tuning with --init-from takes the pre-trained run's model by itself.
   std::string tokenizer_file;
-  std::string vocab_file;          // wordpiece: a BERT vocab.txt
+  std::string vocab_file;          // wordpiece: a BERT vocab.txt; byte_bpe: a vocab.json
+  std::string merges_file;         // byte_bpe: a merges.txt
   double valid_fraction = 0.05;
   double test_fraction = 0.05;
   int64_t split_seed = 1234;       // document split, fixed across a sweep
@@ -107,7 +108,8 @@ struct DataConfig : ConfigSection {
     v("vocab_size", vocab_size, "sentencepiece vocabulary size");
     v.choice("sentencepiece_model", sentencepiece_model, {"unigram", "bpe"}, "sp model type");
     v("tokenizer_file", tokenizer_file, "sentencepiece model file to load instead of training");
-    v("vocab_file", vocab_file, "BERT vocab.txt for wordpiece");
+    v("vocab_file", vocab_file, "BERT vocab.txt for wordpiece, vocab.json for byte_bpe");
+    v("merges_file", merges_file, "merges.txt for byte_bpe");
     v("valid_fraction", valid_fraction, "fraction of documents for validation");
     v("test_fraction", test_fraction, "fraction of documents for test");
     v("split_seed", split_seed, "seed of the document split");

@@ -121,10 +121,6 @@ class SyntheticTokenizer : public Tokenizer {
   }
   std::string name() const override { return "synthetic"; }
   int64_t vocab_size() const override { return static_cast<int64_t>(names_.size()); }
-  std::vector<int64_t> encode(const std::string& text) const override {
-    std::vector<std::pair<int64_t, int64_t>> offsets;
-    return encode_with_offsets(text, &offsets);
-  }
   std::vector<int64_t> encode_with_offsets(
       const std::string& text, std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     std::vector<int64_t> ids;

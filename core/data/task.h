@@ -30,7 +30,11 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
   virtual std::string name() const = 0;  // "bytes", "sentencepiece:<hash>", "wordpiece:<file>"
   virtual int64_t vocab_size() const = 0;
-  virtual std::vector<int64_t> encode(const std::string& text) const = 0;
+  // The ids of `text`; by default encode_with_offsets() without the offsets.
+  virtual std::vector<int64_t> encode(const std::string& text) const {
+    std::vector<std::pair<int64_t, int64_t>> offsets;
+    return encode_with_offsets(text, &offsets);
+  }
   // Like encode(), plus the byte span [begin, end) of `text` each token covers (span QA).
   virtual std::vector<int64_t> encode_with_offsets(
       const std::string& text, std::vector<std::pair<int64_t, int64_t>>* offsets) const = 0;

@@ -28,6 +28,21 @@ std::unique_ptr<Tokenizer> make_bytes_tokenizer();
 // [UNK] for a word that cannot be covered or is longer than 100 characters.
 std::unique_ptr<Tokenizer> make_wordpiece_tokenizer(const std::string& vocab_path, bool lower_case);
 
+// GPT-2 / RoBERTa byte-level BPE from a Hugging Face vocab.json (token -> id) and merges.txt
+// (one merge per line, in priority order, after an optional "#version" line). Text is split as
+// GPT-2's pre-tokenizer does (contractions, letters, numbers, other characters, each with one
+// leading space; white space runs), each piece's bytes as printable characters are merged in
+// merges.txt order, and each symbol is looked up (a symbol not in vocab.json is [UNK]).
+// [PAD] [UNK] [CLS] [SEP] [MASK] are RoBERTa's <pad> <unk> <s> </s> <mask>, or GPT-2's
+// <|endoftext|> for each one the vocabulary lacks; the other tokens get ids 5.. in vocab.json id
+// order (byte_bpe_rows). Special tokens written in the text are tokenized as text.
+std::unique_ptr<Tokenizer> make_byte_bpe_tokenizer(const std::string& vocab_path,
+                                                   const std::string& merges_path);
+// The vocab.json id (checkpoint embedding row) of each relpos id of make_byte_bpe_tokenizer.
+// Throws DataError naming the file: not a JSON object of distinct ids 0..N-1, or no token for a
+// special.
+std::vector<int64_t> byte_bpe_rows(const std::string& vocab_path);
+
 struct SentencePieceOptions {
   int64_t vocab_size = 4000;
   std::string model_type = "unigram";  // unigram | bpe

@@ -69,15 +69,9 @@ std::unique_ptr<Tokenizer> make_tokenizer(const Config& cfg,
     o.cache_dir = resolve_cache_dir(d);
     return make_sentencepiece_tokenizer(train_texts, o);
   }
-  if (d.tokenizer == "byte_bpe")
-    throw ConfigError(
-        "data.tokenizer: byte_bpe (GPT-2/RoBERTa byte-level BPE, vocab.json + merges.txt) is not "
-        "implemented: a run imported from such a checkpoint is for `relpos analyze` only, and "
-        "cannot be trained, fine-tuned or evaluated on text",
-        "docs/pretrained.md: BERT (wordpiece) and ALBERT (sentencepiece) imports fine-tune; "
-        "GPT-2 and RoBERTa imports are analysed");
+  if (d.tokenizer == "byte_bpe") return make_byte_bpe_tokenizer(d.vocab_file, d.merges_file);
   throw DataError("data.tokenizer: unknown tokenizer '" + d.tokenizer +
-                  "' (expected bytes, sentencepiece or wordpiece)");
+                  "' (expected bytes, sentencepiece, wordpiece or byte_bpe)");
 }
 
 }  // namespace relpos

@@ -127,11 +127,6 @@ class SentencePieceTokenizer : public Tokenizer {
   std::string model_file() const override { return path_; }
   int64_t vocab_size() const override { return vocab_; }
 
-  std::vector<int64_t> encode(const std::string& text) const override {
-    std::vector<std::pair<int64_t, int64_t>> offsets;
-    return encode_with_offsets(text, &offsets);
-  }
-
   std::vector<int64_t> encode_with_offsets(
       const std::string& text, std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     int64_t n = 0;

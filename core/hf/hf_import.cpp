@@ -100,6 +100,10 @@ LoadedConfig relpos_config(const HfModelConfig& hf, const ImportedVocab& vocab,
     add("data.vocab_file", quoted((fs::absolute(run_dir) / "vocab.txt").lexically_normal().string()));
     add("data.lower_case", num(vocab.lower_case));
   }
+  if (vocab.tokenizer == "byte_bpe") {
+    add("data.vocab_file", quoted((fs::absolute(run_dir) / "vocab.json").lexically_normal().string()));
+    add("data.merges_file", quoted((fs::absolute(run_dir) / "merges.txt").lexically_normal().string()));
+  }
   if (vocab.tokenizer == "sentencepiece") {
     // ALBERT's model has no byte pieces; these keys describe it, they train nothing.
     add("data.vocab_size", num(vocab.vocab_size));
@@ -180,7 +184,9 @@ ImportReport import_hf_model(const ImportOptions& opts) {
   HfWeights weights(open_weight_file(hf.dir), base_prefix(hf.arch));
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));  // a fresh head is seeded like a run
-  Model model = build_model(cfg, hf.vocab, torch::kCPU);
+  // relpos's token count: GPT-2's <|endoftext|> row stands for five special ids.
+  const int64_t tokens = vocab.rows.empty() ? hf.vocab : static_cast<int64_t>(vocab.rows.size());
+  Model model = build_model(cfg, tokens, torch::kCPU);
   const MappedWeights mapped =
       map_hf_weights(hf, weights, model, vocab.rows, opts.init_missing_head);
 

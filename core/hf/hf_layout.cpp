@@ -177,10 +177,12 @@ void map_encoder(const HfModelConfig& hf, HfWeights& w, Filler& f,
   check_tied(w, hn.decoder + ".bias", bias, hn.bias);
 }
 
-void map_gpt2(const HfModelConfig& hf, HfWeights& w, Filler& f, MappedWeights& out) {
+void map_gpt2(const HfModelConfig& hf, HfWeights& w, Filler& f,
+              const std::vector<int64_t>& vocab_rows, MappedWeights& out) {
   const int64_t D = hf.width, F = hf.ff_width;
-  const auto wte = f.take_as("wte.weight", "transformer.token_embedding.weight");
-  f.set("transformer.token_embedding.weight", wte);
+  // (V,D) as stored; relpos's table has a row per relpos id (five copies of <|endoftext|>).
+  const auto wte = w.take("wte.weight", {hf.vocab, D}, hf.config_path);
+  f.set("transformer.token_embedding.weight", rows(wte, vocab_rows));
   f.set("transformer.position.learned.table",
         f.take_as("wpe.weight", "transformer.position.learned.table"));
   auto t = [](const torch::Tensor& x) { return x.defined() ? x.t().contiguous() : x; };
@@ -206,7 +208,8 @@ void map_gpt2(const HfModelConfig& hf, HfWeights& w, Filler& f, MappedWeights& o
   }
   f.module("transformer.final_norm", "ln_f");
   check_tied(w, "lm_head.weight", wte, "wte.weight");
-  f.set("lm_head.bias", torch::zeros({hf.vocab}));
+  f.set("lm_head.bias", torch::zeros({vocab_rows.empty() ? hf.vocab
+                                                        : static_cast<int64_t>(vocab_rows.size())}));
   out.notes.push_back("lm_head.bias set to zero: GPT-2's output layer has no bias");
 }
 
@@ -236,7 +239,7 @@ MappedWeights map_hf_weights(const HfModelConfig& hf, HfWeights& weights, Model&
   MappedWeights out;
   Filler f(model, weights, hf.config_path);
   if (hf.arch == HfArch::Gpt2) {
-    map_gpt2(hf, weights, f, out);
+    map_gpt2(hf, weights, f, vocab_rows, out);
   } else {
     const HeadNames hn = head_names(hf.arch);
     const bool head = weights.has_prefix(hn.prefix);

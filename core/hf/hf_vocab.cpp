@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 
@@ -100,14 +101,32 @@ ImportedVocab albert_vocab(const HfModelConfig& hf) {
 ImportedVocab bpe_vocab(const HfModelConfig& hf) {
   ImportedVocab v;
   v.tokenizer = "byte_bpe";
-  v.vocab_size = hf.vocab;
-  for (const char* f : {"vocab.json", "merges.txt"})
-    if (fs::is_regular_file(fs::path(hf.dir) / f))
-      v.copies.push_back({(fs::path(hf.dir) / f).string(), f});
-  v.notes.push_back(fmt::format("{} tokenizes with byte-level BPE, which relpos does not "
-                                "implement: the run is for `relpos analyze`; training or "
-                                "evaluating it on text is refused",
-                                hf.model_type));
+  for (const char* f : {"vocab.json", "merges.txt"}) {
+    const fs::path path = fs::path(hf.dir) / f;
+    if (!fs::is_regular_file(path))
+      throw DataError(fmt::format("{}: missing (a {} folder has its byte-level BPE vocabulary in "
+                                  "vocab.json and merges.txt)",
+                                  path.string(), hf.model_type),
+                      "download vocab.json and merges.txt with the model");
+    v.copies.push_back({path.string(), f});
+  }
+  const std::string vocab = (fs::path(hf.dir) / "vocab.json").string();
+  // relpos's own tokenizer reads both files: what it refuses fails the import, not the first
+  // fine-tune.
+  make_byte_bpe_tokenizer(vocab, (fs::path(hf.dir) / "merges.txt").string());
+  v.rows = byte_bpe_rows(vocab);
+  const auto tokens = static_cast<int64_t>(*std::max_element(v.rows.begin(), v.rows.end()) + 1);
+  if (tokens != hf.vocab)
+    throw DataError(fmt::format("{}: {} tokens, but {} says vocab_size {}: the embedding rows "
+                                "would not line up with the tokens",
+                                vocab, tokens, hf.config_path, hf.vocab));
+  v.vocab_size = static_cast<int64_t>(v.rows.size());
+  v.notes.push_back(fmt::format(
+      "token ids: relpos's byte-level BPE gives [PAD] [UNK] [CLS] [SEP] [MASK] ids 0..4 ({}) and "
+      "the other vocab.json tokens 5.. in id order; the embedding rows{} are reordered to match",
+      hf.arch == HfArch::Gpt2 ? "each a copy of GPT-2's <|endoftext|> row, its only special token"
+                              : "RoBERTa's <pad> <unk> <s> </s> <mask>",
+      hf.arch == HfArch::Gpt2 ? "" : " and the MLM output bias"));
   return v;
 }
 

@@ -5,8 +5,10 @@
 //                      (BERT's own vocab.txt has [PAD] on line 0 and [UNK] [CLS] [SEP] [MASK]
 //                      on lines 100..103);
 //   ALBERT spiece.model  <pad> <unk> [CLS] [SEP] [MASK] are already ids 0..4: no reordering;
-//   GPT-2 / RoBERTa    byte-level BPE, which relpos does not implement: ids are kept as they are,
-//                      and the run is for analysis only (data.tokenizer byte_bpe).
+//   GPT-2 / RoBERTa    vocab.json + merges.txt through relpos's byte-level BPE, which numbers
+//                      RoBERTa's <pad> <unk> <s> </s> <mask> (GPT-2: <|endoftext|> for each of
+//                      the five) 0..4 and the other tokens 5.. in vocab.json id order, so the
+//                      rows are reordered (and GPT-2's <|endoftext|> row copied to five ids).
 #pragma once
 
 #include <string>

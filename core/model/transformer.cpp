@@ -161,7 +161,9 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, const ForwardO
   TORCH_CHECK(tokens.dim() == 2, "tokens must be (B,T), got ", tokens.sizes());
   auto x = token_embedding(tokens);  // (B,T,E)
   if (segment_embedding) {
-    if (opts.segments.defined()) {
+    // One segment type (an imported RoBERTa): every token has it, the second text of a pair too,
+    // as RoBERTa feeds token type 0 throughout.
+    if (opts.segments.defined() && cfg_.segment_vocab > 1) {
       TORCH_CHECK(opts.segments.sizes() == tokens.sizes(), "segments ", opts.segments.sizes(),
                   " do not match tokens ", tokens.sizes());
       x = x + segment_embedding(opts.segments);  // (B,T,E)

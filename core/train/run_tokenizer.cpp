@@ -29,10 +29,16 @@ void use_run_tokenizer(const std::string& dir, Config& cfg) {
   if (!tokenized(cfg.task.type)) return;
   if (cfg.data.tokenizer == "sentencepiece" && fs::exists(run_tokenizer_path(dir)))
     cfg.data.tokenizer_file = run_tokenizer_path(dir);
-  // A run imported from a BERT folder keeps its vocab.txt (`relpos import`): the copy in the
-  // folder, wherever the folder was moved since.
+  // A run imported from a BERT folder keeps its vocab.txt, one from GPT-2 or RoBERTa its
+  // vocab.json and merges.txt (`relpos import`): the copies in the folder, wherever the folder
+  // was moved since.
   const fs::path vocab = fs::path(dir) / "vocab.txt";
   if (cfg.data.tokenizer == "wordpiece" && fs::exists(vocab)) cfg.data.vocab_file = vocab.string();
+  const fs::path json = fs::path(dir) / "vocab.json", merges = fs::path(dir) / "merges.txt";
+  if (cfg.data.tokenizer == "byte_bpe" && fs::exists(json) && fs::exists(merges)) {
+    cfg.data.vocab_file = json.string();
+    cfg.data.merges_file = merges.string();
+  }
 }
 
 namespace {
@@ -88,14 +94,10 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts,
     if (!chosen(sources, "data.vocab_file")) b.vocab_file = a.vocab_file;
     if (!chosen(sources, "data.lower_case")) b.lower_case = a.lower_case;
   }
-  if (a.tokenizer == "byte_bpe")
-    throw ConfigError(
-        fmt::format("--init-from {}: the pre-trained run tokenizes with GPT-2/RoBERTa byte-level "
-                    "BPE (data.tokenizer byte_bpe), which relpos does not implement: its token "
-                    "embeddings cannot be fine-tuned on text tokenized otherwise",
-                    opts.init_from),
-        "an imported GPT-2 or RoBERTa run is for `relpos analyze`; fine-tune an imported BERT "
-        "(wordpiece) or ALBERT (sentencepiece) instead (docs/pretrained.md)");
+  if (b.tokenizer == "byte_bpe" && a.tokenizer == "byte_bpe") {
+    if (!chosen(sources, "data.vocab_file")) b.vocab_file = a.vocab_file;
+    if (!chosen(sources, "data.merges_file")) b.merges_file = a.merges_file;
+  }
   if (a.tokenizer != b.tokenizer)
     mismatch(opts.init_from, fmt::format("the pre-trained run tokenizes with {}, this config with {}",
                                          a.tokenizer, b.tokenizer));
@@ -106,6 +108,14 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts,
                fmt::format("the pre-trained run's WordPiece vocabulary is {} (lower_case {}), "
                            "this config's {} (lower_case {})",
                            a.vocab_file, a.lower_case, b.vocab_file, b.lower_case));
+  }
+  if (b.tokenizer == "byte_bpe") {
+    const bool same = (a.vocab_file == b.vocab_file || same_contents(a.vocab_file, b.vocab_file)) &&
+                      (a.merges_file == b.merges_file || same_contents(a.merges_file, b.merges_file));
+    if (!same)
+      mismatch(opts.init_from,
+               fmt::format("the pre-trained run's byte-level BPE is {} + {}, this config's {} + {}",
+                           a.vocab_file, a.merges_file, b.vocab_file, b.merges_file));
   }
   if (b.tokenizer == "sentencepiece" && b.tokenizer_file.empty()) {
     const std::string kept = run_tokenizer_path(opts.init_from);
@@ -138,6 +148,7 @@ Config with_tokenizer_settings(const Config& cfg, const Config& data_cfg) {
     c.data.lower_case = d.lower_case;
   }
   if (c.data.vocab_file.empty()) c.data.vocab_file = d.vocab_file;
+  if (c.data.merges_file.empty()) c.data.merges_file = d.merges_file;
   c.data.vocab_size = d.vocab_size;
   c.data.sentencepiece_model = d.sentencepiece_model;
   c.data.sentencepiece_byte_fallback = d.sentencepiece_byte_fallback;

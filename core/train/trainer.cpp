@@ -170,7 +170,10 @@ void Training::load_data() {
     progress_.message(fmt::format(
         "tokenizer: {}{} from --init-from {} (the config does not choose one; set data.tokenizer "
         "to choose)",
-        used.tokenizer, used.tokenizer == "wordpiece" ? ", vocabulary " + used.vocab_file : "",
+        used.tokenizer,
+        used.tokenizer == "wordpiece" || used.tokenizer == "byte_bpe"
+            ? ", vocabulary " + used.vocab_file
+            : "",
         opts_.init_from));
   // What config.yaml and run.h5 record: the settings of the tokenizer actually used (a
   // fine-tune takes the pre-trained run's SentencePiece model, and its vocab_size & co.).

@@ -9,7 +9,7 @@ for the absolute position table. tests/test_hf_import.cpp compares relpos's impo
 
 Run from the repository root with Debian's python3 (numpy; python3-torch for the .bin files;
 the sentencepiece package's spm_train/spm_encode for ALBERT's spiece.model):
-    /usr/bin/python3 tests/reference/make_hf_checkpoints.py
+    /usr/bin/python3 tests/reference/make_hf_checkpoints.py [bert albert roberta gpt2]
 CI does not run it: its outputs are committed.
 """
 import collections
@@ -23,6 +23,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import byte_bpe as bpe  # noqa: E402
 import hf_reference as ref  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "hf")
@@ -316,12 +317,39 @@ def make_albert():
            "albert.embeddings.position_embeddings.weight")
 
 
+# Byte-level BPE (GPT-2, RoBERTa): every byte symbol, then merges learned on this corpus by
+# byte_bpe.py (an independent reference of relpos's tokenizer), then the special tokens.
+BPE_CORPUS = ("the cat sat on the mat. the dog's 12 toys aren't here; they'll be there in 2024!\n"
+              "The café is naïve about it, isn't it? We've seen 3 cats and I'd say  so.\n") * 3
+BPE_MERGES = 48
+BPE_TEXT = "The cat's 2 dogs sat."  # the model golden: short enough for 16 positions
+# Texts whose ids golden.json keeps for the tokenizer test: contractions, digits, runs of spaces
+# and newlines, accents, a combining mark, an emoji (4 UTF-8 bytes), a no-break space, tabs.
+BPE_CASES = ["The cat's 2 dogs sat.", "Hello  world, they'll   go!\n\nNew  line\t\tx  ",
+             "caf\u00e9 na\u00efve e\u0301t\u00e9 \U0001F642 2024-11-27 ;-) I'M 'quoted'",
+             "\u00a0spaced\u3000wide \u0663\u0664 \u2167 x\x1cy", " leading and trailing ", ""]
+
+
+def bpe_files(specials_first, specials_last):
+    """vocab.json (token -> id) and merges.txt of a tiny byte-level BPE."""
+    merges = bpe.learn_merges(BPE_CORPUS, BPE_MERGES)
+    tokens = list(specials_first) + bpe.byte_symbols_in_vocab_order() + \
+        [a + b for a, b in merges] + list(specials_last)
+    vocab = {t: i for i, t in enumerate(tokens)}
+    assert len(vocab) == len(tokens), "a merge repeated a token"
+    merges_txt = "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges)
+    ranks = {m: i for i, m in enumerate(merges)}
+    cases = [{"text": t, "ids": bpe.encode(t, vocab, ranks)} for t in BPE_CASES]
+    return vocab, merges_txt, ranks, cases
+
+
 def make_roberta():
-    cfg = {"architectures": ["RobertaForMaskedLM"], "model_type": "roberta", "vocab_size": 50,
-           "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
-           "intermediate_size": 32, "hidden_act": "gelu", "max_position_embeddings": 18,
-           "type_vocab_size": 1, "layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0,
-           "eos_token_id": 2}
+    vocab, merges_txt, ranks, cases = bpe_files(["<s>", "<pad>", "</s>", "<unk>"], ["<mask>"])
+    cfg = {"architectures": ["RobertaForMaskedLM"], "model_type": "roberta",
+           "vocab_size": len(vocab), "hidden_size": 16, "num_hidden_layers": 2,
+           "num_attention_heads": 2, "intermediate_size": 32, "hidden_act": "gelu",
+           "max_position_embeddings": 66, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
+           "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2}
     rng = rng_for("roberta")
     t = bert_tensors(cfg, rng, "roberta")
     t["lm_head.decoder.weight"] = t["embeddings.word_embeddings.weight"].copy()
@@ -329,34 +357,36 @@ def make_roberta():
     t["pooler.dense.weight"] = normal(rng, 16, 16)
     t["pooler.dense.bias"] = normal(rng, 16)
     full = with_prefix(t, "roberta.")
-    full["roberta.embeddings.position_ids"] = np.arange(18, dtype=np.int64).reshape(1, 18)
-    files = {"vocab.json": json.dumps({"<s>": 0, "<pad>": 1, "</s>": 2}) + "\n",
-             "merges.txt": "#version: 0.2\n"}
+    full["roberta.embeddings.position_ids"] = np.arange(66, dtype=np.int64).reshape(1, 66)
+    files = {"vocab.json": json.dumps(vocab, ensure_ascii=False) + "\n", "merges.txt": merges_txt}
     d = write_folder("roberta", cfg, full, "F32", files)
-    ids = [0, 7, 21, 33, 5, 12, 48, 30, 9, 2]  # no pad id (1): every token gets a position
-    golden(d, cfg, stored(full, "F32"), ids, None, None,
+    # <s> text </s>; no pad id (1): every token gets a position.
+    ids = [vocab["<s>"]] + bpe.encode(BPE_TEXT, vocab, ranks) + [vocab["</s>"]]
+    golden(d, cfg, stored(full, "F32"), ids, None, {"text": BPE_TEXT, "bpe_cases": cases},
            "roberta.embeddings.position_embeddings.weight", offset=2)
 
 
 def make_gpt2():
-    cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 50,
+    vocab, merges_txt, ranks, cases = bpe_files([], ["<|endoftext|>"])
+    cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": len(vocab),
            "n_embd": 16, "n_layer": 2, "n_head": 2, "n_inner": None, "n_positions": 16,
            "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5}
     t = gpt2_tensors(cfg, rng_for("gpt2"))
     full = with_prefix(t, "transformer.")
     full["lm_head.weight"] = t["wte.weight"].copy()
-    files = {"vocab.json": json.dumps({"!": 0, "\"": 1}) + "\n", "merges.txt": "#version: 0.2\n"}
+    files = {"vocab.json": json.dumps(vocab, ensure_ascii=False) + "\n", "merges.txt": merges_txt}
     d = write_folder("gpt2", cfg, full, "F32", files)
-    ids = [3, 17, 42, 8, 29, 11, 0, 36, 49, 25]
-    golden(d, cfg, stored(full, "F32"), ids, None, None, "transformer.wpe.weight")
+    ids = bpe.encode(BPE_TEXT, vocab, ranks)
+    golden(d, cfg, stored(full, "F32"), ids, None, {"text": BPE_TEXT, "bpe_cases": cases},
+           "transformer.wpe.weight")
 
 
 def main():
+    """All folders, or those named on the command line (bert, albert, roberta, gpt2)."""
     os.makedirs(OUT, exist_ok=True)
-    make_bert()
-    make_albert()
-    make_roberta()
-    make_gpt2()
+    makers = {"bert": make_bert, "albert": make_albert, "roberta": make_roberta, "gpt2": make_gpt2}
+    for name in sys.argv[1:] or makers:
+        makers[name]()
     print("wrote", os.path.normpath(OUT))
 
 
