@@ -113,10 +113,7 @@ std::vector<CodePoint> code_points(const std::string& text) {
       out.push_back({CharClass::other, 0xFFFD, b, ++pos});
       continue;
     }
-    std::string probe = text.substr(pos, 4);
-    size_t k = 0;
-    const uint32_t cp = next_codepoint(probe, k);
-    pos += k;
+    const uint32_t cp = next_codepoint(text, pos);  // valid here
     const CharClass cls = python_unicode::is_letter(cp)   ? CharClass::letter
                           : python_unicode::is_number(cp) ? CharClass::number
                           : is_white(cp)                  ? CharClass::white

@@ -184,9 +184,8 @@ ImportReport import_hf_model(const ImportOptions& opts) {
   HfWeights weights(open_weight_file(hf.dir), base_prefix(hf.arch));
 
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));  // a fresh head is seeded like a run
-  // relpos's token count: GPT-2's <|endoftext|> row stands for five special ids.
-  const int64_t tokens = vocab.rows.empty() ? hf.vocab : static_cast<int64_t>(vocab.rows.size());
-  Model model = build_model(cfg, tokens, torch::kCPU);
+  // relpos's token count (GPT-2: its <|endoftext|> row stands for five special ids).
+  Model model = build_model(cfg, vocab.vocab_size, torch::kCPU);
   const MappedWeights mapped =
       map_hf_weights(hf, weights, model, vocab.rows, opts.init_missing_head);
 

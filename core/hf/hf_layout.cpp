@@ -208,8 +208,7 @@ void map_gpt2(const HfModelConfig& hf, HfWeights& w, Filler& f,
   }
   f.module("transformer.final_norm", "ln_f");
   check_tied(w, "lm_head.weight", wte, "wte.weight");
-  f.set("lm_head.bias", torch::zeros({vocab_rows.empty() ? hf.vocab
-                                                        : static_cast<int64_t>(vocab_rows.size())}));
+  f.set("lm_head.bias", torch::zeros_like(f.param("lm_head.bias")));
   out.notes.push_back("lm_head.bias set to zero: GPT-2's output layer has no bias");
 }
 

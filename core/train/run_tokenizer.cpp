@@ -43,8 +43,9 @@ void use_run_tokenizer(const std::string& dir, Config& cfg) {
 
 namespace {
 
-// Whether two files hold the same bytes; false when either cannot be read.
+// Whether two files are the same path or hold the same bytes; false when either cannot be read.
 bool same_contents(const std::string& x, const std::string& y) {
+  if (x == y) return true;
   try {
     return read_file(x, "vocabulary") == read_file(y, "vocabulary");
   } catch (const DataError&) {
@@ -102,7 +103,7 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts,
     mismatch(opts.init_from, fmt::format("the pre-trained run tokenizes with {}, this config with {}",
                                          a.tokenizer, b.tokenizer));
   if (b.tokenizer == "wordpiece") {
-    const bool same_vocab = a.vocab_file == b.vocab_file || same_contents(a.vocab_file, b.vocab_file);
+    const bool same_vocab = same_contents(a.vocab_file, b.vocab_file);
     if (!same_vocab || a.lower_case != b.lower_case)
       mismatch(opts.init_from,
                fmt::format("the pre-trained run's WordPiece vocabulary is {} (lower_case {}), "
@@ -110,8 +111,8 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts,
                            a.vocab_file, a.lower_case, b.vocab_file, b.lower_case));
   }
   if (b.tokenizer == "byte_bpe") {
-    const bool same = (a.vocab_file == b.vocab_file || same_contents(a.vocab_file, b.vocab_file)) &&
-                      (a.merges_file == b.merges_file || same_contents(a.merges_file, b.merges_file));
+    const bool same = same_contents(a.vocab_file, b.vocab_file) &&
+                      same_contents(a.merges_file, b.merges_file);
     if (!same)
       mismatch(opts.init_from,
                fmt::format("the pre-trained run's byte-level BPE is {} + {}, this config's {} + {}",
