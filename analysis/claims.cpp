@@ -13,7 +13,6 @@
 namespace relpos::analysis {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kAlpha = 0.05;
 
 // seed -> value of the arm's runs (finite values only; the first run of a seed counts).

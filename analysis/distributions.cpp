@@ -1,12 +1,11 @@
 #include "analysis/distributions.h"
+#include "analysis/stats.h"
 
 #include <cmath>
 #include <limits>
 
 namespace relpos::analysis {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The continued fraction of A&S 26.5.8 for I_x(a, b), which converges fast for
 // x < (a + 1)/(a + b + 2); modified Lentz evaluation.

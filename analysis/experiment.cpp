@@ -37,7 +37,6 @@ std::string encoder_notes(const std::vector<RunResult>& runs,
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 bool is_scores(const std::string& q) { return q.rfind("scores:", 0) == 0; }
 

@@ -20,7 +20,6 @@ namespace relpos::analysis {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // One evaluation table of one run, under the row label it is pooled in.
 struct Evaluated {

@@ -31,7 +31,7 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.7g}", v) : "NaN"; }
+std::string gnuplot_num(double v) { return std::isfinite(v) ? fmt::format("{:.7g}", v) : "NaN"; }
 
 // Tableau-10 line colours, then dash types once they repeat.
 constexpr const char* kLineColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -304,11 +304,11 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
     // gnuplot "nonuniform matrix": <ncols> x..., then per row: y v...
     data << "# panel " << k + 1 << ": " << (p.title.empty() ? title : p.title) << "\n"
          << p.x.size();
-    for (double x : p.x) data << ' ' << num(x);
+    for (double x : p.x) data << ' ' << gnuplot_num(x);
     data << '\n';
     for (int64_t i = 0; i < p.values.rows; ++i) {
-      data << num(p.y[i]);
-      for (int64_t j = 0; j < p.values.cols; ++j) data << ' ' << num(p.values(i, j));
+      data << gnuplot_num(p.y[i]);
+      for (int64_t j = 0; j < p.values.cols; ++j) data << ' ' << gnuplot_num(p.values(i, j));
       data << '\n';
     }
     data << "\n\n";
@@ -328,11 +328,11 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
       << "  set ylabel " << quote(!shared || first_column ? p.ylabel : "") << "\n"
       << "  set cblabel " << quote(shared ? cblabel : p.cblabel) << "\n"
       << "  " << palette_line(p.palette) << "\n"
-      << fmt::format("  set cbrange [{}:{}]\n", num(cb_lo), num(cb_hi))
+      << fmt::format("  set cbrange [{}:{}]\n", gnuplot_num(cb_lo), gnuplot_num(cb_hi))
       << "  set format cb \"%g\"\n"
-      << fmt::format("  set xrange [{}:{}]\n", num(x_lo), num(x_hi))
-      << (p.top_down ? fmt::format("  set yrange [{}:{}]\n", num(y_hi), num(y_lo))
-                     : fmt::format("  set yrange [{}:{}]\n", num(y_lo), num(y_hi)))
+      << fmt::format("  set xrange [{}:{}]\n", gnuplot_num(x_lo), gnuplot_num(x_hi))
+      << (p.top_down ? fmt::format("  set yrange [{}:{}]\n", gnuplot_num(y_hi), gnuplot_num(y_lo))
+                     : fmt::format("  set yrange [{}:{}]\n", gnuplot_num(y_lo), gnuplot_num(y_hi)))
       << (p.square ? "  set size ratio -1\n" : "  set size noratio\n")
       << "  set tics out\n  unset key\n  unset grid\n  set offsets 0, 0, 0, 0\n";
     if (shared)
@@ -374,10 +374,10 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       << "  set grid lc rgb '#d0d0d0' dt 3\n  set offsets 0, 0, graph 0.04, graph 0.04\n  set tics "
          "out\n  set autoscale y2\n"
       << (p.yrange
-              ? fmt::format("  set yrange [{}:{}]\n", num(p.yrange->first), num(p.yrange->second))
+              ? fmt::format("  set yrange [{}:{}]\n", gnuplot_num(p.yrange->first), gnuplot_num(p.yrange->second))
               : std::string("  set autoscale y\n"))
       << (p.xrange
-              ? fmt::format("  set xrange [{}:{}]\n", num(p.xrange->first), num(p.xrange->second))
+              ? fmt::format("  set xrange [{}:{}]\n", gnuplot_num(p.xrange->first), gnuplot_num(p.xrange->second))
               : std::string("  set autoscale x\n"))
       << (p.logx ? "  set logscale x 2\n" : "  unset logscale x\n");
     if (any_y2)
@@ -409,11 +409,11 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       b << fmt::format(
                "  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
                "rgb '#444444' back\n",
-               num(x))
+               gnuplot_num(x))
         << fmt::format(
                "  set label {} at {}, graph 0.04 offset 0.5,0 left tc rgb '#444444' "
                "front\n",
-               quote(label), num(x));
+               quote(label), gnuplot_num(x));
     b << "  plot ";
     // A function is clipped to the plot, unlike an arrow.
     if (p.zero_line)
@@ -428,7 +428,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         throw Error(fmt::format("curve {} of {}: {} x values but {} y values", cv.label, stem,
                                 cv.x.size(), cv.y.size()));
       data << "# panel " << k + 1 << ", curve " << c + 1 << ": " << cv.label << "\n# x y\n";
-      for (size_t i = 0; i < cv.x.size(); ++i) data << num(cv.x[i]) << ' ' << num(cv.y[i]) << '\n';
+      for (size_t i = 0; i < cv.x.size(); ++i) data << gnuplot_num(cv.x[i]) << ' ' << gnuplot_num(cv.y[i]) << '\n';
       data << "\n\n";
       const size_t colours = std::size(kLineColours), markers = std::size(kPointTypes);
       const size_t line = cv.line >= 0 ? static_cast<size_t>(cv.line) : c;
@@ -452,7 +452,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         ++block;
         data << "# panel " << k + 1 << ", curve " << c + 1 << ": " << cv.label
              << ", every run\n# x y\n";
-        for (const auto& [x, y] : cv.points) data << num(x) << ' ' << num(y) << '\n';
+        for (const auto& [x, y] : cv.points) data << gnuplot_num(x) << ' ' << gnuplot_num(y) << '\n';
         data << "\n\n";
         b << ", \\\n       " << quote(stem + ".dat") << fmt::format(" index {} using 1:2", block)
           << fmt::format(" with points lt {} pt 7 ps 0.55 notitle", line % colours + 1);

@@ -10,7 +10,6 @@
 namespace relpos::analysis {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::vector<double> without_nan(const std::vector<double>& x) {
   std::vector<double> out;

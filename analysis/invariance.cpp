@@ -12,7 +12,6 @@
 namespace relpos::analysis {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 void check_square(const Matrix& a) {
   if (a.rows != a.cols || a.rows < 1 || static_cast<int64_t>(a.data.size()) != a.rows * a.cols)

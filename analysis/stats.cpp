@@ -7,7 +7,6 @@
 
 namespace relpos::analysis {
 namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }
 
 double mean(const std::vector<double>& x) {

@@ -6,9 +6,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace relpos::analysis {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Two points always correlate perfectly (±1), which reads as a finding: correlations between
 // measured series (invariance against the metric over snapshots or runs) need at least three.

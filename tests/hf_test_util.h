@@ -16,6 +16,8 @@
 #include "core/model/model.h"
 #include "core/train/trainer.h"
 #include "tests/helpers.h"
+#include "tests/tensor_compare.h"
+#include "tests/text_file.h"
 #include "tests/tiny_run.h"
 
 namespace relpos::test {
@@ -23,12 +25,6 @@ namespace relpos::test {
 inline const char* kPython = "/usr/bin/python3";
 
 inline std::string hf_fixture(const std::string& name) { return fixture_path("hf/" + name); }
-
-inline nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
-  return nlohmann::json::parse(in);
-}
 
 inline nlohmann::json golden(const std::string& name) {
   return read_json(hf_fixture(name) + "/golden.json");
@@ -77,11 +73,6 @@ inline RunOutputs run_forward(const std::string& run, const std::vector<int64_t>
   out.hidden = h[0].to(torch::kFloat64);
   if (model->lm_head) out.logits = model->lm_logits(h)[0].to(torch::kFloat64);  // (T,V)
   return out;
-}
-
-inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  REQUIRE(a.sizes() == b.sizes());
-  return (a - b).abs().max().item<double>();
 }
 
 // relpos's id of each line of a BERT vocab.txt, by the rule docs/pretrained.md states ([PAD]

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/dist/distributed.h"
+#include "tests/text_file.h"
 
 namespace relpos::test {
 
@@ -133,10 +134,6 @@ inline bool wait_until(const std::function<bool()>& cond, double seconds,
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return false;
-}
-
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // A tmpfs of `size` mounted on `dir` (created) for the test's lifetime, `ro` for a read-only

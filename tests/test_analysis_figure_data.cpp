@@ -62,7 +62,7 @@ std::vector<DatPanel> read_heatmap_dat(const fs::path& path) {
 }
 
 // |a - b| within the 7 significant digits the data files keep.
-void check_close(double got, double want, const std::string& where) {
+void check_close_at(double got, double want, const std::string& where) {
   CAPTURE(where);
   CHECK(std::abs(got - want) <= 2e-6 * std::max(1.0, std::abs(want)));
 }
@@ -115,7 +115,7 @@ TEST_CASE("figure data files hold the run's relative table, P·Pᵀ and head-ave
         CHECK(p.x[k] == static_cast<double>(k - K));  // r = -K..K, in order
         CHECK(r_axis[k].item<double>() == p.x[k]);
         for (int64_t c = 0; c < table.size(2); ++c)
-          check_close(p.values[c][k], table[l][k][c].item<double>(),
+          check_close_at(p.values[c][k], table[l][k][c].item<double>(),
                       fmt::format("layer {} r {} channel {}", l, k - K, c));
       }
     }
@@ -135,7 +135,7 @@ TEST_CASE("figure data files hold the run's relative table, P·Pᵀ and head-ave
       for (int64_t j = 0; j < T; ++j) {
         double dot = 0;
         for (int64_t c = 0; c < P.size(1); ++c) dot += acc[i][c] * acc[j][c];
-        check_close(g.values[i][j], dot, fmt::format("P·Pᵀ ({}, {})", i, j));
+        check_close_at(g.values[i][j], dot, fmt::format("P·Pᵀ ({}, {})", i, j));
       }
   }
 
@@ -158,10 +158,10 @@ TEST_CASE("figure data files hold the run's relative table, P·Pᵀ and head-ave
           double sum = 0;
           for (int64_t h = 0; h < H; ++h) {
             sum += a[l][h][i][j];
-            check_close(heads[h].values[i][j], a[l][h][i][j],
+            check_close_at(heads[h].values[i][j], a[l][h][i][j],
                         fmt::format("layer {} head {} ({}, {})", l, h, i, j));
           }
-          check_close(mean[0].values[i][j], sum / static_cast<double>(H),
+          check_close_at(mean[0].values[i][j], sum / static_cast<double>(H),
                       fmt::format("layer {} mean ({}, {})", l, i, j));
           row_sum += mean[0].values[i][j];
         }

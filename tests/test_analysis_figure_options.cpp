@@ -10,25 +10,13 @@
 #include "analysis/figures.h"
 #include "analysis/gnuplot.h"
 #include "tests/analysis_sample.h"
+#include "tests/text_file.h"
 
 using namespace relpos;
 using namespace relpos::analysis;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
 
 // One layer, two heads of a T×T map: head 0 attends sharply to the previous token, head 1
 // uniformly (every probability 1/T, far below head 0's).
@@ -53,18 +41,18 @@ TEST_CASE("attention per head: one shared scale named in the title, or one scale
   const int64_t T = 16;
   // Shared (the default): one colour bar; the title says the scale, 0 to the largest head cap.
   attention_figures(two_heads(T), dir.string(), "x", false);
-  std::string shared = slurp(dir / "attention_layer0_heads.gp");
+  std::string shared = test::read_text(dir / "attention_layer0_heads.gp");
   CHECK(shared.find("all heads on one colour scale, 0 to 1") != std::string::npos);
-  CHECK(count(shared, "set colorbox user origin screen") == 1);
+  CHECK(test::count_occurrences(shared, "set colorbox user origin screen") == 1);
   // Per head: each panel its own colour bar and range; the uniform head spans its own values
   // (1/16 = 0.0625, a flat map drawn on [0.0625 − 0.5, 0.0625 + 0.5]), not 0..1.
   ColourScale per_head;
   per_head.per_head = true;
   attention_figures(two_heads(T), dir.string(), "x", false, per_head);
-  const std::string own = slurp(dir / "attention_layer0_heads.gp");
+  const std::string own = test::read_text(dir / "attention_layer0_heads.gp");
   CHECK(own.find("each head on its own colour scale") != std::string::npos);
-  CHECK(count(own, "set colorbox user origin screen") == 0);
-  CHECK(count(own, "set rmargin 12") == 2);
+  CHECK(test::count_occurrences(own, "set colorbox user origin screen") == 0);
+  CHECK(test::count_occurrences(own, "set rmargin 12") == 2);
   CHECK(own.find("set cbrange [-0.4375:0.5625]") != std::string::npos);
   fs::remove_all(dir);
 }
@@ -82,12 +70,12 @@ TEST_CASE("attention: the 99th-percentile cap, or the uncapped scale") {
   a[0][0][0][0] = 0.9f;
   s.attention = a;
   attention_figures(s, dir.string(), "x", false);
-  const std::string capped = slurp(dir / "attention_layer0_mean.gp");
+  const std::string capped = test::read_text(dir / "attention_layer0_mean.gp");
   CHECK(capped.find("top colour: ≥ 0.01") != std::string::npos);
   ColourScale uncapped;
   uncapped.cap = 1.0;
   attention_figures(s, dir.string(), "x", false, uncapped);
-  const std::string full = slurp(dir / "attention_layer0_mean.gp");
+  const std::string full = test::read_text(dir / "attention_layer0_mean.gp");
   CHECK(full.find("top colour") == std::string::npos);
   CHECK(full.find("set cbrange [0.01:0.9]") != std::string::npos);
   fs::remove_all(dir);
@@ -110,9 +98,9 @@ TEST_CASE("relative weights: a bucketed bias (T5) is drawn as steps, a linear on
   s.position["alibi"]["distances"] = {"distances", r, {"distance"}};
   s.position["alibi"]["profile"] = {"profile", -0.5f * r.abs().view({1, -1}), {"head", "distance"}};
   relative_weight_figures(s, dir.string(), "x", 8);
-  const std::string t5 = slurp(dir / "relpos_t5_bias_profile.gp");
-  CHECK(count(t5, "with histeps") == 2);  // one per head
-  CHECK(slurp(dir / "relpos_alibi_profile.gp").find("with histeps") == std::string::npos);
+  const std::string t5 = test::read_text(dir / "relpos_t5_bias_profile.gp");
+  CHECK(test::count_occurrences(t5, "with histeps") == 2);  // one per head
+  CHECK(test::read_text(dir / "relpos_alibi_profile.gp").find("with histeps") == std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -124,9 +112,9 @@ TEST_CASE("extrapolation figure: every run as a dot of its line's colour, beside
   const fs::path dir = test::analysis_scratch("run_dots");
   ExtrapolationLine line{"alibi", {64, 128}, {0.5, 0.45}, {{64, 0.4}, {64, 0.6}, {128, 0.45}}};
   const auto f = extrapolation_figure({line}, "accuracy", 64, dir.string(), "ex");
-  const std::string script = slurp(dir / "ex.gp");
+  const std::string script = test::read_text(dir / "ex.gp");
   CHECK(script.find("index 1 using 1:2 with points lt 1 pt 7 ps 0.55 notitle") != std::string::npos);
-  const std::string data = slurp(dir / "ex.dat");
+  const std::string data = test::read_text(dir / "ex.dat");
   CHECK(data.find("# panel 1, curve 1: alibi, every run\n# x y\n64 0.4\n64 0.6\n128 0.45\n") !=
         std::string::npos);
   CHECK(f.caption.find("small dots: every run") != std::string::npos);
@@ -141,12 +129,12 @@ TEST_CASE("extrapolation figure: a loss axis starts at 0, or says where it start
   const fs::path dir = test::analysis_scratch("extrap_axis");
   // Values spread over more than half of [0, max]: the axis starts at 0.
   extrapolation_figure({{"a", {64, 128}, {1.0, 3.0}, {}}}, "loss", 64, dir.string(), "wide");
-  const std::string wide = slurp(dir / "wide.gp");
+  const std::string wide = test::read_text(dir / "wide.gp");
   CHECK(wide.find("set yrange [0:3.15]") != std::string::npos);
   CHECK(wide.find("not 0)") == std::string::npos);
   // All values near 9-10: the data's range, and the label names the start.
   extrapolation_figure({{"a", {64, 128}, {9.1, 9.6}, {}}}, "loss", 64, dir.string(), "narrow");
-  const std::string narrow = slurp(dir / "narrow.gp");
+  const std::string narrow = test::read_text(dir / "narrow.gp");
   CHECK(narrow.find("(axis from 9.075, not 0)") != std::string::npos);
   CHECK(narrow.find("set yrange [9.075:9.625]") != std::string::npos);
   fs::remove_all(dir);

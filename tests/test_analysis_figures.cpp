@@ -11,6 +11,7 @@
 #include "analysis/figures.h"
 #include "analysis/gnuplot.h"
 #include "tests/analysis_sample.h"
+#include "tests/text_file.h"
 
 using namespace relpos::analysis;
 namespace fs = std::filesystem;
@@ -18,13 +19,6 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fresh_dir(const std::string& name) { return relpos::test::analysis_scratch(name); }
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // The numbers of every non-comment line.
 std::vector<std::vector<double>> numbers(const std::string& path) {
@@ -63,7 +57,7 @@ TEST_CASE("heatmap figure: data file, script, PNG and PDF") {
   const FigureFiles f = plot_heatmaps(dir.string(), "map", "test map", {p, p}, 2);
   CHECK(fs::file_size(f.png) > 1000);
   CHECK(fs::file_size(f.pdf) > 1000);
-  const std::string script = slurp(f.script);
+  const std::string script = test::read_text(f.script);
   CHECK(script.find("set output \"map.\" . fmt") != std::string::npos);
   CHECK(script.find("nonuniform matrix with image") != std::string::npos);
   CHECK(script.find("set yrange [1.5:-0.5]") != std::string::npos);  // first row on top
@@ -91,7 +85,7 @@ TEST_CASE("a long title is wrapped at spaces to its plot's width, not clipped") 
       "attention layer 0, mean over 12 heads — huang_m4 seed 1 (step 20000) (means of 2×2 "
       "blocks of the probe-averaged map)";
   const FigureFiles f = plot_heatmaps(dir.string(), "long", title, {p});
-  const std::string script = slurp(f.script);
+  const std::string script = test::read_text(f.script);
   const size_t at = script.find("  set title \"");
   REQUIRE(at != std::string::npos);
   const std::string line = script.substr(at + 13, script.find('\n', at) - at - 13);
@@ -129,7 +123,7 @@ TEST_CASE("curves figure with a second axis, a marked x and a gap") {
   p.vlines.push_back({10, "train length"});
   const FigureFiles f = plot_curves(dir.string(), "curves", "invariance during training", {p});
   CHECK(fs::file_size(f.png) > 1000);
-  const std::string script = slurp(f.script);
+  const std::string script = test::read_text(f.script);
   CHECK(script.find("axes x1y2") != std::string::npos);
   CHECK(script.find("title \"valid_loss \\\"quoted\\\"\"") != std::string::npos);
   const auto rows = numbers(f.data);
@@ -184,7 +178,7 @@ TEST_CASE("curves with a fixed line number keep their colour across panels") {
   b.curves.push_back({"beta", {0, 1}, {1, 1}, false, CurveStyle::lines, 1});  // first in b
   b.curves.push_back({"gamma", {0, 1}, {0, 0}, false, CurveStyle::lines});    // by place: 2nd
   const FigureFiles f = plot_curves(dir.string(), "lines", "two panels", {a, b}, 2);
-  const std::string script = slurp(f.script);
+  const std::string script = test::read_text(f.script);
   // beta is line 2 in both panels, gamma (no number) takes its place in its panel: line 2 too.
   CHECK(script.find("\"lines.dat\" index 0 using 1:2 with lines lt 1 dt 1 title \"alpha\"") !=
         std::string::npos);
@@ -208,12 +202,6 @@ std::vector<std::string> legend_styles(const std::string& script) {
   return out;
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("extrapolation figure: 13 variants get distinct colour and marker pairs, a lone point "
@@ -229,7 +217,7 @@ TEST_CASE("extrapolation figure: 13 variants get distinct colour and marker pair
                      {0.2 + 0.02 * v, 0.19 + 0.02 * v, 0.18 + 0.02 * v}});
   lines[2].value = {0.2, NAN, NAN};  // like learned: not applicable past its table
   extrapolation_figure(lines, "accuracy", 64, dir.string(), "ex", {"", "", "", "", "mlm", "test"});
-  const std::string script = slurp((dir / "ex.gp").string());
+  const std::string script = test::read_text((dir / "ex.gp").string());
   const auto styles = legend_styles(script);
   REQUIRE(styles.size() == 13);
   // (colour, marker) pairs: colour = lt, marker = pt; the dash may repeat, the pair may not.
@@ -285,14 +273,14 @@ TEST_CASE("per-head grid: one colour bar for all panels, labels on the outer pan
   const FigureFiles f = plot_heatmaps(dir.string(), "grid", "attention per head", panels, 2,
                                       {900, 800}, true);
   CHECK(fs::file_size(f.png) > 1000);
-  const std::string script = slurp(f.script);
+  const std::string script = test::read_text(f.script);
   // Per output format (PNG, PDF): the bar with the last panel only, the others without.
-  CHECK(count(script, "set colorbox user origin screen") == 1);  // inside the format loop
-  CHECK(count(script, "unset colorbox") == 3);
-  CHECK(count(script, "set rmargin 12") == 0);
+  CHECK(test::count_occurrences(script, "set colorbox user origin screen") == 1);  // inside the format loop
+  CHECK(test::count_occurrences(script, "unset colorbox") == 3);
+  CHECK(test::count_occurrences(script, "set rmargin 12") == 0);
   // y label on the first column (panels 1, 3), x label on the bottom row (panels 3, 4).
-  CHECK(count(script, "set ylabel \"query position i\"") == 2);
-  CHECK(count(script, "set xlabel \"key position j\"") == 2);
+  CHECK(test::count_occurrences(script, "set ylabel \"query position i\"") == 2);
+  CHECK(test::count_occurrences(script, "set xlabel \"key position j\"") == 2);
   CHECK(script.find("margins screen") != std::string::npos);
   // The data are the panels' own, whatever the layout.
   const auto rows = numbers(f.data);
@@ -313,7 +301,7 @@ TEST_CASE("invariance figure: the metric axis in words, the legend under the plo
   const fs::path dir = fresh_dir("inv_labels");
   const FigureInfo fig = invariance_figure({{"attention", {{0, 10}, {0.1, 0.2}}}}, "valid_accuracy",
                                            {{0, 10}, {0.2, 0.3}}, dir.string(), "x seed 1", "mlm");
-  const std::string script = slurp((dir / "invariance_vs_step.gp").string());
+  const std::string script = test::read_text((dir / "invariance_vs_step.gp").string());
   CHECK(script.find("set y2label \"validation masked-token accuracy\"") != std::string::npos);
   CHECK(script.find("title \"validation masked-token accuracy (right axis)\"") != std::string::npos);
   CHECK(script.find("valid_accuracy") == std::string::npos);
@@ -350,14 +338,14 @@ TEST_CASE("a title too long for one line breaks before its dash, never inside \"
   // 760 px, one panel at 12 pt: (760 - 170) / (0.8 * 12) = 61 characters a line; 66 here.
   const std::string title = "attention layer 0, mean over 4 heads — huang_m4 seed 1 (step 600)";
   plot_heatmaps(dir.string(), "dash", title, {p}, 1, {760, 680});
-  const std::string script = slurp((dir / "dash.gp").string());
+  const std::string script = test::read_text((dir / "dash.gp").string());
   CHECK(script.find("set title \"attention layer 0, mean over 4 heads\\n— huang_m4 seed 1 (step "
                     "600)\"") != std::string::npos);
   // Without a dash: words wrap greedily, but "(step 600)" stays whole.
   // 51 characters, then " (step" would still fit in 61 and " 600)" would not.
   const std::string plain = "attention layer 0 mean over 4 heads of the model m4 (step 600)";
   plot_heatmaps(dir.string(), "plain", plain, {p}, 1, {760, 680});
-  const std::string s2 = slurp((dir / "plain.gp").string());
+  const std::string s2 = test::read_text((dir / "plain.gp").string());
   CHECK(s2.find("\\n(step 600)\"") != std::string::npos);
   fs::remove_all(dir);
 }

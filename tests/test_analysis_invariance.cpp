@@ -11,7 +11,7 @@ using namespace relpos::analysis;
 
 namespace {
 
-Matrix from_rows(const std::vector<std::vector<double>>& rows) {
+Matrix matrix_from_rows(const std::vector<std::vector<double>>& rows) {
   Matrix m(static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows[0].size()));
   for (size_t i = 0; i < rows.size(); ++i)
     for (size_t j = 0; j < rows[i].size(); ++j) m(i, j) = rows[i][j];
@@ -65,7 +65,7 @@ TEST_CASE("bidirectional ALiBi attention (slope 1/16) scores 0.9217, 0.9390, 0.9
 TEST_CASE("hand-computed 3x3: a diagonal matrix diag(1,2,3)") {
   // g(0) = 2, every other diagonal is 0, so ||A - Pi(A)||^2 = (1-2)^2 + (3-2)^2 = 2.
   // mean(A) = 6/9 = 2/3, ||A - mean||^2 = sum a^2 - 9 (2/3)^2 = 14 - 4 = 10. Invariance 1 - 2/10.
-  const Matrix a = from_rows({{1, 0, 0}, {0, 2, 0}, {0, 0, 3}});
+  const Matrix a = matrix_from_rows({{1, 0, 0}, {0, 2, 0}, {0, 0, 3}});
   CHECK(invariance(a) == doctest::Approx(0.8));
   const Matrix p = toeplitz_projection(a);
   for (int64_t i = 0; i < 3; ++i)
@@ -77,7 +77,7 @@ TEST_CASE("hand-computed 3x3: diagonals with known spread") {
   // r=-1: (2,2) mean 2, residual 0.     r=+-2: single entries 0, residual 0.
   // sum = 20, mean 20/9; sum a^2 = 66; ||A - mean||^2 = 66 - 400/9 = 194/9.
   // invariance = 1 - 2/(194/9) = 1 - 18/194 = 88/97.
-  const Matrix a = from_rows({{4, 1, 0}, {2, 4, 3}, {0, 2, 4}});
+  const Matrix a = matrix_from_rows({{4, 1, 0}, {2, 4, 3}, {0, 2, 4}});
   const MatrixMetrics m = measure(a);
   CHECK(m.invariance == doctest::Approx(88.0 / 97.0));
   CHECK(m.profile.offsets == std::vector<int64_t>{-2, -1, 0, 1, 2});
@@ -95,7 +95,7 @@ TEST_CASE("hand-computed 3x3 causal: only j <= i counts") {
   // r=0: (4,4,4) residual 0; r=-1: (2,3) mean 2.5, residual 0.25+0.25 = 0.5; r=-2: (0).
   // sum 17, mean 17/6; sum a^2 = 61; ||A - mean||^2 = 61 - 289/6 = 77/6.
   // invariance = 1 - 0.5/(77/6) = 1 - 3/77 = 74/77.
-  const Matrix a = from_rows({{4, 99, -7}, {2, 4, 55}, {0, 3, 4}});
+  const Matrix a = matrix_from_rows({{4, 99, -7}, {2, 4, 55}, {0, 3, 4}});
   const MatrixMetrics m = measure(a, Region::lower);
   CHECK(m.invariance == doctest::Approx(74.0 / 77.0));
   CHECK(m.profile.offsets == std::vector<int64_t>{-2, -1, 0});

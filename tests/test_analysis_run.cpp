@@ -18,6 +18,7 @@
 #include "analysis/run_checks.h"
 #include "analysis/run_analysis.h"
 #include "tests/analysis_sample.h"
+#include "tests/text_file.h"
 
 using namespace relpos;
 using namespace relpos::analysis;
@@ -54,13 +55,6 @@ MemorySource sample_run(const fs::path& dir, double loss_offset = 0.0) {
     src.run.snapshot_steps.push_back(step);
   }
   return src;
-}
-
-std::vector<std::string> lines(const fs::path& p) {
-  std::ifstream f(p);
-  std::vector<std::string> out;
-  for (std::string l; std::getline(f, l);) out.push_back(l);
-  return out;
 }
 
 std::vector<double> read_doubles(H5::H5File& f, const std::string& path) {
@@ -118,11 +112,11 @@ TEST_CASE("a run: invariance per snapshot, its correlation with the metric, and 
   CHECK(dims[1] == 2 * 24 - 1);
   f.close();
 
-  const auto summary = lines(dir / "tables" / "invariance_summary.csv");
+  const auto summary = test::read_lines(dir / "tables" / "invariance_summary.csv");
   REQUIRE(summary.size() == 4);
   CHECK(summary[0].rfind("step,valid_loss (interpolated),attention (head average),", 0) == 0);
   CHECK(summary[2].rfind("50,3.5,", 0) == 0);
-  CHECK(lines(dir / "tables" / "invariance.csv").size() == 1 + 3 * 19);
+  CHECK(test::read_lines(dir / "tables" / "invariance.csv").size() == 1 + 3 * 19);
   CHECK(fs::exists(dir / "tables" / "invariance_correlation.md"));
   CHECK(fs::exists(dir / "tables" / "profiles.csv"));
   if (o.figures) {
@@ -159,7 +153,7 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   o.figures = false;
   const ExperimentResult ex = analyze_experiment(ptrs, dir.string(), o);
   CHECK(ex.metric == "valid_loss");
-  const auto results = lines(dir / "tables" / "results.md");
+  const auto results = test::read_lines(dir / "tables" / "results.md");
   // learned+alibi: final valid_loss 3.1 and 3.3 -> 3.2000 ± 12.7062 · 0.1414 / √2 = 1.2706;
   // time 60, 61 -> 60.5 ± 6.4 (t_{0.975,1} = 12.7062 from a printed table)
   REQUIRE(results.size() >= 5);
@@ -178,7 +172,7 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   };
   CHECK(cell(results[4], 5) < 0.3);
   CHECK(cell(results[5], 5) == doctest::Approx(1.0));
-  const auto extra = lines(dir / "tables" / "extrapolation_valid_ppl.md");
+  const auto extra = test::read_lines(dir / "tables" / "extrapolation_valid_ppl.md");
   // learned+alibi at 64: (10, 11) -> 10.500 ± 6.353; at 256 both NaN -> —
   CHECK(extra[2] == "| variant | runs | 64 (train) | 128 | 256 |");
   CHECK(extra[4] == "| learned+alibi | 2 | 10.500 ± 6.353 | 12.000 ± 0.000 | — |");
@@ -192,7 +186,7 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
         "table. ± : half-width of the 95% confidence interval of the mean over the row's runs "
         "(Student t with n − 1 degrees of freedom, n = the runs with a value). A value without ± "
         "comes from one run (n = 1): no interval.");
-  CHECK(lines(dir / "tables" / "final_invariance.csv").size() == 4);
+  CHECK(test::read_lines(dir / "tables" / "final_invariance.csv").size() == 4);
   CHECK(fs::exists(dir / "tables" / "final_invariance_correlation.tex"));
   CHECK(fs::exists(dir / "run1" / "analysis.h5"));
   fs::remove_all(dir);
@@ -228,11 +222,11 @@ TEST_CASE("an experiment: a clamped evaluation is a row of its own, LM losses in
   o.figures = false;
   analyze_experiment(ptrs, dir.string(), o);
   // The results table: every loss in nats per byte, then in bits per byte (loss / ln 2).
-  const auto results = lines(dir / "tables" / "results.md");
+  const auto results = test::read_lines(dir / "tables" / "results.md");
   CHECK(results[2].find("| valid_loss (nats/byte) | valid_loss (bits/byte) |") != std::string::npos);
   // valid_loss 3.1 and 3.2: mean 3.15 nats = 3.15 / 0.693147 = 4.5445 bits
   CHECK(results[4].find("| 3.1500 ± 0.6353 | 4.5445 ± 0.9166 |") != std::string::npos);
-  const auto loss = lines(dir / "tables" / "extrapolation_loss.md");
+  const auto loss = test::read_lines(dir / "tables" / "extrapolation_loss.md");
   CHECK(loss[0] == "**Length extrapolation: loss (nats/byte), mean over runs**");
   CHECK(loss[4] == "| learned | 2 | 2.050 ± 0.635 | — |");
   CHECK(loss[5] == "| learned (clamped) | 2 | 2.050 ± 0.635 | 2.550 ± 0.635 |");
@@ -243,7 +237,7 @@ TEST_CASE("an experiment: a clamped evaluation is a row of its own, LM losses in
                      "interval of ±0.0459") != std::string::npos);
   CHECK(loss[7].find("Clamped for learned (clamped), at 128: positions past 64 reuse learned "
                      "row 63.") != std::string::npos);
-  const auto bits = lines(dir / "tables" / "extrapolation_bits_per_byte.md");
+  const auto bits = test::read_lines(dir / "tables" / "extrapolation_bits_per_byte.md");
   CHECK(bits[0] == "**Length extrapolation: bits_per_byte (bits/byte), mean over runs**");
   CHECK(bits[5] == "| learned (clamped) | 2 | 2.958 ± 0.917 | 3.679 ± 0.917 |");
   fs::remove_all(dir);
@@ -258,7 +252,7 @@ TEST_CASE("an experiment's per-length metric columns are in order of length") {
   AnalyzeOptions o;
   o.figures = false;
   analyze_experiment({&s}, dir.string(), o);
-  const auto results = lines(dir / "tables" / "results.md");
+  const auto results = test::read_lines(dir / "tables" / "results.md");
   REQUIRE(results.size() >= 3);
   const std::string& header = results[2];
   const size_t p8 = header.find("@8 "), p16 = header.find("@16 "), p32 = header.find("@32 "),

@@ -15,6 +15,7 @@
 #include "core/util/errors.h"
 #include "tests/analysis_sample.h"
 #include "tests/helpers.h"
+#include "tests/text_file.h"
 #include "tests/tiny_run.h"
 
 using namespace relpos;
@@ -85,13 +86,6 @@ std::string write_run(const fs::path& dir, int64_t seed, double final_loss, bool
     std::ofstream(dir / "result.json")
         << "{\n  \"steps\": 10,\n  \"train_seconds\": " << 100 + seed << ",\n  \"valid\": {}\n}\n";
   return (dir / "run.h5").string();
-}
-
-std::vector<std::string> lines(const fs::path& p) {
-  std::ifstream f(p);
-  std::vector<std::string> out;
-  for (std::string l; std::getline(f, l);) out.push_back(l);
-  return out;
 }
 
 }  // namespace
@@ -167,20 +161,20 @@ TEST_CASE("relpos analyze and relpos report on an experiment folder of run files
   REQUIRE(std::system(
               (bin + " analyze " + dir.string() + " --no-figures > " + log + " 2>&1").c_str()) ==
           0);
-  const auto results = lines(dir / "tables" / "results.md");
+  const auto results = test::read_lines(dir / "tables" / "results.md");
   REQUIRE(results.size() > 4);
   // final valid_loss 3.0 and 3.5 -> 3.2500 ± 12.7062 · 0.3536 / √2 = 3.1766; 128 positional
   // parameters; training time 31 s (seed 1: the elapsed_s metric) and 102 s (seed 2:
   // result.json wins) -> 66.5 ± 451.1
   CHECK(results[4].rfind("| learned+alibi | 2 | 3.2500 ± 3.1766 |", 0) == 0);
   CHECK(results[4].find("| 128 | 66.5 ± 451.1 |") != std::string::npos);
-  const auto extra = lines(dir / "tables" / "extrapolation_valid_loss.md");
+  const auto extra = test::read_lines(dir / "tables" / "extrapolation_valid_loss.md");
   // seed 1 is not applicable at 12 (its 99 is masked)
   CHECK(extra[4] == "| learned+alibi | 2 | 3.250 ± 3.177 | 4.000 |");
   CHECK(fs::exists(dir / "learned+alibi-s2" / "analysis.h5"));
   std::ofstream(dir / "commands.txt") << "relpos sweep ...\n";
   REQUIRE(std::system((bin + " report " + dir.string() + " > " + log + " 2>&1").c_str()) == 0);
-  const auto report = lines(dir / "report.md");
+  const auto report = test::read_lines(dir / "report.md");
   CHECK(std::find(report.begin(), report.end(), "relpos sweep ...") != report.end());
   CHECK(fs::exists(dir / "report.html"));
 
@@ -188,7 +182,7 @@ TEST_CASE("relpos analyze and relpos report on an experiment folder of run files
   const fs::path empty = dir / "empty";
   fs::create_directories(empty);
   CHECK(std::system((bin + " analyze " + empty.string() + " > " + log + " 2>&1").c_str()) != 0);
-  const auto err = lines(log);
+  const auto err = test::read_lines(log);
   REQUIRE_FALSE(err.empty());
   CHECK(err[0] ==
         "error: " + empty.string() + " holds no run.h5 and no run folders (folders with a run.h5)");

@@ -5,16 +5,9 @@
 #include <torch/types.h>
 
 #include "core/model/attention_values.h"
+#include "tests/tensor_compare.h"
 
 using namespace relpos;
-
-namespace {
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
-
-}  // namespace
 
 TEST_CASE("attend_values: without dropout it is probs·v") {
   auto probs = torch::softmax(torch::randn({2, 3, 5, 5}, torch::kDouble), -1);
@@ -22,8 +15,8 @@ TEST_CASE("attend_values: without dropout it is probs·v") {
   for (bool training : {false, true}) {
     const double p = training ? 0.0 : 0.3;  // eval mode ignores p
     auto [z, dropped] = attend_values(probs, v, p, training);
-    CHECK(max_diff(z, torch::matmul(probs, v)) < 1e-12);
-    CHECK(max_diff(dropped, probs) == 0.0);
+    CHECK(test::max_abs_diff(z, torch::matmul(probs, v)) < 1e-12);
+    CHECK(test::max_abs_diff(dropped, probs) == 0.0);
   }
 }
 
@@ -45,14 +38,14 @@ TEST_CASE("attend_values: dropout matches the formula with its mask, values and 
   auto v2 = v.detach().clone().requires_grad_(true);
   auto dropped2 = probs2 * keep / (1.0 - p);
   auto z2 = torch::matmul(dropped2, v2);
-  CHECK(max_diff(dropped, dropped2) < 1e-12);
-  CHECK(max_diff(z, z2) < 1e-12);
+  CHECK(test::max_abs_diff(dropped, dropped2) < 1e-12);
+  CHECK(test::max_abs_diff(z, z2) < 1e-12);
 
   // The value hooks use `dropped` as well, so the loss weighs both outputs.
   auto gz = torch::randn(z.sizes(), torch::kDouble);
   auto gd = torch::randn(dropped.sizes(), torch::kDouble);
   auto g = torch::autograd::grad({(z * gz).sum() + (dropped * gd).sum()}, {probs, v});
   auto g2 = torch::autograd::grad({(z2 * gz).sum() + (dropped2 * gd).sum()}, {probs2, v2});
-  CHECK(max_diff(g[0], g2[0]) < 1e-12);
-  CHECK(max_diff(g[1], g2[1]) < 1e-12);
+  CHECK(test::max_abs_diff(g[0], g2[0]) < 1e-12);
+  CHECK(test::max_abs_diff(g[1], g2[1]) < 1e-12);
 }

@@ -16,6 +16,7 @@
 #include "core/io/run_file.h"
 #include "core/model/model.h"
 #include "core/task/registry.h"
+#include "tests/helpers.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"
 
@@ -53,13 +54,9 @@ bool contains_in_order(const std::string& text, const std::vector<std::string>& 
   return true;
 }
 
-std::string write(const std::string& path, const std::string& text) {
+std::string write_input(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
   return path;
-}
-
-Config config_with(const std::vector<std::string>& sets) {
-  return load_config({config_path("base.yaml")}, sets).config;
 }
 
 // A finished tiny run (4 steps, learned max_len 32) for the checkpoint, run-file and model rows.
@@ -79,21 +76,21 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
   const std::string f = tmp.str("");
 
   // Files made here: configs, a run file of a newer schema, damaged checkpoints and run files.
-  const std::string malformed = write(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
-  const std::string unknown_key = write(f + "unknown_key.yaml", "model:\n  layerz: 3\n");
-  const std::string wrong_type = write(f + "wrong_type.yaml", "model:\n  layers: four\n");
-  const std::string out_of_range = write(f + "range.yaml", "train:\n  lr: -1\n");
-  const std::string unknown_variant = write(f + "variant.yaml", "position:\n  type: rotary\n");
-  const std::string duplicate = write(f + "duplicate.yaml", "seed: 1\nseed: 2\n");
+  const std::string malformed = write_input(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
+  const std::string unknown_key = write_input(f + "unknown_key.yaml", "model:\n  layerz: 3\n");
+  const std::string wrong_type = write_input(f + "wrong_type.yaml", "model:\n  layers: four\n");
+  const std::string out_of_range = write_input(f + "range.yaml", "train:\n  lr: -1\n");
+  const std::string unknown_variant = write_input(f + "variant.yaml", "position:\n  type: rotary\n");
+  const std::string duplicate = write_input(f + "duplicate.yaml", "seed: 1\nseed: 2\n");
   const std::string emptied_run = f + "emptied_run";
   std::filesystem::create_directories(emptied_run);
-  write(emptied_run + "/config.yaml", "# nothing left\n");
-  const std::string not_hdf5 = write(f + "not_hdf5.h5", std::string(2000, 'x'));
+  write_input(emptied_run + "/config.yaml", "# nothing left\n");
+  const std::string not_hdf5 = write_input(f + "not_hdf5.h5", std::string(2000, 'x'));
   const std::string truncated_h5 = f + "truncated.h5";
   {
     std::ifstream in(run_h5_path(run), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    write(truncated_h5, bytes.substr(0, bytes.size() / 2));
+    write_input(truncated_h5, bytes.substr(0, bytes.size() / 2));
   }
   const std::string newer = f + "newer.h5";
   fs::copy_file(run_h5_path(run), newer);
@@ -109,40 +106,40 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
   }
   std::string flipped = ckpt_bytes;
   for (size_t i = flipped.size() / 2; i < flipped.size() / 2 + 16; ++i) flipped[i] ^= 0x5A;
-  const std::string corrupt_ckpt = write(f + "corrupt.pt", flipped);
-  const std::string truncated_ckpt = write(f + "truncated.pt", ckpt_bytes.substr(0, 1000));
+  const std::string corrupt_ckpt = write_input(f + "corrupt.pt", flipped);
+  const std::string truncated_ckpt = write_input(f + "truncated.pt", ckpt_bytes.substr(0, 1000));
   // Data files made here: byte-level oddities (NUL, white space around a token), a FIFO, folders.
   const std::string fifo_dir = f + "fifo_dir";
   fs::create_directories(fifo_dir);
-  write(fifo_dir + "/a.txt", "Some text.\n");
+  write_input(fifo_dir + "/a.txt", "Some text.\n");
   REQUIRE(::mkfifo((fifo_dir + "/b.txt").c_str(), 0600) == 0);
   const std::string nested_dir = f + "nested_dir";
   fs::create_directories(nested_dir + "/sub");
-  write(nested_dir + "/sub/a.txt", "Some text.\n");
-  write(nested_dir + "/notes.md", "not a .txt file\n");
+  write_input(nested_dir + "/sub/a.txt", "Some text.\n");
+  write_input(nested_dir + "/notes.md", "not a .txt file\n");
   const std::string empty_files_dir = f + "empty_files_dir";
   fs::create_directories(empty_files_dir);
-  write(empty_files_dir + "/a.txt", "\n  \n");
+  write_input(empty_files_dir + "/a.txt", "\n  \n");
   const std::string vocab_folder = f + "vocab_folder";
   fs::create_directories(vocab_folder);
   const std::string specials = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
-  const std::string empty_vocab = write(f + "empty_vocab.txt", "");
-  const std::string only_specials = write(f + "only_specials.txt", specials);
+  const std::string empty_vocab = write_input(f + "empty_vocab.txt", "");
+  const std::string only_specials = write_input(f + "only_specials.txt", specials);
   const std::string spaced_mask =
-      write(f + "spaced_mask.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n [MASK]\nthe\n");
-  const std::string the_vocab = write(f + "the_vocab.txt", specials + "the\n");
+      write_input(f + "spaced_mask.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n [MASK]\nthe\n");
+  const std::string the_vocab = write_input(f + "the_vocab.txt", specials + "the\n");
   std::string unknown_words;
   for (int i = 0; i < 400; ++i) unknown_words += i % 20 == 19 ? "zzz\n\n" : "zzz ";
-  const std::string unknown_text = write(f + "unknown_words.txt", unknown_words);
+  const std::string unknown_text = write_input(f + "unknown_words.txt", unknown_words);
   std::string rare_words;  // "the" once in 100 words: most mlm rows of 7 tokens have no target
   for (int i = 0; i < 3000; ++i) rare_words += i % 100 == 0 ? "the " : "zzz ";
-  const std::string rare_text = write(f + "rare_words.txt", rare_words);
+  const std::string rare_text = write_input(f + "rare_words.txt", rare_words);
   const std::string nul_label =
-      write(f + "nul_label.tsv", std::string("sentence\tlabel\nfine\t1") + '\0' + "x\n");
-  const std::string sentence1_only = write(f + "sentence1.tsv", "sentence1\tlabel\na b\t0\n");
+      write_input(f + "nul_label.tsv", std::string("sentence\tlabel\nfine\t1") + '\0' + "x\n");
+  const std::string sentence1_only = write_input(f + "sentence1.tsv", "sentence1\tlabel\na b\t0\n");
   const std::string empty_sentence2 =
-      write(f + "empty_sentence2.tsv", "sentence1\tsentence2\tlabel\na\tb\t0\nc\t\t1\n");
-  const std::string empty_context = write(
+      write_input(f + "empty_sentence2.tsv", "sentence1\tsentence2\tlabel\na\tb\t0\nc\t\t1\n");
+  const std::string empty_context = write_input(
       f + "empty_context.json",
       R"({"data": [{"title": "T", "paragraphs": [{"context": "", "qas": [)"
       R"({"id": "q1", "question": "When?", "answers": [{"answer_start": 0, "text": "1905"}]})"
@@ -181,13 +178,13 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
        [&] { load_run_config(emptied_run); },
        {emptied_run + "/config.yaml: not a run's resolved config: no model, position, data, "
                       "task, train sections (relpos train writes every key)"}},
-      {"--set without '='", "ConfigError", [&] { config_with({"model.layers"}); },
+      {"--set without '='", "ConfigError", [&] { test::base_config_with({"model.layers"}); },
        {"command line (--set model.layers): expected dotted.key=value"}},
-      {"a non-finite number", "ConfigError", [&] { config_with({"train.lr=nan"}); },
+      {"a non-finite number", "ConfigError", [&] { test::base_config_with({"train.lr=nan"}); },
        {"train.lr: wrong type (got 'nan'; expected a finite number)"}},
       {"sequence longer than the learned table (config time)", "ConfigError",
        [&] {
-         config_with({"position.type=learned", "position.learned.max_len=32", "task.seq_len=64"});
+         test::base_config_with({"position.type=learned", "position.learned.max_len=32", "task.seq_len=64"});
        },
        {"position.learned.max_len: the learned table is shorter than the training sequences "
         "(got 32; expected >= task.seq_len (64))"}},
@@ -195,11 +192,11 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
        {f + "absent.yaml: cannot open config file"}},
       // ---- data -----------------------------------------------------------------------------
       {"missing data file", "DataError",
-       [&] { load_corpus(config_with({"data.corpus=" + f + "absent.txt"})); },
+       [&] { load_corpus(test::base_config_with({"data.corpus=" + f + "absent.txt"})); },
        {"data.corpus: '" + f + "absent.txt' is neither a built-in corpus (sotu, sentiment, "
         "wordnet_qa) nor an existing file or folder"}},
       {"built-in corpus not fetched", "DataError",
-       [&] { load_corpus(config_with({"data.corpus=sotu", "data.cache_dir=" + f + "no_cache"})); },
+       [&] { load_corpus(test::base_config_with({"data.corpus=sotu", "data.cache_dir=" + f + "no_cache"})); },
        {"corpus 'sotu': no cached data at '" + f + "no_cache/sotu/package/data'"}},
       {"empty corpus (text)", "DataError", [&] { load_text_file(data("text/empty.txt")); },
        {data("text/empty.txt") + ": empty corpus (no text found"}},
@@ -219,14 +216,14 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
       {"a JSON number beyond double's range (found by fuzzing)", "DataError",
        [&] {
          Corpus c;
-         load_sentiment_file(write(f + "overflow.json", "[\n{\"text\": \"Great.\", \"class\": 1e999}]\n"),
+         load_sentiment_file(write_input(f + "overflow.json", "[\n{\"text\": \"Great.\", \"class\": 1e999}]\n"),
                              "x", c);
        },
        {f + "overflow.json:2: invalid JSON: number overflow parsing '1e999'"}},
       {"a sentiment record whose text is null (found by fuzzing)", "DataError",
        [&] {
          Corpus c;
-         load_sentiment_file(write(f + "null_text.json", "[{\"text\": \"Fine.\", \"class\": 1}, {\"text\": null}]"),
+         load_sentiment_file(write_input(f + "null_text.json", "[{\"text\": \"Fine.\", \"class\": 1}, {\"text\": null}]"),
                              "x", c);
        },
        {f + "null_text.json: record 1: {\"text\":null} (expected a JSON array of"}},
@@ -263,7 +260,7 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
        [&] { make_wordpiece_tokenizer(only_specials, true); },
        {only_specials + ": no word pieces, only the special tokens", "every word would be [UNK]"}},
       {"a character device as the corpus", "DataError",
-       [&] { load_corpus(config_with({"data.corpus=/dev/null"})); },
+       [&] { load_corpus(test::base_config_with({"data.corpus=/dev/null"})); },
        {"/dev/null: not a regular file (a character device; expected a text corpus file)"}},
       {"a FIFO among a folder's .txt files", "DataError", [&] { load_text_folder(fifo_dir); },
        {fifo_dir + "/b.txt: not a regular file (a FIFO; expected a text corpus file)"}},
@@ -313,7 +310,7 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
        {"the validation split is empty, so there is no probe set for snapshots (corpus '",
         "' splits into ", " training, 0 validation and ", " test documents with "
         "data.valid_fraction 0)"}},
-      {"an mlm probe of length 1", "ConfigError", [&] { config_with({"snapshots.probe_len=1"}); },
+      {"an mlm probe of length 1", "ConfigError", [&] { test::base_config_with({"snapshots.probe_len=1"}); },
        {"snapshots.probe_len: too short for an mlm probe ([CLS] and at least one text token) "
         "(got 1; expected >= 2, or 0 for task.seq_len)"}},
       // ---- run file -------------------------------------------------------------------------
@@ -367,7 +364,7 @@ TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and h
   TempFolder tmp("bad_inputs_cli");
   const std::string run = tiny_finished_run(tmp);
   const std::string f = tmp.str("");
-  const std::string malformed = write(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
+  const std::string malformed = write_input(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
   const std::string bad_text = data("text/bad_utf8.txt");
   fs::copy(run, f + "damaged", fs::copy_options::recursive);
   {
@@ -375,7 +372,7 @@ TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and h
     ck.seekp(2000);
     ck.write("\xde\xad\xbe\xef", 4);
   }
-  const std::string not_hdf5 = write(f + "not_hdf5.h5", std::string(2000, 'x'));
+  const std::string not_hdf5 = write_input(f + "not_hdf5.h5", std::string(2000, 'x'));
   // open() of a FIFO waits for a writer that never comes: relpos hung here, deaf to SIGTERM.
   const std::string fifo = f + "fifo.txt";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);

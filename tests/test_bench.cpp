@@ -18,6 +18,7 @@
 #include "core/bench/report.h"
 #include "core/util/errors.h"
 #include "core/util/threads.h"
+#include "tests/text_file.h"
 
 using namespace relpos;
 
@@ -25,12 +26,6 @@ namespace {
 
 std::string temp_path(const std::string& name) {
   return "/tmp/relpos_test_" + std::to_string(getpid()) + "_" + name;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);  // throws (fails the test) on invalid JSON
 }
 
 // The tiny model every bench child of these tests builds.
@@ -50,7 +45,7 @@ TEST_CASE("bench: one tiny configuration writes valid JSON with positive numbers
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("shaw") != std::string::npos);  // the table
 
-  const auto j = read_json(json);
+  const auto j = test::read_json(json);
   CHECK(j.at("format") == "relpos-bench-1");
   CHECK(j.at("machine").at("libtorch").get<std::string>().size() > 0);
   CHECK(j.at("blas").at("matmul_1024_gflops").get<double>() > 0);
@@ -88,7 +83,7 @@ TEST_CASE("bench: a configuration that fails is reported, not a crash") {
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("FAILED") != std::string::npos);
-  const auto j = read_json(json);
+  const auto j = test::read_json(json);
   REQUIRE(j.at("cases").size() == 1);
   CHECK(j.at("cases")[0].at("status") == "failed");
   const std::string error = j.at("cases")[0].at("error").get<std::string>();
@@ -204,7 +199,7 @@ TEST_CASE("bench: --attention measures every case with each attention path, rati
   const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const auto cases = read_json(json).at("cases");
+  const auto cases = test::read_json(json).at("cases");
   REQUIRE(cases.size() == 2);
   CHECK(cases[1].at("impl") == "fast/auto");
   CHECK(cases[0].at("child").at("attention_impl") == "eager");

@@ -17,7 +17,7 @@ using namespace relpos;
 namespace {
 
 // rows: gold class, columns: predicted class.
-ConfusionMatrix from_rows(const std::vector<std::vector<double>>& rows) {
+ConfusionMatrix confusion_from_rows(const std::vector<std::vector<double>>& rows) {
   ConfusionMatrix m(static_cast<int64_t>(rows.size()));
   for (size_t i = 0; i < rows.size(); ++i)
     for (size_t j = 0; j < rows[i].size(); ++j)
@@ -48,7 +48,7 @@ TEST_CASE("classification metrics: a hand-computed binary confusion matrix") {
   // (TN). Precision 6/7, recall 6/8: F1 = 2·6 / (2·6 + 1 + 2) = 12/15 = 0.8.
   // MCC = (6·11 − 1·2) / √((6+1)(6+2)(11+1)(11+2)) = 64 / √8736 = 0.684737 (4 d.p. by hand:
   // √8736 ≈ 93.4666).
-  const ConfusionMatrix m = from_rows({{11, 1}, {2, 6}});
+  const ConfusionMatrix m = confusion_from_rows({{11, 1}, {2, 6}});
   CHECK(m.total() == 20);
   CHECK(classification_f1(m) == doctest::Approx(0.8));
   CHECK(matthews_correlation(m) == doctest::Approx(0.684737).epsilon(1e-6));
@@ -66,7 +66,7 @@ TEST_CASE("classification metrics: a hand-computed 3-class confusion matrix") {
   // macro-F1 = (5/7 + 4/7 + 2/3) / 3 = 41/63 = 0.650794.
   // R_K: c·s − Σ p_k t_k = 260 − (48 + 45 + 35) = 132; s² − Σ p_k² = 400 − 142 = 258;
   // s² − Σ t_k² = 400 − 138 = 262; R_K = 132 / √(258·262) = 132 / √67596 = 0.507707.
-  const ConfusionMatrix m = from_rows({{5, 2, 1}, {1, 4, 0}, {0, 3, 4}});
+  const ConfusionMatrix m = confusion_from_rows({{5, 2, 1}, {1, 4, 0}, {0, 3, 4}});
   CHECK(class_f1(m, 0) == doctest::Approx(5.0 / 7));
   CHECK(class_f1(m, 1) == doctest::Approx(4.0 / 7));
   CHECK(class_f1(m, 2) == doctest::Approx(2.0 / 3));
@@ -75,33 +75,33 @@ TEST_CASE("classification metrics: a hand-computed 3-class confusion matrix") {
 }
 
 TEST_CASE("classification metrics: all correct gives 1") {
-  CHECK(classification_f1(from_rows({{7, 0}, {0, 3}})) == 1.0);
-  CHECK(matthews_correlation(from_rows({{7, 0}, {0, 3}})) == doctest::Approx(1.0));
-  const ConfusionMatrix three = from_rows({{4, 0, 0}, {0, 2, 0}, {0, 0, 9}});
+  CHECK(classification_f1(confusion_from_rows({{7, 0}, {0, 3}})) == 1.0);
+  CHECK(matthews_correlation(confusion_from_rows({{7, 0}, {0, 3}})) == doctest::Approx(1.0));
+  const ConfusionMatrix three = confusion_from_rows({{4, 0, 0}, {0, 2, 0}, {0, 0, 9}});
   CHECK(classification_f1(three) == 1.0);
   CHECK(matthews_correlation(three) == doctest::Approx(1.0));
   // A class absent from gold labels and predictions alike is left out of the macro mean.
-  const ConfusionMatrix absent = from_rows({{4, 0, 0}, {0, 2, 0}, {0, 0, 0}});
+  const ConfusionMatrix absent = confusion_from_rows({{4, 0, 0}, {0, 2, 0}, {0, 0, 0}});
   CHECK(classification_f1(absent) == 1.0);
   CHECK(matthews_correlation(absent) == doctest::Approx(1.0));
   // All wrong, binary: every gold 1 predicted 0 and vice versa.
-  CHECK(matthews_correlation(from_rows({{0, 5}, {5, 0}})) == doctest::Approx(-1.0));
+  CHECK(matthews_correlation(confusion_from_rows({{0, 5}, {5, 0}})) == doctest::Approx(-1.0));
 }
 
 TEST_CASE("classification metrics: edge cases") {
   // Class 2 is never predicted: its F1 is 0 (no 0/0 precision), and the macro mean counts it.
   // F1_0 = 2·3 / (4 + 6) = 0.6, F1_1 = 2·2 / (3 + 3) = 2/3, F1_2 = 0: macro (0.6 + 2/3) / 3.
-  const ConfusionMatrix never = from_rows({{3, 1, 0}, {1, 2, 0}, {2, 0, 0}});
+  const ConfusionMatrix never = confusion_from_rows({{3, 1, 0}, {1, 2, 0}, {2, 0, 0}});
   CHECK(class_f1(never, 2) == 0.0);
   CHECK(classification_f1(never) == doctest::Approx((0.6 + 2.0 / 3) / 3));
   // Every prediction one class: MCC's denominator is 0, MCC is 0 (not NaN).
-  CHECK(matthews_correlation(from_rows({{5, 0}, {3, 0}})) == 0.0);
-  CHECK(matthews_correlation(from_rows({{0, 2, 0}, {0, 3, 0}, {0, 1, 0}})) == 0.0);
+  CHECK(matthews_correlation(confusion_from_rows({{5, 0}, {3, 0}})) == 0.0);
+  CHECK(matthews_correlation(confusion_from_rows({{0, 2, 0}, {0, 3, 0}, {0, 1, 0}})) == 0.0);
   // Every gold label one class: likewise.
-  CHECK(matthews_correlation(from_rows({{4, 2}, {0, 0}})) == 0.0);
+  CHECK(matthews_correlation(confusion_from_rows({{4, 2}, {0, 0}})) == 0.0);
   // Binary, class 1 never predicted: F1 0; class 1 nowhere at all: F1 0 too.
-  CHECK(classification_f1(from_rows({{5, 0}, {3, 0}})) == 0.0);
-  CHECK(classification_f1(from_rows({{6, 0}, {0, 0}})) == 0.0);
+  CHECK(classification_f1(confusion_from_rows({{5, 0}, {3, 0}})) == 0.0);
+  CHECK(classification_f1(confusion_from_rows({{6, 0}, {0, 0}})) == 0.0);
   CHECK(classification_f1(ConfusionMatrix(3)) == 0.0);
   ConfusionMatrix m(2);
   CHECK_THROWS_WITH(m.add(2, 0), "confusion matrix: class (gold 2, predicted 0) outside 0..1");

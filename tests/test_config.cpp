@@ -17,6 +17,7 @@
 #include "core/config/config.h"
 #include "core/position/registry.h"
 #include "tests/helpers.h"
+#include "tests/text_file.h"
 #include "tests/tiny_run.h"
 
 using namespace relpos;
@@ -25,15 +26,15 @@ namespace fs = std::filesystem;
 namespace {
 
 // A fresh folder under the system temp dir, removed with everything in it.
-struct TempDir {
+struct ConfigTempDir {
   fs::path path;
-  TempDir() {
+  ConfigTempDir() {
     static int counter = 0;
     path = fs::temp_directory_path() /
            ("relpos_cfg_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     fs::create_directories(path);
   }
-  ~TempDir() {
+  ~ConfigTempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -59,12 +60,8 @@ std::string config_error(F&& f) {
   return "<no ConfigError thrown>";
 }
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
 // Runs a shell command; returns its exit status and its stdout+stderr.
-std::pair<int, std::string> run(const std::string& cmd) {
+std::pair<int, std::string> run_shell(const std::string& cmd) {
   std::string out;
   FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -82,7 +79,7 @@ std::pair<int, std::string> run(const std::string& cmd) {
   do {                                                                                     \
     const std::string msg_ = config_error([&] { (void)(expr); });                          \
     for (const std::string& part_ : std::initializer_list<std::string>{__VA_ARGS__})       \
-      CHECK_MESSAGE(contains(msg_, part_), "expected '" << part_ << "' in: " << msg_);     \
+      CHECK_MESSAGE(test::contains(msg_, part_), "expected '" << part_ << "' in: " << msg_);     \
   } while (0)
 
 TEST_CASE("config: base.yaml mirrors the struct defaults") {
@@ -91,7 +88,7 @@ TEST_CASE("config: base.yaml mirrors the struct defaults") {
 }
 
 TEST_CASE("config: unknown keys at every level name the file, line, key and the known keys") {
-  TempDir dir;
+  ConfigTempDir dir;
   const std::string top = dir.write("top.yaml", "seed: 3\nsede: 4\n");
   CHECK_CONFIG_ERROR(load_config({base(), top}), top + ":2:1: sede: unknown key",
                      "known: name, seed, device, threads, cpu_allocator, precision, model, "
@@ -116,9 +113,9 @@ TEST_CASE("config: unknown keys at every level name the file, line, key and the 
 
 TEST_CASE("config: an unknown variant lists every registered name") {
   const std::string msg = config_error([] { load({"position.type=shawx"}); });
-  CHECK(contains(msg, "position.type: unknown position variant (got 'shawx'"));
+  CHECK(test::contains(msg, "position.type: unknown position variant (got 'shawx'"));
   for (const auto& name : Registry::get().names())
-    CHECK_MESSAGE(contains(msg, name), name << " missing from: " << msg);
+    CHECK_MESSAGE(test::contains(msg, name), name << " missing from: " << msg);
   CHECK_CONFIG_ERROR(load({"position.type=learned+rop"}), "got 'rop'", "known: none,");
 }
 
@@ -165,7 +162,7 @@ TEST_CASE("config: values of the wrong type") {
 }
 
 TEST_CASE("config: files that cannot be read") {
-  TempDir dir;
+  ConfigTempDir dir;
   const std::string missing = (dir.path / "nothere.yaml").string();
   CHECK_CONFIG_ERROR(load_config({missing}), missing + ": cannot open config file");
   // Regression: a folder opened as an empty config, so `-c configs/position` did nothing.
@@ -196,7 +193,7 @@ TEST_CASE("config: files that cannot be read") {
 // Issue 29: nine anchors, each a list of nine aliases of the previous one, describe 9^9 values
 // in under 500 bytes; the expansion used to take 40-120 s before the config was rejected.
 TEST_CASE("config: nested YAML aliases are refused before they are expanded") {
-  TempDir dir;
+  ConfigTempDir dir;
   std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
   for (int i = 1; i < 9; ++i) {
     yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
@@ -224,7 +221,7 @@ TEST_CASE("config: nested YAML aliases are refused before they are expanded") {
 }
 
 TEST_CASE("config: includes") {
-  TempDir dir;
+  ConfigTempDir dir;
   dir.write("common.yaml", "model:\n  layers: 3\n  width: 64\n");
   const std::string top = dir.write("top.yaml", "include: [common.yaml]\nmodel:\n  layers: 5\n");
   auto loaded = load_config({base(), top});
@@ -468,7 +465,7 @@ TEST_CASE("config: the rules of each variant") {
 }
 
 TEST_CASE("config: merge order, later files win, --set wins over files") {
-  TempDir dir;
+  ConfigTempDir dir;
   const std::string one = dir.write("one.yaml", "model:\n  layers: 3\n  width: 64\n");
   const std::string two = dir.write("two.yaml", "# comment\nmodel:\n  layers: 5\n");
   auto loaded = load_config({base(), one, two});
@@ -498,7 +495,7 @@ TEST_CASE("config: --set overrides") {
   CHECK(load({"snapshots.steps=10,20"}).snapshots.steps == std::vector<int64_t>{10, 20});
   CHECK(load({"snapshots.steps=[10, 30]"}).snapshots.steps == std::vector<int64_t>{10, 30});
   CHECK(load({"snapshots.steps="}).snapshots.steps.empty());
-  CHECK(contains(to_yaml(load({"position.huang.terms=qk, qka"})), "terms: [qk, qka]"));
+  CHECK(test::contains(to_yaml(load({"position.huang.terms=qk, qka"})), "terms: [qk, qka]"));
 
   auto stacked = load({"position.type=learned+tisa"}).position;
   CHECK(stacked.types == std::vector<std::string>{"learned", "tisa"});
@@ -523,7 +520,7 @@ TEST_CASE("config: --set overrides") {
 }
 
 TEST_CASE("config: an error names the line and column of the offending key in its file") {
-  TempDir dir;
+  ConfigTempDir dir;
   const std::string f = dir.write("run.yaml",
                                   "name: lines\n"
                                   "model:\n"
@@ -593,21 +590,21 @@ TEST_CASE("config: the resolved config re-parses to an equal config") {
 TEST_CASE("relpos binary: a bad config exits non-zero with error: and hint:") {
   const std::string bin = RELPOS_BINARY;
   {
-    auto [status, out] = run(bin + " config --set model.width=30");
+    auto [status, out] = run_shell(bin + " config --set model.width=30");
     CHECK(status == 2);
-    CHECK_MESSAGE(contains(out, "error: command line (--set model.width=30): model.width: width "
+    CHECK_MESSAGE(test::contains(out, "error: command line (--set model.width=30): model.width: width "
                                 "must be divisible by heads"),
                   out);
-    CHECK(contains(out, "hint: "));
+    CHECK(test::contains(out, "hint: "));
   }
   {
-    auto [status, out] = run(bin + " list --set position.type=nope");
+    auto [status, out] = run_shell(bin + " list --set position.type=nope");
     CHECK(status != 0);
-    CHECK_MESSAGE(contains(out, "error: "), out);
-    CHECK_MESSAGE(contains(out, "unknown position variant (got 'nope'"), out);
+    CHECK_MESSAGE(test::contains(out, "error: "), out);
+    CHECK_MESSAGE(test::contains(out, "unknown position variant (got 'nope'"), out);
   }
   {
-    auto [status, out] = run(bin + " config --set seed=5 --set position.type=learned+tisa");
+    auto [status, out] = run_shell(bin + " config --set seed=5 --set position.type=learned+tisa");
     CHECK(status == 0);
     CHECK(out == to_yaml(load({"seed=5", "position.type=learned+tisa"})));
   }
@@ -714,14 +711,14 @@ TEST_CASE("config: an unknown key of a position variant points to docs/variants.
 TEST_CASE("relpos config: a --set of a variant that position.type does not use gets a note") {
   const std::string bin = RELPOS_BINARY;
   auto [status, out] =
-      run(bin + " config --set position.type=rope --set position.tisa.kernels=3");
+      run_shell(bin + " config --set position.type=rope --set position.tisa.kernels=3");
   CHECK(status == 0);
-  CHECK_MESSAGE(contains(out, "note: --set position.tisa.kernels=3: position.type is rope, which "
+  CHECK_MESSAGE(test::contains(out, "note: --set position.tisa.kernels=3: position.type is rope, which "
                               "does not use tisa; the setting has no effect"),
                 out);
   // A used variant's key: no note.
   auto [status2, out2] =
-      run(bin + " config --set position.type=tisa --set position.tisa.kernels=3");
+      run_shell(bin + " config --set position.type=tisa --set position.tisa.kernels=3");
   CHECK(status2 == 0);
-  CHECK_FALSE(contains(out2, "note:"));
+  CHECK_FALSE(test::contains(out2, "note:"));
 }

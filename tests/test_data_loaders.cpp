@@ -10,6 +10,7 @@
 #include "core/util/text_util.h"
 #include "core/data/tokenizer.h"
 #include "data_helpers.h"
+#include "tests/text_file.h"
 
 using namespace relpos;
 using relpos::test::data_error;
@@ -21,11 +22,6 @@ namespace {
 std::string write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 const std::string kBom = "\xEF\xBB\xBF";
@@ -348,19 +344,19 @@ TEST_CASE("a UTF-8 byte order mark at the start of a text, TSV, vocabulary or JS
   Corpus t2 = load_text_file(write_file(dir + "bom2.txt", kBom + kBom + "x" + kBom + "\n"));
   CHECK(t2.documents[0].text == kBom + "x" + kBom);
   // TSV: the first column is 'sentence', not U+FEFF 'sentence'.
-  const std::string single = slurp(data_fixture("tsv/single.tsv"));
+  const std::string single = test::read_text(data_fixture("tsv/single.tsv"));
   Corpus s = load_tsv(write_file(dir + "bom.tsv", kBom + single), {});
   Corpus plain = load_tsv(data_fixture("tsv/single.tsv"), {});
   REQUIRE(s.documents.size() == plain.documents.size());
   CHECK(s.documents[0].text == plain.documents[0].text);
   // WordPiece: the first token is [PAD], and the ids are those of the file without the BOM.
-  const std::string vocab = slurp(data_fixture("vocab.txt"));
+  const std::string vocab = test::read_text(data_fixture("vocab.txt"));
   auto with_bom = make_wordpiece_tokenizer(write_file(dir + "vocab.txt", kBom + vocab), true);
   auto without = make_wordpiece_tokenizer(data_fixture("vocab.txt"), true);
   CHECK(with_bom->vocab_size() == without->vocab_size());
   CHECK(with_bom->encode("the unaffable runner") == without->encode("the unaffable runner"));
   // SQuAD JSON (the JSON parser skips a BOM itself).
-  const std::string squad = slurp(data_fixture("squad/good.json"));
+  const std::string squad = test::read_text(data_fixture("squad/good.json"));
   Corpus q = load_squad(write_file(dir + "bom.json", kBom + squad));
   CHECK(q.questions.size() == load_squad(data_fixture("squad/good.json")).questions.size());
   // Invalid UTF-8 is still located in the file as it is, BOM included.

@@ -18,7 +18,7 @@ using relpos::test::data_fixture;
 
 namespace {
 
-std::vector<int64_t> bytes_of(const std::string& s) {
+std::vector<int64_t> byte_ids(const std::string& s) {
   std::vector<int64_t> v;
   for (unsigned char ch : s) v.push_back(5 + ch);
   return v;
@@ -30,7 +30,7 @@ std::vector<int64_t> row(const torch::Tensor& t, int64_t r) {
 }
 
 // Is `part` a contiguous piece of `whole`?
-bool contains(const std::vector<int64_t>& whole, const std::vector<int64_t>& part) {
+bool contains_run(const std::vector<int64_t>& whole, const std::vector<int64_t>& part) {
   return std::search(whole.begin(), whole.end(), part.begin(), part.end()) != whole.end();
 }
 
@@ -68,7 +68,7 @@ TEST_CASE("mlm: [CLS] + a window of the training stream, masks undo to the strea
     CHECK(tgt[0] == -100);
     for (size_t i = 1; i < tok.size(); ++i)
       if (tgt[i] != -100) tok[i] = tgt[i];
-    CHECK(contains(train, std::vector<int64_t>(tok.begin() + 1, tok.end())));
+    CHECK(contains_run(train, std::vector<int64_t>(tok.begin() + 1, tok.end())));
   }
   // Pure function of (seed, index).
   CHECK(b.tokens.equal(data->train_batch(3, 8).tokens));
@@ -136,7 +136,7 @@ TEST_CASE("clm: targets are the next tokens / evaluation covers the stream once"
     auto tok = row(b.tokens, r), tgt = row(b.targets, r);
     for (size_t i = 0; i + 1 < tok.size(); ++i) CHECK(tgt[i] == tok[i + 1]);
     tok.push_back(tgt.back());
-    CHECK(contains(train, tok));
+    CHECK(contains_run(train, tok));
   }
   const auto& test = data->stream(Split::Test);
   const auto eval = data->eval_batches(Split::Test, 3, 0);
@@ -164,9 +164,9 @@ TEST_CASE("classify: [CLS] a [SEP] b [SEP], truncation, pooling, epochs") {
   // "A man runs." + "A person moves." need 26 + 3 > 12: the longer one is cut first, by turns,
   // down to 4 + 5 = 9 bytes.
   std::vector<int64_t> want = {2};
-  for (auto x : bytes_of("A ma")) want.push_back(x);
+  for (auto x : byte_ids("A ma")) want.push_back(x);
   want.push_back(3);
-  for (auto x : bytes_of("A per")) want.push_back(x);
+  for (auto x : byte_ids("A per")) want.push_back(x);
   want.push_back(3);
   CHECK(row(b.tokens, 0) == want);
   CHECK(row(b.segments, 0) == std::vector<int64_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1});
@@ -246,9 +246,9 @@ TEST_CASE("span_qa: layout, answer spans, truncation and span_text") {
       const std::string qt = q.question.substr(0, std::min<size_t>(q.question.size(), 24));
       const int64_t room = T - static_cast<int64_t>(qt.size()) - 3;
       std::vector<int64_t> want = {2};
-      for (auto x : bytes_of(qt)) want.push_back(x);
+      for (auto x : byte_ids(qt)) want.push_back(x);
       want.push_back(3);
-      for (auto x : bytes_of(q.context.substr(0, room))) want.push_back(x);
+      for (auto x : byte_ids(q.context.substr(0, room))) want.push_back(x);
       want.push_back(3);
       auto tok = row(b.tokens, r);
       tok.resize(want.size());
@@ -423,7 +423,7 @@ TEST_CASE("data.valid_corpus / data.test_corpus: a split from its own file") {
   const Batch dev = cls->eval_batches(Split::Valid, 8, 0)[0];
   CHECK(row(dev.targets.view({1, -1}), 0) == std::vector<int64_t>{1, 0, 1, 0});
   std::vector<int64_t> bad = {2};  // "bad", the second dev row
-  for (auto x : bytes_of("bad")) bad.push_back(x);
+  for (auto x : byte_ids("bad")) bad.push_back(x);
   bad.push_back(3);
   auto second = row(dev.tokens, 1);
   second.resize(bad.size());

@@ -176,7 +176,7 @@ std::unique_ptr<Tokenizer> hf_byte_bpe(const std::string& model) {
                                  hf_fixture_file(model, "merges.txt"));
 }
 
-void write(const std::string& path, const std::string& text) {
+void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
@@ -230,9 +230,9 @@ TEST_CASE("byte_bpe: specials, vocabulary size, invalid UTF-8 and the row order"
 TEST_CASE("byte_bpe: malformed vocab.json and merges.txt name the file and what was expected") {
   relpos::test::TempDir dir;
   const std::string v = dir.path + "/vocab.json", m = dir.path + "/merges.txt";
-  write(m, "#version: 0.2\nĠ t\n");
+  write_text(m, "#version: 0.2\nĠ t\n");
   auto err = [&](const std::string& vocab) {
-    write(v, vocab);
+    write_text(v, vocab);
     return data_error([&] { make_byte_bpe_tokenizer(v, m); });
   };
   CHECK(err("[1, 2]").find(v + ": expected a non-empty JSON object mapping each token to its id") !=
@@ -244,12 +244,12 @@ TEST_CASE("byte_bpe: malformed vocab.json and merges.txt name the file and what 
   CHECK(err(R"({"a": 0, "b": 1})").find(v + ": no token for [PAD] (expected <pad>") !=
         std::string::npos);
   CHECK(err(R"({"<|endoftext|>": 0, "a": 1)").find(v + ":1:") != std::string::npos);  // not JSON
-  write(v, R"({"<|endoftext|>": 0, "a": 1})");
-  write(m, "#version: 0.2\na b\nab\n");
+  write_text(v, R"({"<|endoftext|>": 0, "a": 1})");
+  write_text(m, "#version: 0.2\na b\nab\n");
   CHECK(data_error([&] { make_byte_bpe_tokenizer(v, m); })
             .find(m + ":3: 'ab' is not a merge (expected two symbols separated by one space") !=
         std::string::npos);
-  write(m, "a  b\n");
+  write_text(m, "a  b\n");
   CHECK(data_error([&] { make_byte_bpe_tokenizer(v, m); }).find(m + ":1: 'a  b' is not a merge") !=
         std::string::npos);
   CHECK(data_error([&] { make_byte_bpe_tokenizer(v, dir.path + "/none.txt"); })

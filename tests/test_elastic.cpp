@@ -14,6 +14,7 @@
 #include "tests/dist_run.h"
 #include "tests/helpers.h"
 #include "tests/process_util.h"
+#include "tests/text_file.h"
 #include "tests/tiny_run.h"
 
 using namespace relpos;
@@ -28,10 +29,6 @@ std::vector<nlohmann::json> metrics_lines(const std::string& dir) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) out.push_back(nlohmann::json::parse(line));
   return out;
-}
-
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
 }
 
 }  // namespace
@@ -50,8 +47,8 @@ TEST_CASE("elastic: a rank killed mid-run is restarted from the checkpoint and e
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.wall_s < 100);  // liveness only: no waiting for a collective's timeout
-  CHECK(contains(r.err, "attempt 1 failed: rank 1 failed first (rank 1 killed by SIGKILL"));
-  CHECK(contains(r.err, "restart 1 of 1: all ranks resume from the checkpoint of step 2"));
+  CHECK(test::contains(r.err, "attempt 1 failed: rank 1 failed first (rank 1 killed by SIGKILL"));
+  CHECK(test::contains(r.err, "restart 1 of 1: all ranks resume from the checkpoint of step 2"));
   REQUIRE(run_finished(dir));
 
   // The losses of every step and the final weights are the one-process run's.
@@ -73,7 +70,7 @@ TEST_CASE("elastic: a rank killed mid-run is restarted from the checkpoint and e
   CHECK(ev.at("event") == "restart");
   CHECK(ev.at("attempt") == 1);
   CHECK(ev.at("resumed_from_step") == 2);
-  CHECK(contains(ev.at("reason").get<std::string>(), "rank 1 failed first (rank 1 killed by SIGKILL"));
+  CHECK(test::contains(ev.at("reason").get<std::string>(), "rank 1 failed first (rank 1 killed by SIGKILL"));
   CHECK(std::regex_match(ev.at("time").get<std::string>(),
                          std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
 
@@ -97,9 +94,9 @@ TEST_CASE("elastic: --max-restarts 0 ends the run at the first failure, as witho
   const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0}, {"RELPOS_FAULT=1:3"});
   INFO(r.err);
   CHECK(r.exit_code == 2);  // every relpos error (RunError included) exits 2
-  CHECK(contains(r.err, "error: data-parallel run failed: rank 1 failed first (rank 1 killed by SIGKILL"));
-  CHECK(contains(r.err, "--resume"));
-  CHECK_FALSE(contains(r.err, "restart"));
+  CHECK(test::contains(r.err, "error: data-parallel run failed: rank 1 failed first (rank 1 killed by SIGKILL"));
+  CHECK(test::contains(r.err, "--resume"));
+  CHECK_FALSE(test::contains(r.err, "restart"));
   CHECK_FALSE(run_finished(dir));
   for (const auto& line : metrics_lines(dir)) CHECK_FALSE(line.contains("event"));
 }
@@ -114,11 +111,11 @@ TEST_CASE("elastic: when the restarts are used up the error lists every attempt'
   const ChildResult r = run_child(RELPOS_BINARY, args, {150, 0}, {"RELPOS_FAULT=1:3:always"});
   INFO(r.err);
   CHECK(r.exit_code == 2);
-  CHECK(contains(r.err, "error: data-parallel run failed after 2 restarts (--max-restarts 2)"));
+  CHECK(test::contains(r.err, "error: data-parallel run failed after 2 restarts (--max-restarts 2)"));
   for (const std::string n : {"1", "2", "3"})
-    CHECK_MESSAGE(contains(r.err, "\n  attempt " + n + ": rank 1 failed first (rank 1 killed by SIGKILL"), n);
-  CHECK_FALSE(contains(r.err, "attempt 4"));
-  CHECK(contains(r.err, "continue from the last checkpoint with: relpos train --resume"));
+    CHECK_MESSAGE(test::contains(r.err, "\n  attempt " + n + ": rank 1 failed first (rank 1 killed by SIGKILL"), n);
+  CHECK_FALSE(test::contains(r.err, "attempt 4"));
+  CHECK(test::contains(r.err, "continue from the last checkpoint with: relpos train --resume"));
   CHECK_FALSE(run_finished(dir));
   // Two restart events, each from step 2.
   int64_t events = 0;
@@ -142,9 +139,9 @@ TEST_CASE("elastic: ranks that fail before touching the run folder are not resta
   const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
   INFO(r.err);
   CHECK(r.exit_code == 2);
-  CHECK(contains(r.err, "data-parallel run failed after 0 restarts (--max-restarts 3)\n  attempt 1: rank"));
-  CHECK(contains(r.err, "not restarted: the ranks failed before this launch wrote a checkpoint or config"));
-  CHECK_FALSE(contains(r.err, "attempt 2"));
+  CHECK(test::contains(r.err, "data-parallel run failed after 0 restarts (--max-restarts 3)\n  attempt 1: rank"));
+  CHECK(test::contains(r.err, "not restarted: the ranks failed before this launch wrote a checkpoint or config"));
+  CHECK_FALSE(test::contains(r.err, "attempt 2"));
   // The other run's folder is untouched: no --overwrite behind the user's back.
   std::ifstream in(dir + "/config.yaml");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -169,7 +166,7 @@ TEST_CASE("elastic: bad --max-restarts values are refused with exit 2 and a mess
     const ChildResult r = run_child(RELPOS_BINARY, args, {60, 0});
     INFO(r.err);
     CHECK(r.exit_code == 2);
-    CHECK_MESSAGE(contains(r.err, message), message);
+    CHECK_MESSAGE(test::contains(r.err, message), message);
     CHECK_FALSE(fs::exists(tmp.path / "dp"));
   }
 }

@@ -24,14 +24,14 @@ using namespace relpos;
 
 namespace {
 
-constexpr int64_t kVocab = 40;
+constexpr int64_t kFusedVocab = 40;
 
 struct Pass {
   torch::Tensor hidden;
   std::vector<torch::Tensor> grads;
 };
 
-Pass run(Model& m, const torch::Tensor& tokens, const torch::Tensor& key_mask,
+Pass run_pass(Model& m, const torch::Tensor& tokens, const torch::Tensor& key_mask,
          const torch::Tensor& g) {
   m->zero_grad();
   ForwardOptions o;
@@ -51,11 +51,11 @@ double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
 // Eager against fused on `device` for one variant; false when the variant has no fused path.
 bool check_variant(const std::string& type, bool causal, torch::Device device) {
   Model m = test::small_model(test::small_config(type, causal, {"model.attention_impl=eager"}),
-                              kVocab);
+                              kFusedVocab);
   m->to(device);
   const int64_t B = 3, T = 8;
   torch::manual_seed(5);
-  auto tokens = torch::randint(0, kVocab, {B, T}, torch::kLong).to(device);
+  auto tokens = torch::randint(0, kFusedVocab, {B, T}, torch::kLong).to(device);
   auto g = torch::randn({B, T, 16}).to(device);
   auto mask = torch::ones({B, T}, torch::kBool);
   mask[0].fill_(false);                      // padding only
@@ -63,7 +63,7 @@ bool check_variant(const std::string& type, bool causal, torch::Device device) {
   mask[2].narrow(0, 0, 2).fill_(false);      // left padding: no visible key when causal
   mask = mask.to(device);
   std::vector<Pass> eager, fused;
-  for (const auto& km : {torch::Tensor(), mask}) eager.push_back(run(m, tokens, km, g));
+  for (const auto& km : {torch::Tensor(), mask}) eager.push_back(run_pass(m, tokens, km, g));
   try {
     m->transformer->use_fused_attention(true);
   } catch (const ConfigError& e) {
@@ -71,7 +71,7 @@ bool check_variant(const std::string& type, bool causal, torch::Device device) {
     return false;
   }
   CHECK(m->transformer->attention_path() == "fused");
-  for (const auto& km : {torch::Tensor(), mask}) fused.push_back(run(m, tokens, km, g));
+  for (const auto& km : {torch::Tensor(), mask}) fused.push_back(run_pass(m, tokens, km, g));
   for (size_t c = 0; c < eager.size(); ++c) {
     CAPTURE(c);  // 0: no mask, 1: padded
     CHECK(torch::isfinite(fused[c].hidden).all().item<bool>());
@@ -122,7 +122,7 @@ TEST_CASE("fused attention: the same hidden states and gradients as the eager pa
 TEST_CASE("fused attention: auto chooses it where LibTorch has it and every encoding allows it") {
   const auto path = [](const std::string& type, const std::string& impl) {
     Model m = test::small_model(test::small_config(type, false, {"model.attention_impl=" + impl}),
-                                kVocab);
+                                kFusedVocab);
     return m->transformer->attention_path();
   };
   const std::string avail = fused_attention_available() ? "fused" : "eager";
@@ -162,7 +162,7 @@ TEST_CASE("toeplitz_bias: M_hij = f_h[j - i + T - 1], laid out as the fused kern
     CHECK(g.grad()[0][r + T - 1].item<double>() == static_cast<double>(T - std::abs(r)));
   // t5_bias's term (from its (buckets,H) table, transposed) comes out with a contiguous last
   // dimension: else the fused call falls to the math kernel.
-  Model m = test::small_model(test::small_config("t5_bias", false), kVocab);
+  Model m = test::small_model(test::small_config("t5_bias", false), kFusedVocab);
   auto enc = m->transformer->position->encodings().front();
   auto q = torch::zeros({1, 2, 8, 8});
   auto term = enc->score_term(torch::zeros({1, 1, 1, 1}).expand({1, 2, 8, 8}), q, q, {});

@@ -38,7 +38,7 @@ std::vector<fs::path> seeds_of(const std::string& harness) {
   return out;
 }
 
-std::string bytes_of(const fs::path& p) {
+std::string file_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
@@ -51,7 +51,7 @@ size_t replay(const std::string& harness, Check check) {
        {inputs_in(relpos::test::fixture_path("fuzz/" + harness)), seeds_of(harness)}) {
     for (const auto& p : inputs) {
       CAPTURE(p.string());
-      const std::string b = bytes_of(p);
+      const std::string b = file_bytes(p);
       try {
         check(reinterpret_cast<const uint8_t*>(b.data()), b.size());
       } catch (const relpos::fuzz::FuzzFinding& e) {

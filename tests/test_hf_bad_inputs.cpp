@@ -10,17 +10,13 @@
 #include <functional>
 
 #include "tests/hf_test_util.h"
+#include "tests/text_file.h"
 
 using namespace relpos;
 using namespace relpos::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 void spit(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -33,7 +29,7 @@ struct StFile {
   std::string data;
 
   explicit StFile(const std::string& path) {
-    const std::string raw = slurp(path);
+    const std::string raw = test::read_text(path);
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(raw[i]);
     header = nlohmann::ordered_json::parse(raw.substr(8, n));
@@ -83,7 +79,7 @@ std::string replace_dir(std::string s, const std::string& dir) {
 }
 
 void edit_config(const std::string& dir, const std::function<void(nlohmann::ordered_json&)>& f) {
-  auto j = nlohmann::ordered_json::parse(slurp(dir + "/config.json"));
+  auto j = nlohmann::ordered_json::parse(test::read_text(dir + "/config.json"));
   f(j);
   spit(dir + "/config.json", j.dump(2));
 }
@@ -95,7 +91,7 @@ void edit_weights(const std::string& dir, const std::function<void(StFile&)>& f)
 }
 
 void truncate_to(const std::string& path, size_t n) {
-  spit(path, slurp(path).substr(0, n));
+  spit(path, test::read_text(path).substr(0, n));
 }
 
 }  // namespace
@@ -111,13 +107,13 @@ TEST_CASE("hf import: every bad input is a clear error naming the file, and leav
        {"{dir}/model.safetensors: the header length field says", "but only 192 bytes follow it"}},
       {"truncated data", "bert_absolute",
        [&](const std::string& d) {
-         const auto s = slurp(d + st);
+         const auto s = test::read_text(d + st);
          spit(d + st, s.substr(0, s.size() - 100));
        },
        {}, {"{dir}/model.safetensors: tensor '", "run past the data", "truncated file or wrong offsets"}},
       {"a length field far beyond the file", "bert_absolute",
        [&](const std::string& d) {
-         auto s = slurp(d + st);
+         auto s = test::read_text(d + st);
          std::memset(&s[0], 0x7f, 8);
          spit(d + st, s);
        },
@@ -208,11 +204,11 @@ TEST_CASE("hf import: every bad input is a clear error naming the file, and leav
       {"no vocab.txt", "bert_absolute", [](const std::string& d) { fs::remove(d + "/vocab.txt"); }, {},
        {"{dir}/vocab.txt: missing"}},
       {"vocab.txt of another size", "bert_absolute",
-       [](const std::string& d) { spit(d + "/vocab.txt", slurp(d + "/vocab.txt") + "extra\n"); }, {},
+       [](const std::string& d) { spit(d + "/vocab.txt", test::read_text(d + "/vocab.txt") + "extra\n"); }, {},
        {"{dir}/vocab.txt: 41 tokens, but {dir}/config.json says vocab_size 40"}},
       {"vocab.txt without [MASK]", "bert_absolute",
        [](const std::string& d) {
-         auto v = slurp(d + "/vocab.txt");
+         auto v = test::read_text(d + "/vocab.txt");
          v.replace(v.find("[MASK]"), 6, "[MAZK]");
          spit(d + "/vocab.txt", v);
        },
@@ -227,13 +223,13 @@ TEST_CASE("hf import: every bad input is a clear error naming the file, and leav
        {"{dir}/vocab.json: 309 tokens, but {dir}/config.json says vocab_size 1000"}},
       {"vocab.json without RoBERTa's <mask> or GPT-2's <|endoftext|>", "roberta",
        [](const std::string& d) {
-         auto v = slurp(d + "/vocab.json");
+         auto v = test::read_text(d + "/vocab.json");
          v.replace(v.find("<mask>"), 6, "<mazk>");
          spit(d + "/vocab.json", v);
        },
        {}, {"{dir}/vocab.json: no token for [MASK] (expected <mask>"}},
       {"a malformed merges.txt line", "gpt2",
-       [](const std::string& d) { spit(d + "/merges.txt", slurp(d + "/merges.txt") + "x\n"); }, {},
+       [](const std::string& d) { spit(d + "/merges.txt", test::read_text(d + "/merges.txt") + "x\n"); }, {},
        {"{dir}/merges.txt:50: 'x' is not a merge"}},
       {"an output layer not tied to the embeddings", "bert_absolute",
        [](const std::string& d) {
@@ -262,7 +258,7 @@ TEST_CASE("hf import: every bad input is a clear error naming the file, and leav
         "save_file({k: v.contiguous().clone() for k, v in sd.items()}, '{dir}/model.safetensors'"}},
       {"pytorch_model.bin in the legacy format", "bert_bin",
        [](const std::string& d) {
-         auto s = slurp(d + "/pytorch_model.bin");
+         auto s = test::read_text(d + "/pytorch_model.bin");
          s[0] = 'X';  // no zip archive any more
          spit(d + "/pytorch_model.bin", s);
        },
@@ -304,7 +300,7 @@ TEST_CASE("hf import: --out that exists is kept unless --overwrite, and only a r
   r = relpos_cli({"import", hf_fixture("gpt2"), "--out", out, "--overwrite"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--overwrite replaces only a folder with config.yaml in it") != std::string::npos);
-  CHECK(slurp(out + "/notes.txt") == "mine");
+  CHECK(test::read_text(out + "/notes.txt") == "mine");
   // A run folder is replaced whole.
   fs::remove_all(out);
   import_ok(hf_fixture("gpt2"), out);

@@ -22,7 +22,7 @@ std::vector<std::string> strings_of(const std::string& run, const std::string& l
   return read_json(run + "/result.json")["init_from_parameters"][list].get<std::vector<std::string>>();
 }
 
-bool contains(const std::vector<std::string>& v, const std::string& x) {
+bool has_item(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
@@ -66,9 +66,9 @@ TEST_CASE("hf import: a BERT import fine-tunes on the SQuAD fixture, and takes t
   // Every transformer parameter came from the import; only the span head is new.
   const auto loaded = strings_of(ft, schema::kInitLoaded);
   const auto fresh = strings_of(ft, schema::kInitInitialised);
-  CHECK(contains(loaded, "transformer.token_embedding.weight"));
-  CHECK(contains(loaded, "transformer.position.learned.table"));
-  CHECK(contains(loaded, "transformer.segment_embedding.weight"));
+  CHECK(has_item(loaded, "transformer.token_embedding.weight"));
+  CHECK(has_item(loaded, "transformer.position.learned.table"));
+  CHECK(has_item(loaded, "transformer.segment_embedding.weight"));
   CHECK(fresh == std::vector<std::string>{"span_head.span.weight", "span_head.span.bias"});
   // The fine-tune tokenized with the imported vocabulary (the run records it).
   const Config cfg = load_run_config(ft).config;
@@ -83,9 +83,9 @@ TEST_CASE("hf import: a BERT import fine-tunes on the SQuAD fixture, and takes t
   r = relpos_cli(finetune_args(bert, m4, dropin), 600);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(contains(strings_of(m4, schema::kInitInitialised), "transformer.position.huang_m4.table"));
-  CHECK(contains(strings_of(m4, schema::kInitUnused), "transformer.position.learned.table"));
-  CHECK(contains(strings_of(m4, schema::kInitLoaded), "transformer.blocks.1.ff_out.weight"));
+  CHECK(has_item(strings_of(m4, schema::kInitInitialised), "transformer.position.huang_m4.table"));
+  CHECK(has_item(strings_of(m4, schema::kInitUnused), "transformer.position.learned.table"));
+  CHECK(has_item(strings_of(m4, schema::kInitLoaded), "transformer.blocks.1.ff_out.weight"));
 }
 
 TEST_CASE("hf import: relpos eval --run evaluates an imported BERT and ALBERT") {
@@ -140,7 +140,7 @@ TEST_CASE("hf import: RoBERTa fine-tunes on the SQuAD fixture and GPT-2 continue
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(read_json(ft + "/result.json")["valid"].contains("f1"));
-  CHECK(contains(strings_of(ft, schema::kInitLoaded), "transformer.token_embedding.weight"));
+  CHECK(has_item(strings_of(ft, schema::kInitLoaded), "transformer.token_embedding.weight"));
   Config cfg = load_run_config(ft).config;
   CHECK(cfg.data.tokenizer == "byte_bpe");
   CHECK(cfg.data.vocab_file == fs::absolute(roberta + "/vocab.json").lexically_normal().string());

@@ -25,14 +25,14 @@ namespace {
 
 constexpr double kTolerance = 1e-5;
 
-struct Case {
+struct ImportCase {
   std::string name;
   std::vector<std::string> extra;     // import options
   std::vector<std::string> unused;    // tensors the import must list as not used
 };
 
-const std::vector<Case>& cases() {
-  static const std::vector<Case> c = {
+const std::vector<ImportCase>& cases() {
+  static const std::vector<ImportCase> c = {
       {"bert_absolute", {},
        {"bert.embeddings.position_ids", "bert.pooler.dense.weight", "bert.pooler.dense.bias",
         "cls.seq_relationship.weight", "cls.seq_relationship.bias"}},

@@ -23,7 +23,7 @@ ChildResult check_layers(const std::string& root) {
                    {120, 0});
 }
 
-void write(const fs::path& path, const std::string& text) {
+void write_source(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
 }
@@ -39,10 +39,10 @@ TEST_CASE("layers: an include from a higher layer fails, naming the file, line a
   test::ScratchDir dir("layers");
   const fs::path root = dir.path;
   // A tree that follows the rule, then one upward include at a time.
-  write(root / "core/util/errors.h", "#pragma once\n");
-  write(root / "core/train/trainer.h", "#pragma once\n#include \"core/util/errors.h\"\n");
-  write(root / "analysis/figures.h", "#pragma once\n#include \"core/util/errors.h\"\n");
-  write(root / "experiments/sweep.cpp",
+  write_source(root / "core/util/errors.h", "#pragma once\n");
+  write_source(root / "core/train/trainer.h", "#pragma once\n#include \"core/util/errors.h\"\n");
+  write_source(root / "analysis/figures.h", "#pragma once\n#include \"core/util/errors.h\"\n");
+  write_source(root / "experiments/sweep.cpp",
         "#include \"analysis/figures.h\"\n#include \"core/train/trainer.h\"\n");
   REQUIRE_MESSAGE(check_layers(root.string()).exit_code == 0, "the clean tree must pass");
 
@@ -65,7 +65,7 @@ TEST_CASE("layers: an include from a higher layer fails, naming the file, line a
        "core/config may include only core/config and: core/util"}};
   for (const auto& c : cases) {
     CAPTURE(c.file);
-    write(root / c.file, c.text);
+    write_source(root / c.file, c.text);
     const ChildResult r = check_layers(root.string());
     CHECK(r.exit_code != 0);
     const std::string said = r.out + r.err;

@@ -18,25 +18,22 @@
 #include "core/model/model.h"
 #include "core/position/position_encoding.h"
 #include "tests/small_model.h"
+#include "tests/tensor_compare.h"
 
 using namespace relpos;
 using test::small_config;
 
 namespace {
 
-constexpr int64_t kVocab = 30;
+constexpr int64_t kModelVocab = 30;
 
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
-
-int64_t count(const std::vector<torch::Tensor>& ps) {
+int64_t param_total(const std::vector<torch::Tensor>& ps) {
   int64_t n = 0;
   for (const auto& p : ps) n += p.numel();
   return n;
 }
 
-Model build(const Config& cfg, int64_t vocab = kVocab) {
+Model build(const Config& cfg, int64_t vocab = kModelVocab) {
   torch::manual_seed(21);
   Model m(cfg, vocab);
   m->eval();
@@ -58,7 +55,7 @@ torch::Tensor feed_forward(BlockImpl& b, const torch::Tensor& x) {
 }  // namespace
 
 TEST_CASE("model: pre-LN and post-LN place the norms where they say") {
-  const auto tokens = torch::randint(0, kVocab, {2, 6}, torch::kLong);
+  const auto tokens = torch::randint(0, kModelVocab, {2, 6}, torch::kLong);
   std::map<std::string, torch::Tensor> out;
   for (const char* norm : {"pre", "post"}) {
     CAPTURE(norm);
@@ -87,20 +84,20 @@ TEST_CASE("model: pre-LN and post-LN place the norms where they say") {
       x = blk->attention_norm(x + blk->attention(x, ctx, tr.position->encodings()));
       expected = blk->ff_norm(x + feed_forward(*blk, x));
     }
-    CHECK(max_diff(h, expected) < 1e-6);
+    CHECK(test::max_abs_diff(h, expected) < 1e-6);
   }
   // Same seed, same weights: the placement alone changes the output.
-  CHECK(max_diff(out["pre"], out["post"]) > 1e-2);
+  CHECK(test::max_abs_diff(out["pre"], out["post"]) > 1e-2);
 }
 
 TEST_CASE("model: factorized embedding (E < D) projects E-wide embeddings to D") {
-  const auto tokens = torch::randint(0, kVocab, {2, 6}, torch::kLong);
+  const auto tokens = torch::randint(0, kModelVocab, {2, 6}, torch::kLong);
   {
     const Config cfg = small_config("learned", false, {"model.embedding_width=8"});
     Model m = build(cfg);
     auto& tr = *m->transformer;
     REQUIRE(tr.embedding_projection);
-    CHECK(tr.token_embedding->weight.sizes() == torch::IntArrayRef({kVocab, 8}));
+    CHECK(tr.token_embedding->weight.sizes() == torch::IntArrayRef({kModelVocab, 8}));
     CHECK(tr.embedding_projection->weight.sizes() == torch::IntArrayRef({16, 8}));
     const auto table = tr.position->named_parameters()["learned.table"];
     CHECK(table.sizes() == torch::IntArrayRef({32, 8}));  // the learned table is E wide
@@ -112,14 +109,14 @@ TEST_CASE("model: factorized embedding (E < D) projects E-wide embeddings to D")
                    table.narrow(0, 0, 6).unsqueeze(0);  // (B,T,E)
     const auto expected = torch::matmul(e, tr.embedding_projection->weight.t()) +
                           tr.embedding_projection->bias;  // (B,T,D)
-    CHECK(max_diff(tr.embed(tokens, {}), expected) < 1e-6);
-    CHECK(m->lm_logits(m->hidden(tokens)).sizes() == torch::IntArrayRef({2, 6, kVocab}));
+    CHECK(test::max_abs_diff(tr.embed(tokens, {}), expected) < 1e-6);
+    CHECK(m->lm_logits(m->hidden(tokens)).sizes() == torch::IntArrayRef({2, 6, kModelVocab}));
   }
   {
     const Config cfg = small_config("learned", false, {"model.embedding_width=0"});
     Model m = build(cfg);
     CHECK(!m->transformer->embedding_projection);
-    CHECK(m->transformer->token_embedding->weight.sizes() == torch::IntArrayRef({kVocab, 16}));
+    CHECK(m->transformer->token_embedding->weight.sizes() == torch::IntArrayRef({kModelVocab, 16}));
   }
 }
 
@@ -128,14 +125,14 @@ TEST_CASE("model: share_layers keeps one block and applies it at every layer") {
     const Config cfg = small_config("shaw", false,
                                     {"model.layers=" + std::to_string(layers),
                                      std::string("model.share_layers=") + (shared ? "true" : "false")});
-    return count(build(cfg)->parameters());
+    return param_total(build(cfg)->parameters());
   };
   const int64_t one = total(1, true);
   CHECK(total(4, true) == one);
   CHECK(total(1, false) == one);
   // Not shared: three more blocks and three more Shaw parameter sets (2·(2K+1)·d each).
   const Config c1 = small_config("shaw", false, {"model.layers=1"});
-  const int64_t block = count(build(c1)->transformer->block(0)->parameters());
+  const int64_t block = param_total(build(c1)->transformer->block(0)->parameters());
   CHECK(total(4, false) == one + 3 * block + 3 * 2 * 7 * 8);
 
   const Config cfg = small_config("shaw", false, {"model.layers=4", "model.share_layers=true"});
@@ -147,13 +144,13 @@ TEST_CASE("model: share_layers keeps one block and applies it at every layer") {
       CHECK_MESSAGE(p.key().rfind("transformer.blocks.0.", 0) == 0, p.key());
   CHECK(tr.position->named_parameters()["shaw.keys"].size(0) == 1);
   // The forward pass is block 0 applied four times.
-  const auto tokens = torch::randint(0, kVocab, {2, 6}, torch::kLong);
+  const auto tokens = torch::randint(0, kModelVocab, {2, 6}, torch::kLong);
   torch::NoGradGuard guard;
   auto x = tr.embed(tokens, {});
   for (int l = 0; l < 4; ++l)
     x = tr.blocks->ptr<BlockImpl>(0)->forward(x, context(0, 6, false), tr.position->encodings(),
                                               {}, nullptr);
-  CHECK(max_diff(m->hidden(tokens), tr.final_norm(x)) < 1e-6);
+  CHECK(test::max_abs_diff(m->hidden(tokens), tr.final_norm(x)) < 1e-6);
 }
 
 TEST_CASE("model: the LM head is tied to the token embeddings") {
@@ -167,15 +164,15 @@ TEST_CASE("model: the LM head is tied to the token embeddings") {
       // No separate decoder weight: the only (V,E) tensor is the token embedding.
       std::vector<std::string> vocab_sized;
       for (const auto& p : m->named_parameters())
-        if (p.value().dim() == 2 && p.value().size(0) == kVocab) vocab_sized.push_back(p.key());
+        if (p.value().dim() == 2 && p.value().size(0) == kModelVocab) vocab_sized.push_back(p.key());
       CHECK(vocab_sized == std::vector<std::string>{"transformer.token_embedding.weight"});
-      CHECK(m->lm_head->bias.sizes() == torch::IntArrayRef({kVocab}));
+      CHECK(m->lm_head->bias.sizes() == torch::IntArrayRef({kModelVocab}));
 
       // The gradient of a loss on the head's logits reaches the embedding through the head
       // alone (the hidden states are a constant here).
       auto hidden = torch::randn({2, 5, 16});  // (B,T,D)
       m->zero_grad();
-      auto w = torch::randn({2, 5, kVocab});
+      auto w = torch::randn({2, 5, kModelVocab});
       (m->lm_logits(hidden) * w).sum().backward();
       const auto& g = m->transformer->token_embedding->weight.grad();
       REQUIRE(g.defined());
@@ -196,12 +193,12 @@ TEST_CASE("model: the LM head is tied to the token embeddings") {
       auto W = m->transformer->token_embedding->weight.clone();  // (V,E)
       CHECK(W.size(1) == width);
       const auto expected = torch::matmul(h, W.t()) + head.bias;  // (B,T,V)
-      CHECK(max_diff(m->lm_logits(hidden), expected) < 1e-5);
+      CHECK(test::max_abs_diff(m->lm_logits(hidden), expected) < 1e-5);
       // Changing one embedding row changes exactly that vocabulary column.
       m->transformer->token_embedding->weight[3].zero_();
       const auto after = m->lm_logits(hidden);  // (B,T,V)
-      CHECK(max_diff(after.select(-1, 3), head.bias[3].expand({2, 5})) < 1e-6);
-      CHECK(max_diff(after.narrow(-1, 4, kVocab - 4), expected.narrow(-1, 4, kVocab - 4)) < 1e-6);
+      CHECK(test::max_abs_diff(after.select(-1, 3), head.bias[3].expand({2, 5})) < 1e-6);
+      CHECK(test::max_abs_diff(after.narrow(-1, 4, kModelVocab - 4), expected.narrow(-1, 4, kModelVocab - 4)) < 1e-6);
     }
   }
 }
@@ -266,33 +263,33 @@ TEST_CASE("model: classifier and span heads with hand-set weights") {
 }
 
 TEST_CASE("model: padded tokens do not affect real tokens (encoder, every variant)") {
-  const auto tokens = torch::randint(0, kVocab, {2, 8}, torch::kLong);
+  const auto tokens = torch::randint(0, kModelVocab, {2, 8}, torch::kLong);
   auto other = tokens.clone();
-  other[1].narrow(0, 5, 3).copy_((tokens[1].narrow(0, 5, 3) + 5) % kVocab);
+  other[1].narrow(0, 5, 3).copy_((tokens[1].narrow(0, 5, 3) + 5) % kModelVocab);
   auto mask = torch::ones({2, 8}, torch::kBool);
   mask[1].narrow(0, 5, 3).fill_(false);
   for (const auto& name : Registry::get().names()) {
     CAPTURE(name);
-    Model m = test::small_model(small_config(name, false), kVocab);
+    Model m = test::small_model(small_config(name, false), kModelVocab);
     torch::NoGradGuard guard;
     ForwardOptions o;
     o.key_mask = mask;
     const auto a = m->hidden(tokens, o), b = m->hidden(other, o);  // (B,T,D)
-    CHECK(max_diff(a[0], b[0]) == 0.0);
-    CHECK(max_diff(a[1].narrow(0, 0, 5), b[1].narrow(0, 0, 5)) < 1e-6);
+    CHECK(test::max_abs_diff(a[0], b[0]) == 0.0);
+    CHECK(test::max_abs_diff(a[1].narrow(0, 0, 5), b[1].narrow(0, 0, 5)) < 1e-6);
     // Without the mask the change is seen.
-    CHECK(max_diff(m->hidden(tokens)[1].narrow(0, 0, 5), m->hidden(other)[1].narrow(0, 0, 5)) > 1e-3);
+    CHECK(test::max_abs_diff(m->hidden(tokens)[1].narrow(0, 0, 5), m->hidden(other)[1].narrow(0, 0, 5)) > 1e-3);
     // A sequence of padding only gives finite outputs and leaves its neighbour alone.
     auto empty = mask.clone();
     empty[0].fill_(false);
     o.key_mask = empty;
     const auto e = m->hidden(tokens, o);  // (B,T,D)
     CHECK(torch::isfinite(e).all().item<bool>());
-    CHECK(max_diff(e[1], a[1]) == 0.0);
+    CHECK(test::max_abs_diff(e[1], a[1]) == 0.0);
   }
   // ...and finite gradients: the NaN of a softmax over no visible key must not flow back.
   for (bool causal : {false, true}) {
-    Model m = test::small_model(small_config("shaw", causal), kVocab);
+    Model m = test::small_model(small_config("shaw", causal), kModelVocab);
     auto empty = mask.clone();
     empty[0].fill_(false);
     ForwardOptions o;

@@ -16,13 +16,9 @@ using namespace relpos::test;
 
 namespace {
 
-Config config_with(const std::vector<std::string>& sets) {
-  return load_config({config_path("base.yaml")}, sets).config;
-}
-
-std::string config_error(const std::vector<std::string>& sets) {
+std::string option_error(const std::vector<std::string>& sets) {
   try {
-    config_with(sets);
+    test::base_config_with(sets);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -39,7 +35,7 @@ torch::Tensor naive_norm(const torch::Tensor& x, double eps) {
 }  // namespace
 
 TEST_CASE("model options: defaults keep exact GELU, epsilon 1e-5 and the norm after the projection") {
-  const Config c = config_with({"model.norm=post", "model.embedding_width=8", "model.width=16",
+  const Config c = test::base_config_with({"model.norm=post", "model.embedding_width=8", "model.width=16",
                                 "model.heads=2"});
   CHECK(c.model.activation == "gelu");
   CHECK(c.model.norm_eps == 1e-5);
@@ -61,7 +57,7 @@ TEST_CASE("model options: activation gelu_tanh is the tanh approximation, gelu t
 }
 
 TEST_CASE("model options: norm_eps reaches every LayerNorm") {
-  const Config c = config_with({"model.norm=post", "model.norm_eps=0.5", "model.width=8",
+  const Config c = test::base_config_with({"model.norm=post", "model.norm_eps=0.5", "model.width=8",
                                 "model.heads=2", "model.layers=1"});
   Model m(c, 30);
   torch::NoGradGuard g;
@@ -73,7 +69,7 @@ TEST_CASE("model options: norm_eps reaches every LayerNorm") {
 
 TEST_CASE("model options: embedding_norm_before_projection normalises the E-wide embeddings "
           "(ALBERT)") {
-  const Config c = config_with({"model.norm=post", "model.embedding_width=4", "model.width=8",
+  const Config c = test::base_config_with({"model.norm=post", "model.embedding_width=4", "model.width=8",
                                 "model.heads=2", "model.embedding_norm_before_projection=true",
                                 "position.type=learned", "position.learned.max_len=128"});
   Model m(c, 30);
@@ -93,7 +89,7 @@ TEST_CASE("model options: segment embeddings add row s of the table for segment 
           "segment_vocab 1 (RoBERTa) row 0 for every token") {
   for (int64_t types : {2, 1}) {
     CAPTURE(types);
-    const Config c = config_with({"model.segments=true", "model.segment_vocab=" + std::to_string(types),
+    const Config c = test::base_config_with({"model.segments=true", "model.segment_vocab=" + std::to_string(types),
                                   "model.width=8", "model.heads=2", "position.type=none"});
     Model m(c, 30);
     m->eval();
@@ -110,14 +106,14 @@ TEST_CASE("model options: segment embeddings add row s of the table for segment 
 }
 
 TEST_CASE("model options: bad values are config errors naming the key") {
-  CHECK(config_error({"model.activation=relu"}).find(
+  CHECK(option_error({"model.activation=relu"}).find(
             "model.activation: unknown value (got 'relu'; expected one of gelu | gelu_tanh)") !=
         std::string::npos);
-  CHECK(config_error({"model.norm_eps=0"}).find("model.norm_eps: out of range (got 0; expected > 0)") !=
+  CHECK(option_error({"model.norm_eps=0"}).find("model.norm_eps: out of range (got 0; expected > 0)") !=
         std::string::npos);
-  CHECK(config_error({"model.norm=pre", "model.embedding_norm_before_projection=true"})
+  CHECK(option_error({"model.norm=pre", "model.embedding_norm_before_projection=true"})
             .find("model.embedding_norm_before_projection: only a post-LN model has an embedding "
                   "LayerNorm") != std::string::npos);
-  CHECK(config_error({"data.tokenizer=bpe"}).find(
+  CHECK(option_error({"data.tokenizer=bpe"}).find(
             "expected one of bytes | sentencepiece | wordpiece | byte_bpe") != std::string::npos);
 }

@@ -13,14 +13,14 @@ namespace {
 
 // Tokens (3,8) and targets with a few positions set: row 0 three targets, row 1 one target
 // (the model's own prediction there), row 2 none.
-struct Case {
+struct ObjectiveCase {
   Batch batch;
   torch::Tensor logits;  // (B,T,V) of every position
 };
 
-Case make_case(Model& model) {
+ObjectiveCase make_case(Model& model) {
   torch::manual_seed(5);
-  Case c;
+  ObjectiveCase c;
   c.batch.tokens = torch::randint(5, 40, {3, 8}, torch::kLong);
   c.batch.targets = torch::full({3, 8}, -100, torch::kLong);
   {
@@ -40,7 +40,7 @@ Case make_case(Model& model) {
 TEST_CASE("the Lm loss and metrics over target positions equal a loop over every position") {
   Config cfg = test::small_config("learned", false);
   Model model = test::small_model(cfg);
-  Case c = make_case(model);
+  ObjectiveCase c = make_case(model);
 
   double nll = 0, n = 0, right = 0;
   for (int64_t b = 0; b < 3; ++b)

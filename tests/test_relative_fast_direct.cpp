@@ -21,7 +21,7 @@ using namespace relpos::test;
 
 namespace {
 
-constexpr double kTol = 1e-10;
+constexpr double kFastDirectTol = 1e-10;
 
 enum class Op { query, key, value, qka };
 
@@ -135,15 +135,15 @@ void check_op(Op op, bool per_head, int64_t K, bool direct) {
   }
   auto g = torch::randn(out.sizes(), torch::kDouble);
   auto expect = naive_op(op, x, y, table, K, g);
-  CHECK(max_abs_diff(out, expect.out) < kTol);
+  CHECK(max_abs_diff(out, expect.out) < kFastDirectTol);
 
   std::vector<torch::Tensor> inputs = {x, layers};
   if (y.defined()) inputs.push_back(y);
   auto grads = torch::autograd::grad({(out * g).sum()}, inputs);
-  CHECK(max_abs_diff(grads[0], expect.dx) < kTol);
-  CHECK(max_abs_diff(grads[1][1], expect.dtable) < kTol);
+  CHECK(max_abs_diff(grads[0], expect.dx) < kFastDirectTol);
+  CHECK(max_abs_diff(grads[1][1], expect.dtable) < kFastDirectTol);
   CHECK(grads[1][0].abs().max().item<double>() == 0.0);  // the other layer's slice is untouched
-  if (y.defined()) CHECK(max_abs_diff(grads[2], expect.dy) < kTol);
+  if (y.defined()) CHECK(max_abs_diff(grads[2], expect.dy) < kFastDirectTol);
 }
 
 }  // namespace
@@ -187,11 +187,11 @@ TEST_CASE("relative ops: qka handles T = 1 and contiguous inputs") {
     auto out = relative_qka_term(q, k, a, 1, false);                     // (1,2,T,T)
     auto g = torch::randn(out.sizes(), torch::kDouble);
     auto expect = naive_op(Op::qka, q, k, a, 1, g);
-    CHECK(max_abs_diff(out, expect.out) < kTol);
+    CHECK(max_abs_diff(out, expect.out) < kFastDirectTol);
     auto grads = torch::autograd::grad({(out * g).sum()}, {q, k, a});
-    CHECK(max_abs_diff(grads[0], expect.dx) < kTol);
-    CHECK(max_abs_diff(grads[1], expect.dy) < kTol);
-    CHECK(max_abs_diff(grads[2], expect.dtable) < kTol);
+    CHECK(max_abs_diff(grads[0], expect.dx) < kFastDirectTol);
+    CHECK(max_abs_diff(grads[1], expect.dy) < kFastDirectTol);
+    CHECK(max_abs_diff(grads[2], expect.dtable) < kFastDirectTol);
   }
 }
 
@@ -281,13 +281,13 @@ void check_fast_direct(const VariantCase& vc, int64_t K, bool causal) {
        g_z = torch::randn({B, H, T, d}, torch::kDouble);
   auto a = run_hooks(*fast, q, k, v, ctx, g_term, g_z);
   auto b = run_hooks(*direct, q, k, v, ctx, g_term, g_z);
-  CHECK(max_abs_diff(a.term, b.term) < kTol);
-  CHECK(max_abs_diff(a.z, b.z) < kTol);
+  CHECK(max_abs_diff(a.term, b.term) < kFastDirectTol);
+  CHECK(max_abs_diff(a.z, b.z) < kFastDirectTol);
   REQUIRE(a.grads.size() == b.grads.size());
   REQUIRE(a.grads.size() > 3);  // every variant here has parameters
   for (size_t n = 0; n < a.grads.size(); ++n) {
     CAPTURE(n);
-    CHECK(max_abs_diff(a.grads[n], b.grads[n]) < kTol);
+    CHECK(max_abs_diff(a.grads[n], b.grads[n]) < kFastDirectTol);
   }
 
   // Layer level: the real attention with each encoding; output, probabilities and gradients
@@ -309,12 +309,12 @@ void check_fast_direct(const VariantCase& vc, int64_t K, bool causal) {
   };
   AttentionRecord ra, rb;
   auto la = layer_run(fast, ra), lb = layer_run(direct, rb);
-  CHECK(max_abs_diff(ra.probs, rb.probs) < kTol);
-  CHECK(max_abs_diff(ra.terms[0], rb.terms[0]) < kTol);
+  CHECK(max_abs_diff(ra.probs, rb.probs) < kFastDirectTol);
+  CHECK(max_abs_diff(ra.terms[0], rb.terms[0]) < kFastDirectTol);
   REQUIRE(la.size() == lb.size());
   for (size_t n = 0; n < la.size(); ++n) {
     CAPTURE(n);
-    CHECK(max_abs_diff(la[n], lb[n]) < kTol);
+    CHECK(max_abs_diff(la[n], lb[n]) < kFastDirectTol);
   }
 }
 

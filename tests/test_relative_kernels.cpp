@@ -11,16 +11,13 @@
 #include <vector>
 
 #include "core/position/relative_ops.h"
+#include "tests/tensor_compare.h"
 
 using namespace relpos;
 
 namespace {
 
 int64_t clip(int64_t r, int64_t K) { return std::max(-K, std::min(K, r)); }
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
-}
 
 // e_ij = Σ_m q_im k_jm a_{c(j-i)+K, m}, one scalar product at a time (float64, autograd).
 torch::Tensor naive_qka(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& a,
@@ -95,12 +92,12 @@ void compare(const std::function<torch::Tensor(const Inputs&)>& fast,
       torch::autograd::grad({(expect * g.to(torch::kDouble)).sum()}, {ref.q, ref.k, ref.a, ref.p},
                             {}, false, false, true);
   const double scale = std::max(1.0, expect.abs().max().item<double>());
-  CHECK(max_diff(out, expect) < tol * scale);
+  CHECK(test::max_abs_diff(out, expect) < tol * scale);
   for (int w : wrt) {
     CAPTURE(w);
     REQUIRE(grads[w].defined());
     const double gs = std::max(1.0, expect_grads[w].abs().max().item<double>());
-    CHECK(max_diff(grads[w], expect_grads[w]) < tol * gs);
+    CHECK(test::max_abs_diff(grads[w], expect_grads[w]) < tol * gs);
   }
 }
 
@@ -181,8 +178,8 @@ TEST_CASE("relative kernels: bfloat16 key and query terms follow the formula") {
   auto key_ref = naive_qa(bf(in.k).to(torch::kDouble), bf(in.a).to(torch::kDouble), K, true);
   auto query_ref = naive_qa(bf(in.q).to(torch::kDouble), bf(in.a).to(torch::kDouble), K, false);
   const double scale = key_ref.abs().max().item<double>() + 1.0;
-  CHECK(max_diff(key, key_ref) < 0.02 * scale);
-  CHECK(max_diff(query, query_ref) < 0.02 * scale);
+  CHECK(test::max_abs_diff(key, key_ref) < 0.02 * scale);
+  CHECK(test::max_abs_diff(query, query_ref) < 0.02 * scale);
 }
 
 TEST_CASE("relative kernels: long unclipped query term (query blocks) equals the direct path") {
@@ -199,12 +196,12 @@ TEST_CASE("relative kernels: long unclipped query term (query blocks) equals the
                        .requires_grad_(true);
       auto fast = relative_query_term(q, table, K, false);   // (B,H,T,T)
       auto direct = relative_query_term(q, table, K, true);  // (B,H,T,T)
-      CHECK(max_diff(fast, direct) < 1e-10);
+      CHECK(test::max_abs_diff(fast, direct) < 1e-10);
       auto g = torch::randn(fast.sizes(), torch::kDouble);
       auto gf = torch::autograd::grad({(fast * g).sum()}, {q, table});
       auto gd = torch::autograd::grad({(direct * g).sum()}, {q, table});
-      CHECK(max_diff(gf[0], gd[0]) < 1e-10);
-      CHECK(max_diff(gf[1], gd[1]) < 1e-10);
+      CHECK(test::max_abs_diff(gf[0], gd[0]) < 1e-10);
+      CHECK(test::max_abs_diff(gf[1], gd[1]) < 1e-10);
     }
   }
 }

@@ -20,6 +20,7 @@
 #include "core/util/process.h"
 #include "tests/dist_run.h"
 #include "tests/helpers.h"
+#include "tests/text_file.h"
 #include "tests/tiny_run.h"
 
 extern char** environ;
@@ -28,15 +29,6 @@ using namespace relpos;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
 
 void write_executable(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
@@ -74,13 +66,13 @@ std::vector<std::string> environment_with(const std::vector<std::string>& set) {
 TEST_CASE("slurm: the array job asks for a warning signal, requeues itself and is shellcheck-clean") {
   test::TempFolder tmp("slurm_lint");
   const std::string script = emit(tmp, test::dist::tiny_sets(tmp.str("cache")));
-  const std::string text = read_text(script);
-  CHECK(contains(text, "#SBATCH --signal=B:USR1@120\n"));
-  CHECK(contains(text, "#SBATCH --requeue\n"));
-  CHECK(contains(text, "trap on_usr1 USR1\n"));
-  CHECK(contains(text, "trap on_term TERM\n"));
-  CHECK(contains(text, "scontrol requeue"));
-  CHECK(contains(text, "SLURM_RESTART_COUNT"));
+  const std::string text = test::read_text(script);
+  CHECK(test::contains(text, "#SBATCH --signal=B:USR1@120\n"));
+  CHECK(test::contains(text, "#SBATCH --requeue\n"));
+  CHECK(test::contains(text, "trap on_usr1 USR1\n"));
+  CHECK(test::contains(text, "trap on_term TERM\n"));
+  CHECK(test::contains(text, "scontrol requeue"));
+  CHECK(test::contains(text, "SLURM_RESTART_COUNT"));
 
   const std::string shellcheck = "/usr/bin/shellcheck";
   if (!fs::exists(shellcheck)) {
@@ -93,7 +85,7 @@ TEST_CASE("slurm: the array job asks for a warning signal, requeues itself and i
     auto sets = test::dist::tiny_sets(tmp.str("cache"));
     sets.push_back(threads);
     const std::string job = emit(tmp, sets);
-    CHECK(contains(read_text(job), "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"") == (threads == "threads=0"));
+    CHECK(test::contains(test::read_text(job), "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"") == (threads == "threads=0"));
     const ChildResult lint = run_child(shellcheck, {"--shell=bash", "--severity=style", job}, {60, 0});
     INFO(threads);
     INFO(lint.out);
@@ -126,10 +118,10 @@ TEST_CASE("slurm: an array element resumes a half-finished run folder and finish
   INFO(job.out);
   INFO(job.err);
   REQUIRE(job.exit_code == 0);
-  CHECK(contains(job.out, "seed2: resuming from " + dir + "/checkpoint.pt"));
-  const std::string called = read_text(calls);
-  CHECK(contains(called, "train --out " + dir + " --quiet --resume --set threads=1"));
-  CHECK_FALSE(contains(called, "--overwrite"));
+  CHECK(test::contains(job.out, "seed2: resuming from " + dir + "/checkpoint.pt"));
+  const std::string called = test::read_text(calls);
+  CHECK(test::contains(called, "train --out " + dir + " --quiet --resume --set threads=1"));
+  CHECK_FALSE(test::contains(called, "--overwrite"));
   REQUIRE(run_finished(dir));
   const auto ref = test::dist::train_losses(tmp.str("reference")), got = test::dist::train_losses(dir);
   REQUIRE(ref.size() == 4);
@@ -141,7 +133,7 @@ TEST_CASE("slurm: an array element resumes a half-finished run folder and finish
                                       {"SLURM_ARRAY_TASK_ID=0", "SLURM_CPUS_PER_TASK=1", "RELPOS=" + wrapper});
   INFO(fresh.err);
   REQUIRE(fresh.exit_code == 0);
-  CHECK(contains(read_text(calls), "train --out " + tmp.str("exp/seed1") + " --quiet --overwrite --config"));
+  CHECK(test::contains(test::read_text(calls), "train --out " + tmp.str("exp/seed1") + " --quiet --overwrite --config"));
   CHECK(run_finished(tmp.str("exp/seed1")));
 }
 
@@ -177,7 +169,7 @@ TEST_CASE("slurm: SIGUSR1 before the time limit checkpoints the run and requeues
     kill(pid, SIGUSR1);
     int status = 0;
     waitpid(pid, &status, 0);
-    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_text(log));
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), test::read_text(log));
   };
 
   const auto first = interrupted_element("0");
@@ -185,10 +177,10 @@ TEST_CASE("slurm: SIGUSR1 before the time limit checkpoints the run and requeues
   const std::string err = first.second;
   INFO(err);
   CHECK(code == 0);
-  CHECK(contains(err, "seed1: the time limit is near: stopping at a checkpoint"));
-  CHECK(contains(err, "interrupted"));  // relpos's own message: it got SIGTERM and checkpointed
-  CHECK(contains(err, "seed1: requeueing (requeue 1 of 3)"));
-  CHECK(read_text(asked) == "requeue 4242\n");
+  CHECK(test::contains(err, "seed1: the time limit is near: stopping at a checkpoint"));
+  CHECK(test::contains(err, "interrupted"));  // relpos's own message: it got SIGTERM and checkpointed
+  CHECK(test::contains(err, "seed1: requeueing (requeue 1 of 3)"));
+  CHECK(test::read_text(asked) == "requeue 4242\n");
   REQUIRE(fs::exists(run_checkpoint_path(dir)));
   CHECK_FALSE(run_finished(dir));
 
@@ -199,9 +191,9 @@ TEST_CASE("slurm: SIGUSR1 before the time limit checkpoints the run and requeues
   const std::string err2 = second.second;
   INFO(err2);
   CHECK(code2 == 1);
-  CHECK(contains(err2, "seed1: resuming from " + dir + "/checkpoint.pt"));
-  CHECK(contains(err2, "not requeued: requeued 3 times already (RELPOS_MAX_REQUEUES=3)"));
-  CHECK(read_text(asked) == "requeue 4242\n");  // unchanged
+  CHECK(test::contains(err2, "seed1: resuming from " + dir + "/checkpoint.pt"));
+  CHECK(test::contains(err2, "not requeued: requeued 3 times already (RELPOS_MAX_REQUEUES=3)"));
+  CHECK(test::read_text(asked) == "requeue 4242\n");  // unchanged
   // Every step was logged once, in order: the second attempt continued from the checkpoint.
   std::ifstream metrics(run_metrics_path(dir));
   int64_t expect = 1;

@@ -53,7 +53,7 @@ Config config_for(const TaskInfo& t) {
   return c;
 }
 
-std::string config_error(const std::vector<std::string>& sets) {
+std::string task_config_error(const std::vector<std::string>& sets) {
   try {
     load_config({relpos::test::config_path("base.yaml")}, sets);
   } catch (const ConfigError& e) {
@@ -143,13 +143,13 @@ TEST_CASE("tasks: the model mode, the probe and the default lengths come from th
     else
       CHECK(o.lengths == std::vector<int64_t>{T, 2 * T, 4 * T});
   }
-  CHECK(config_error({"task.type=clm", "model.mode=encoder"})
+  CHECK(task_config_error({"task.type=clm", "model.mode=encoder"})
             .find("task.type: the clm task needs a causal model (got 'clm' with model.mode "
                   "encoder; expected model.mode: decoder)") != std::string::npos);
-  CHECK(config_error({"task.type=span_qa", "model.mode=decoder", "data.corpus=wordnet_qa"})
+  CHECK(task_config_error({"task.type=span_qa", "model.mode=decoder", "data.corpus=wordnet_qa"})
             .find("task.type: this task needs a bidirectional model (got 'span_qa' with "
                   "model.mode decoder; expected model.mode: encoder)") != std::string::npos);
-  CHECK(config_error({"task.type=mlm", "snapshots.probe_len=1"})
+  CHECK(task_config_error({"task.type=mlm", "snapshots.probe_len=1"})
             .find("snapshots.probe_len: too short for an mlm probe ([CLS] and at least one text "
                   "token) (got 1; expected >= 2, or 0 for task.seq_len)") != std::string::npos);
 }
@@ -157,7 +157,7 @@ TEST_CASE("tasks: the model mode, the probe and the default lengths come from th
 TEST_CASE("tasks: an unknown task lists the known ones, and a name registered twice is refused") {
   std::string known;
   for (const auto& n : TaskRegistry::get().names()) known += (known.empty() ? "" : " | ") + n;
-  CHECK(config_error({"task.type=translate"})
+  CHECK(task_config_error({"task.type=translate"})
             .find("task.type: unknown value (got 'translate'; expected one of " + known + ")") !=
         std::string::npos);
   CHECK_THROWS_WITH_AS(task_info("translate"),

@@ -39,18 +39,18 @@ std::vector<std::string> tiny_overrides(const std::string& cache) {
   return o;
 }
 
-struct TempDir {
+struct TrainerTempDir {
   fs::path path;
-  explicit TempDir(const std::string& name)
+  explicit TrainerTempDir(const std::string& name)
       : path(fs::temp_directory_path() / ("relpos_test_" + name + "_" + std::to_string(::getpid()))) {
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() { fs::remove_all(path); }
+  ~TrainerTempDir() { fs::remove_all(path); }
   std::string str(const std::string& sub = "") const { return (path / sub).string(); }
 };
 
-TrainResult run(const std::string& out, const std::vector<std::string>& extra, const std::string& cache,
+TrainResult train_tiny(const std::string& out, const std::vector<std::string>& extra, const std::string& cache,
                 int64_t stop_after = 0, bool resume = false) {
   auto sets = tiny_overrides(cache);
   sets.insert(sets.end(), extra.begin(), extra.end());
@@ -76,9 +76,9 @@ std::vector<double> train_losses(const std::string& dir) {
 }  // namespace
 
 TEST_CASE("a tiny training run writes every documented part of its run folder and run.h5") {
-  TempDir tmp("e2e");
+  TrainerTempDir tmp("e2e");
   const std::string dir = tmp.str("run");
-  TrainResult r = run(dir, {}, tmp.str("cache"));
+  TrainResult r = train_tiny(dir, {}, tmp.str("cache"));
   CHECK(r.finished);
   CHECK(r.steps == 20);
   CHECK(r.valid.count("loss"));
@@ -151,31 +151,31 @@ TEST_CASE("a tiny training run writes every documented part of its run folder an
 }
 
 TEST_CASE("same config and seed give the same loss curve / resuming gives the same losses") {
-  TempDir tmp("resume");
+  TrainerTempDir tmp("resume");
   const std::string cache = tmp.str("cache");
-  run(tmp.str("a"), {}, cache);
-  run(tmp.str("b"), {}, cache);
+  train_tiny(tmp.str("a"), {}, cache);
+  train_tiny(tmp.str("b"), {}, cache);
   const auto a = train_losses(tmp.str("a"));
   CHECK(a == train_losses(tmp.str("b")));
 
   // Another seed gives another curve (the check above can fail).
-  run(tmp.str("c"), {"seed=2"}, cache);
+  train_tiny(tmp.str("c"), {"seed=2"}, cache);
   CHECK(a != train_losses(tmp.str("c")));
 
   // Stop after 10 steps, then resume to 20.
-  TrainResult half = run(tmp.str("d"), {}, cache, /*stop_after=*/10);
+  TrainResult half = train_tiny(tmp.str("d"), {}, cache, /*stop_after=*/10);
   CHECK_FALSE(half.finished);
   CHECK_FALSE(run_finished(tmp.str("d")));
-  TrainResult rest = run(tmp.str("d"), {}, cache, 0, /*resume=*/true);
+  TrainResult rest = train_tiny(tmp.str("d"), {}, cache, 0, /*resume=*/true);
   CHECK(rest.finished);
   CHECK(train_losses(tmp.str("d")) == a);
 }
 
 TEST_CASE("--resume may change training settings only, and config.yaml records them") {
-  TempDir tmp("resume_config");
+  TrainerTempDir tmp("resume_config");
   const std::string cache = tmp.str("cache");
   const std::string dir = tmp.str("r");
-  run(dir, {"train.steps=6", "snapshots.every_percent=0"}, cache, /*stop_after=*/2);
+  train_tiny(dir, {"train.steps=6", "snapshots.every_percent=0"}, cache, /*stop_after=*/2);
   TrainOptions o;
   o.out_dir = dir;
   o.quiet = true;
@@ -204,9 +204,9 @@ TEST_CASE("--resume may change training settings only, and config.yaml records t
 }
 
 TEST_CASE("--init-from a run of another model size is an error, and writes nothing") {
-  TempDir tmp("init_size");
+  TrainerTempDir tmp("init_size");
   const std::string cache = tmp.str("cache");
-  run(tmp.str("pre"), {"train.steps=2", "snapshots.every_percent=0"}, cache);
+  train_tiny(tmp.str("pre"), {"train.steps=2", "snapshots.every_percent=0"}, cache);
   auto sets = tiny_overrides(cache);
   for (const char* s : {"train.steps=2", "model.width=64", "model.ff_width=128"}) sets.push_back(s);
   TrainOptions o;
@@ -225,10 +225,10 @@ TEST_CASE("--init-from a run of another model size is an error, and writes nothi
 }
 
 TEST_CASE("an output folder holding a run is not overwritten silently") {
-  TempDir tmp("guard");
+  TrainerTempDir tmp("guard");
   const std::string cache = tmp.str("cache");
-  run(tmp.str("a"), {"train.steps=2", "snapshots.every_percent=0"}, cache);
-  CHECK_THROWS_WITH_AS(run(tmp.str("a"), {"train.steps=2"}, cache),
+  train_tiny(tmp.str("a"), {"train.steps=2", "snapshots.every_percent=0"}, cache);
+  CHECK_THROWS_WITH_AS(train_tiny(tmp.str("a"), {"train.steps=2"}, cache),
                        doctest::Contains("holds a finished run"), RunError);
   // An emptied result.json does not make a run finished.
   const std::string result = read_text(run_result_path(tmp.str("a")));
@@ -239,8 +239,8 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
   CHECK_FALSE(run_finished(tmp.str("a")));
   write_text(run_result_path(tmp.str("a")), result);
   CHECK(run_finished(tmp.str("a")));
-  run(tmp.str("b"), {"train.steps=4", "snapshots.every_percent=0"}, cache, /*stop_after=*/2);
-  CHECK_THROWS_WITH_AS(run(tmp.str("b"), {"train.steps=4"}, cache),
+  train_tiny(tmp.str("b"), {"train.steps=4", "snapshots.every_percent=0"}, cache, /*stop_after=*/2);
+  CHECK_THROWS_WITH_AS(train_tiny(tmp.str("b"), {"train.steps=4"}, cache),
                        doctest::Contains("holds an unfinished run"), RunError);
   // --resume cannot cut a run back below the step its checkpoint reached.
   TrainOptions o;
@@ -260,7 +260,7 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
 
   // A run stopped exactly at what becomes its last step (--set train.steps=<checkpoint step>)
   // gets the final evaluation on resuming, instead of a result.json without validation metrics.
-  run(tmp.str("c"), {"train.steps=6", "train.eval_every=100", "snapshots.every_percent=0"}, cache,
+  train_tiny(tmp.str("c"), {"train.steps=6", "train.eval_every=100", "snapshots.every_percent=0"}, cache,
       /*stop_after=*/3);
   o.out_dir = tmp.str("c");
   const TrainResult at_end = train(load_run_config(o.out_dir, {"train.steps=3"}), o);
@@ -293,7 +293,7 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
 }
 
 TEST_CASE("metrics log: resuming keeps records up to the step and names damaged lines") {
-  TempDir tmp("metrics_log");
+  TrainerTempDir tmp("metrics_log");
   const std::string path = tmp.str("metrics.jsonl");
   write_text(path,
              "{\"step\":0,\"train_loss\":5}\n"
@@ -314,7 +314,7 @@ TEST_CASE("metrics log: resuming keeps records up to the step and names damaged 
 }
 
 TEST_CASE("train.eval_batches=0 validates on the whole validation split") {
-  TempDir tmp("eval_whole_split");
+  TrainerTempDir tmp("eval_whole_split");
   const std::string dir = tmp.str("r");
   auto sets = test::tiny_run(tmp.str("cache"), 2);
   sets.insert(sets.end(), {"train.eval_batches=0", "train.eval_every=2", "snapshots.every_percent=0"});
@@ -329,7 +329,7 @@ TEST_CASE("train.eval_batches=0 validates on the whole validation split") {
 }
 
 TEST_CASE("synthetic tasks validate at every test length, whatever train.eval_batches") {
-  TempDir tmp("eval_synthetic_lengths");
+  TrainerTempDir tmp("eval_synthetic_lengths");
   auto sets = test::tiny_run(tmp.str("cache"), 2);
   sets.insert(sets.end(), {"task.type=copy", "task.seq_len=40", "task.min_len=4", "task.max_len=8",
                            "task.eval_lengths=[4,8,16]", "task.eval_examples=8",

@@ -24,12 +24,6 @@ using namespace relpos::test;
 
 namespace {
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), path);
-  return nlohmann::json::parse(in);
-}
-
 std::vector<std::string> sorted(std::vector<std::string> v) {
   std::sort(v.begin(), v.end());
   return v;
@@ -59,7 +53,7 @@ TEST_CASE("the data split is on record in split.json and run.h5, as the split ru
 
   // The documented rule for 25 unlabelled documents, valid_fraction = test_fraction = 0.2:
   // round(25·0.2) = 5 to test, 5 to valid, 15 to train; every id once; ascending.
-  const auto j = read_json(tmp.str("a/split.json"));
+  const auto j = test::read_json(tmp.str("a/split.json"));
   CHECK(j.at("split_seed") == 1234);  // configs/base.yaml's data.split_seed
   CHECK(j.at("corpus") == fixture_path("trainer/split_corpus.txt"));
   const std::map<std::string, size_t> expected_counts = {{"train", 15}, {"valid", 5}, {"test", 5}};
@@ -109,7 +103,7 @@ TEST_CASE("the data split is on record in split.json and run.h5, as the split ru
   auto c_sets = split_run(cache);
   c_sets.push_back("data.split_seed=2");
   REQUIRE(train_here(c_sets, tmp.str("c")).finished);
-  const auto c = read_json(tmp.str("c/split.json"));
+  const auto c = test::read_json(tmp.str("c/split.json"));
   CHECK(c.at("split_seed") == 2);
   CHECK(c.at("test").at("ids") != j.at("test").at("ids"));
 }
@@ -167,7 +161,7 @@ TEST_CASE("--init-from with a variant switch records what was loaded and what is
                        pre->dataset(schema::weight_path(name)).value));
   }
   // result.json says the same, after the resume too.
-  const auto r = read_json(run_result_path(o.out_dir));
+  const auto r = test::read_json(run_result_path(o.out_dir));
   CHECK(r.at("init_from") == tmp.str("pre"));
   const auto& p = r.at("init_from_parameters");
   CHECK(sorted(json_strings(p.at("loaded"))) == sorted(shared));
@@ -176,7 +170,7 @@ TEST_CASE("--init-from with a variant switch records what was loaded and what is
   CHECK(json_strings(p.at("unused")) == dropped);
   // A run that did not start from another has no such record.
   CHECK_FALSE(pre->exists(schema::kInitFrom));
-  CHECK_FALSE(read_json(run_result_path(tmp.str("pre"))).contains("init_from"));
+  CHECK_FALSE(test::read_json(run_result_path(tmp.str("pre"))).contains("init_from"));
 }
 
 TEST_CASE(
@@ -200,7 +194,7 @@ TEST_CASE(
   }
   CHECK(logged(dir, "train_loss").back().first == 8);  // nothing logged after the stop
 
-  const auto r = read_json(run_result_path(dir));
+  const auto r = test::read_json(run_result_path(dir));
   CHECK(r.at("steps") == 8);
   CHECK(r.at("stopped_early") == true);
   CHECK(r.at("early_stop").at("metric") == "accuracy");
@@ -219,7 +213,7 @@ TEST_CASE(
   auto full = tiny_run(tmp.str("cache"), 6);
   full.insert(full.end(), {"train.lr=0", "train.eval_every=2", "snapshots.every_percent=0"});
   REQUIRE(train_here(full, tmp.str("full")).steps == 6);
-  const auto rf = read_json(run_result_path(tmp.str("full")));
+  const auto rf = test::read_json(run_result_path(tmp.str("full")));
   CHECK(rf.at("stopped_early") == false);
   CHECK(rf.at("stop_reason") == "reached train.steps (6)");
   CHECK_FALSE(rf.contains("early_stop"));

@@ -13,6 +13,7 @@
 #include "core/model/model.h"
 #include "core/position/position_encoding.h"
 #include "tests/small_model.h"
+#include "tests/tensor_compare.h"
 
 namespace relpos {
 // core/position/alibi.cpp
@@ -25,11 +26,7 @@ using test::small_model;
 
 namespace {
 
-constexpr int64_t kVocab = 40;
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
+constexpr int64_t kPropertyVocab = 40;
 
 struct Run {
   torch::Tensor hidden;                 // (B,T,D)
@@ -51,19 +48,19 @@ Run forward(Model& m, const torch::Tensor& tokens, int64_t offset = 0,
 }  // namespace
 
 TEST_CASE("properties: relative variants are unchanged when every position is shifted") {
-  const auto tokens = torch::randint(0, kVocab, {2, 8}, torch::kLong);
+  const auto tokens = torch::randint(0, kPropertyVocab, {2, 8}, torch::kLong);
   for (const auto& name : Registry::get().names()) {
     const bool invariant = Registry::get().at(name).translation_invariant;
     for (bool causal : {false, true}) {
       CAPTURE(name);
       CAPTURE(causal);
-      Model m = small_model(small_config(name, causal), kVocab);
+      Model m = small_model(small_config(name, causal), kPropertyVocab);
       const Run a = forward(m, tokens, 0);
       const Run b = forward(m, tokens, 13);  // positions 13..20 instead of 0..7
       double probs_diff = 0;
       for (size_t l = 0; l < a.records.size(); ++l)
-        probs_diff = std::max(probs_diff, max_diff(a.records[l].probs, b.records[l].probs));
-      const double hidden_diff = max_diff(a.hidden, b.hidden);
+        probs_diff = std::max(probs_diff, test::max_abs_diff(a.records[l].probs, b.records[l].probs));
+      const double hidden_diff = test::max_abs_diff(a.hidden, b.hidden);
       if (invariant) {
         CHECK(probs_diff < 1e-5);
         CHECK(hidden_diff < 1e-4);
@@ -81,8 +78,8 @@ TEST_CASE("properties: relative variants give the same outputs after left paddin
   // A stronger shift test than ForwardOptions.offset: the variants that ignore the offset see
   // genuinely different positions here. In causal mode the left padding leaves queries that see
   // no key at all, which must not turn the real outputs into NaN.
-  const auto real = torch::randint(0, kVocab, {2, 6}, torch::kLong);
-  const auto pad = torch::randint(0, kVocab, {2, 2}, torch::kLong);
+  const auto real = torch::randint(0, kPropertyVocab, {2, 6}, torch::kLong);
+  const auto pad = torch::randint(0, kPropertyVocab, {2, 2}, torch::kLong);
   const auto right = torch::cat({real, pad}, 1);  // (B,T)
   const auto left = torch::cat({pad, real}, 1);   // (B,T)
   auto right_mask = torch::ones({2, 8}, torch::kBool);
@@ -94,14 +91,14 @@ TEST_CASE("properties: relative variants give the same outputs after left paddin
     for (bool causal : {false, true}) {
       CAPTURE(name);
       CAPTURE(causal);
-      Model m = small_model(small_config(name, causal), kVocab);
+      Model m = small_model(small_config(name, causal), kPropertyVocab);
       const auto a = forward(m, right, 0, right_mask).hidden.narrow(1, 0, 6);  // (B,6,D)
       const auto b = forward(m, left, 0, left_mask).hidden.narrow(1, 2, 6);    // (B,6,D)
       REQUIRE(torch::isfinite(b).all().item<bool>());
       if (invariant)
-        CHECK(max_diff(a, b) < 1e-4);
+        CHECK(test::max_abs_diff(a, b) < 1e-4);
       else
-        CHECK(max_diff(a, b) > 1e-2);
+        CHECK(test::max_abs_diff(a, b) > 1e-2);
     }
   }
 }
@@ -145,9 +142,9 @@ TEST_CASE("properties: RoPE preserves norms and q·k depends only on i - j") {
     AttentionContext ctx;
     ctx.length = T;
     rope->transform_qk(q, k, ctx);
-    CHECK(max_diff(q.norm(2, -1), q0.norm(2, -1)) < 1e-12);
-    CHECK(max_diff(k.norm(2, -1), k0.norm(2, -1)) < 1e-12);
-    CHECK(max_diff(q, q0) > 1e-2);  // it did rotate
+    CHECK(test::max_abs_diff(q.norm(2, -1), q0.norm(2, -1)) < 1e-12);
+    CHECK(test::max_abs_diff(k.norm(2, -1), k0.norm(2, -1)) < 1e-12);
+    CHECK(test::max_abs_diff(q, q0) > 1e-2);  // it did rotate
     if (rd < d) {  // channels past the rotary width pass unchanged
       CHECK(torch::equal(q.narrow(-1, rd, d - rd), q0.narrow(-1, rd, d - rd)));
       CHECK(torch::equal(k.narrow(-1, rd, d - rd), k0.narrow(-1, rd, d - rd)));
@@ -177,26 +174,26 @@ TEST_CASE("properties: RoPE preserves norms and q·k depends only on i - j") {
 
 TEST_CASE("properties: causal outputs at i ignore the tokens after i") {
   const int64_t T = 8, keep = 5;
-  const auto tokens = torch::randint(0, kVocab, {2, T}, torch::kLong);
+  const auto tokens = torch::randint(0, kPropertyVocab, {2, T}, torch::kLong);
   auto changed = tokens.clone();
-  changed.narrow(1, keep, T - keep).copy_((tokens.narrow(1, keep, T - keep) + 7) % kVocab);
+  changed.narrow(1, keep, T - keep).copy_((tokens.narrow(1, keep, T - keep) + 7) % kPropertyVocab);
   for (const auto& name : Registry::get().names()) {
     CAPTURE(name);
-    Model m = small_model(small_config(name, true), kVocab);
+    Model m = small_model(small_config(name, true), kPropertyVocab);
     torch::NoGradGuard guard;
     const auto a = m->lm_logits(m->hidden(tokens));   // (B,T,V)
     const auto b = m->lm_logits(m->hidden(changed));  // (B,T,V)
-    CHECK(max_diff(a.narrow(1, 0, keep), b.narrow(1, 0, keep)) < 1e-6);
-    CHECK(max_diff(a.narrow(1, keep, T - keep), b.narrow(1, keep, T - keep)) > 1e-3);
+    CHECK(test::max_abs_diff(a.narrow(1, 0, keep), b.narrow(1, 0, keep)) < 1e-6);
+    CHECK(test::max_abs_diff(a.narrow(1, keep, T - keep), b.narrow(1, keep, T - keep)) > 1e-3);
     // In encoder mode the same change reaches the earlier positions.
-    Model e = small_model(small_config(name, false), kVocab);
+    Model e = small_model(small_config(name, false), kPropertyVocab);
     const auto c = e->hidden(tokens), f = e->hidden(changed);  // (B,T,D)
-    CHECK(max_diff(c.narrow(1, 0, keep), f.narrow(1, 0, keep)) > 1e-3);
+    CHECK(test::max_abs_diff(c.narrow(1, 0, keep), f.narrow(1, 0, keep)) > 1e-3);
   }
 }
 
 TEST_CASE("properties: attention rows sum to 1, masked keys get 0") {
-  const auto tokens = torch::randint(0, kVocab, {2, 8}, torch::kLong);
+  const auto tokens = torch::randint(0, kPropertyVocab, {2, 8}, torch::kLong);
   auto mask = torch::ones({2, 8}, torch::kBool);
   mask[1].narrow(0, 5, 3).fill_(false);  // sequence 1: 5 real tokens, 3 padding
   const auto upper = torch::ones({8, 8}, torch::kBool).triu(1);  // (T,T) j > i
@@ -204,7 +201,7 @@ TEST_CASE("properties: attention rows sum to 1, masked keys get 0") {
     for (bool causal : {false, true}) {
       CAPTURE(name);
       CAPTURE(causal);
-      Model m = small_model(small_config(name, causal), kVocab);
+      Model m = small_model(small_config(name, causal), kPropertyVocab);
       for (bool masked : {false, true}) {
         CAPTURE(masked);
         const Run r = forward(m, tokens, 0, masked ? mask : torch::Tensor());
@@ -212,7 +209,7 @@ TEST_CASE("properties: attention rows sum to 1, masked keys get 0") {
         for (const auto& rec : r.records) {
           const auto& p = rec.probs;  // (B,H,T,T)
           CHECK(p.min().item<double>() >= 0.0);
-          CHECK(max_diff(p.sum(-1), torch::ones_like(p.sum(-1))) < 1e-5);
+          CHECK(test::max_abs_diff(p.sum(-1), torch::ones_like(p.sum(-1))) < 1e-5);
           if (masked) CHECK(p[1].narrow(-1, 5, 3).abs().max().item<double>() == 0.0);
           if (causal)
             CHECK(p.masked_select(upper.view({1, 1, 8, 8})).abs().max().item<double>() == 0.0);

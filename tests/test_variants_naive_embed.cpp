@@ -16,7 +16,7 @@ using namespace relpos::test;
 
 namespace {
 
-constexpr double kTol = 1e-12;
+constexpr double kEmbedTol = 1e-12;
 
 // Embedding width E (tiny_dims sets E = H·d; an odd E needs its own dims).
 ModelDims embed_dims(int64_t E) {
@@ -50,7 +50,7 @@ TEST_CASE("naive: sinusoidal embed adds scale * sin/cos(i / base^(2m/E)) at posi
               const double ang = pos / std::pow(base, static_cast<double>(c - c % 2) / E);
               X[b][t][c] += scale * (c % 2 == 0 ? std::sin(ang) : std::cos(ang));  // odd E: sin
             }
-        CHECK(max_abs_diff(y, expect) < kTol);
+        CHECK(max_abs_diff(y, expect) < kEmbedTol);
         CHECK(enc->max_length() == -1);
       }
     }
@@ -77,8 +77,8 @@ TEST_CASE("naive: learned embed adds table rows and past max_len errs or clamps"
       return out;
     };
     torch::NoGradGuard guard;
-    CHECK(max_abs_diff(enc->embed(x, 0), expect(0)) < kTol);
-    CHECK(max_abs_diff(enc->embed(x, 2), expect(2)) < kTol);  // reaches exactly max_len
+    CHECK(max_abs_diff(enc->embed(x, 0), expect(0)) < kEmbedTol);
+    CHECK(max_abs_diff(enc->embed(x, 2), expect(2)) < kEmbedTol);  // reaches exactly max_len
     if (std::string(beyond) == "error") {
       CHECK(enc->max_length() == max_len);
       CHECK_THROWS_WITH_AS(
@@ -86,8 +86,8 @@ TEST_CASE("naive: learned embed adds table rows and past max_len errs or clamps"
           doctest::Contains("reaches position 7 but the learned table has max_len 6"), ConfigError);
     } else {
       CHECK(enc->max_length() == -1);
-      CHECK(max_abs_diff(enc->embed(x, 3), expect(3)) < kTol);
-      CHECK(max_abs_diff(enc->embed(x, 20), expect(20)) < kTol);
+      CHECK(max_abs_diff(enc->embed(x, 3), expect(3)) < kEmbedTol);
+      CHECK(max_abs_diff(enc->embed(x, 20), expect(20)) < kEmbedTol);
     }
   }
 }

@@ -20,11 +20,11 @@ using namespace relpos;
 
 namespace {
 
-Config load(const std::vector<std::string>& sets) {
+Config load_recent(const std::vector<std::string>& sets) {
   return load_config({test::config_path("base.yaml")}, sets).config;
 }
 
-std::string config_error(const std::function<void()>& f) {
+std::string recent_config_error(const std::function<void()>& f) {
   try {
     f();
   } catch (const ConfigError& e) {
@@ -103,23 +103,23 @@ TEST_CASE("config: the rules of deberta, kerple, fire, xpos, cope and per_head")
   };
   for (const auto& c : cases) {
     CAPTURE(c.message);
-    const std::string msg = config_error([&] { (void)load(c.sets); });
+    const std::string msg = recent_config_error([&] { (void)load_recent(c.sets); });
     CHECK_MESSAGE(msg.find(c.message) != std::string::npos, "got: " << msg);
   }
   // Accepted neighbours.
-  CHECK_NOTHROW(load({"position.type=deberta", "position.deberta.bucketing=log",
+  CHECK_NOTHROW(load_recent({"position.type=deberta", "position.deberta.bucketing=log",
                       "position.deberta.clip=64", "position.deberta.max_distance=65"}));
-  CHECK_NOTHROW(load({"position.type=xpos", "model.mode=decoder", "task.type=clm",
+  CHECK_NOTHROW(load_recent({"position.type=xpos", "model.mode=decoder", "task.type=clm",
                       "position.xpos.block_size=128"}));
-  CHECK_NOTHROW(load({"position.type=huang_m4", "position.huang_m4.per_head=true"}));
-  CHECK_NOTHROW(load({"position.type=shaw", "position.shaw.per_head=true"}));
-  CHECK_NOTHROW(load({"position.type=learned+alibi", "position.learned.max_len=512",
+  CHECK_NOTHROW(load_recent({"position.type=huang_m4", "position.huang_m4.per_head=true"}));
+  CHECK_NOTHROW(load_recent({"position.type=shaw", "position.shaw.per_head=true"}));
+  CHECK_NOTHROW(load_recent({"position.type=learned+alibi", "position.learned.max_len=512",
                       "position.randomized_max=512"}));
-  CHECK_NOTHROW(load({"position.type=rope", "position.randomized_max=128"}));
+  CHECK_NOTHROW(load_recent({"position.type=rope", "position.randomized_max=128"}));
   // Off by default, and written to the resolved config only when on.
-  CHECK(load({}).position.randomized_max == 0);
-  CHECK(to_yaml(load({})).find("randomized_max") == std::string::npos);
-  CHECK(to_yaml(load({"position.type=rope", "position.randomized_max=256"}))
+  CHECK(load_recent({}).position.randomized_max == 0);
+  CHECK(to_yaml(load_recent({})).find("randomized_max") == std::string::npos);
+  CHECK(to_yaml(load_recent({"position.type=rope", "position.randomized_max=256"}))
             .find("randomized_max: 256") != std::string::npos);
 }
 
@@ -130,7 +130,7 @@ TEST_CASE("config: a randomized_max error names the file, line and column") {
                       "  type: alibi\n"
                       "  randomized_max: 512\n";
   const std::string msg =
-      config_error([&] { (void)load_config({test::config_path("base.yaml"), f}); });
+      recent_config_error([&] { (void)load_config({test::config_path("base.yaml"), f}); });
   CHECK_MESSAGE(msg.find(f + ":3:3: position.randomized_max: no encoding") != std::string::npos,
                 "got: " << msg);
 }

@@ -34,8 +34,6 @@ std::map<std::string, NamedTensor> exported(PositionEncodingImpl& enc, int64_t r
   return out;
 }
 
-double softplus(double x) { return std::log1p(std::exp(x)); }
-
 }  // namespace
 
 TEST_CASE("exports: kerple bias, fire bias and xpos decay against their formulas") {
@@ -50,9 +48,9 @@ TEST_CASE("exports: kerple bias, fire bias and xpos decay against their formulas
     for (int64_t l = 0; l < 2; ++l)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t r = -R; r <= R; ++r) {
-          const double a = softplus(alpha[l][h].item<double>()), x = std::abs(double(r));
+          const double a = test::softplus(alpha[l][h].item<double>()), x = std::abs(double(r));
           const double b = power ? 2.0 / (1.0 + std::exp(-beta[l][h].item<double>()))
-                                 : softplus(beta[l][h].item<double>());
+                                 : test::softplus(beta[l][h].item<double>());
           const double expect = power ? -a * (r == 0 ? 0.0 : std::pow(x, b)) : -a * std::log1p(b * x);
           CHECK(t.at("bias").value[l][h][r + R].item<double>() == doctest::Approx(expect).epsilon(1e-6));
           CHECK(t.at("a").value[l][h].item<double>() == doctest::Approx(a).epsilon(1e-6));
@@ -64,7 +62,7 @@ TEST_CASE("exports: kerple bias, fire bias and xpos decay against their formulas
   auto f = exported(*fire, R);
   auto P = fire->named_parameters();
   for (int64_t l = 0; l < 2; ++l) {
-    const double c = softplus(P["c_raw"][l].item<double>()), L = std::abs(P["threshold_raw"][l].item<double>());
+    const double c = test::softplus(P["c_raw"][l].item<double>()), L = std::abs(P["threshold_raw"][l].item<double>());
     for (int64_t h = 0; h < H; ++h)
       for (int64_t r = -R; r <= 0; ++r) {
         const double x = std::log(c * -r + 1.0) / std::log(c * std::max({L, double(R), 1.0}) + 1.0);

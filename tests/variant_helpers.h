@@ -6,14 +6,18 @@
 #include <torch/types.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "core/position/position_encoding.h"
 #include "core/position/registry.h"
+#include "tests/tensor_compare.h"
 
 namespace relpos::test {
+
+inline double softplus(double x) { return std::log1p(std::exp(x)); }
 
 // Tiny dimensions: H heads of width d, `param_layers` parameter sets.
 inline ModelDims tiny_dims(int64_t H, int64_t d, bool causal, int64_t param_layers = 2) {
@@ -62,10 +66,6 @@ inline void copy_parameters(torch::nn::Module& from, torch::nn::Module& to) {
   torch::NoGradGuard guard;
   auto src = from.named_parameters();
   for (auto& p : to.named_parameters()) p.value().copy_(src[p.key()]);
-}
-
-inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
 }
 
 // Clipped offset c(r) = max(-K, min(K, r)) (docs/variants.md).

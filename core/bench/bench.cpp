@@ -1,4 +1,5 @@
 #include "core/bench/bench.h"
+#include "core/bench/measure.h"
 
 #include <fmt/format.h>
 
@@ -26,14 +27,6 @@ struct RunRecord {
   std::string error;
   bool ok = false;
 };
-
-double median(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string last_lines(const std::string& text, size_t n) {
   std::vector<std::string> lines;

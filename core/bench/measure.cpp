@@ -10,6 +10,7 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <vector>
 
 #include "core/bench/tensor_memory.h"
@@ -39,12 +40,6 @@ double process_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Waits for queued device work, so that the clock measures it (no-op on the CPU).
@@ -157,6 +152,15 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   }
 #endif
   return m;
+}
+
+double median(std::vector<double> values) {
+  values.erase(std::remove_if(values.begin(), values.end(), [](double x) { return std::isnan(x); }),
+               values.end());
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 double matmul_gflops(int64_t n, int repeats) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/config/config.h"
 
@@ -47,6 +48,10 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts);
 
 // Wall time of a 1024x1024x1024 float32 matmul on the CPU (median of `repeats`), as GFLOP/s.
 double matmul_gflops(int64_t n = 1024, int repeats = 5);
+
+// The median of `values` with NaNs left out (a configuration that did not report one); NaN when
+// nothing is left.
+double median(std::vector<double> values);
 
 // Resident set size now and its high-water mark, from /proc/self/status (MB; 0 if unreadable).
 double current_rss_mb();

@@ -20,7 +20,7 @@ int64_t column_index(const std::vector<std::string>& header, const std::string& 
 }
 
 // Parses a whole decimal integer; false when `s` is anything else.
-bool parse_int(const std::string& s, int64_t& out) {
+bool parse_decimal_label(const std::string& s, int64_t& out) {
   if (s.empty() || s.size() > 18) return false;
   size_t i = s[0] == '-' ? 1 : 0;
   if (i == s.size()) return false;
@@ -109,7 +109,7 @@ Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
         throw DataError(fmt::format("{}:{}: label '{}' is not one of data.label_names ({})", path,
                                     line_no, printable_utf8(lab), join_names(opt.label_names)));
       d.label = k;
-    } else if (!parse_int(lab, d.label)) {
+    } else if (!parse_decimal_label(lab, d.label)) {
       throw DataError(fmt::format("{}:{}: label '{}' is not an integer (expected 0..{})", path,
                                   line_no, printable_utf8(lab), opt.num_classes - 1),
                       "for text labels list them in data.label_names, e.g. "

@@ -14,11 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A value for a message; a nested structure only by its type (dump() recurses once per level).
-std::string shallow(const nlohmann::json& v) {
-  return v.is_structured() ? fmt::format("a JSON {}", v.type_name()) : describe_json(v);
-}
-
 // Typed reads of config.json keys with Hugging Face's default when the key is absent (or null,
 // which Hugging Face writes for "use the default", e.g. GPT-2's n_inner).
 struct Keys {
@@ -29,7 +24,7 @@ struct Keys {
 
   [[noreturn]] void fail(const char* key, const std::string& expected) const {
     throw DataError(fmt::format("{}: {}: expected {} (got {})", file, key, expected,
-                                shallow(j[key])));
+                                describe_json_shallow(j[key])));
   }
 
   int64_t integer(const char* key, int64_t def, int64_t min = 1) const {
@@ -189,7 +184,7 @@ HfModelConfig read_hf_config(const std::string& dir) {
                       "a Hugging Face config.json");
   if (!c.json.is_object())
     throw DataError(fmt::format("{}: expected a JSON object (got {})", c.config_path,
-                                shallow(c.json)));
+                                describe_json_shallow(c.json)));
   const Keys k{c.json, c.config_path};
   c.model_type = model_type_of(k);
   if (c.model_type == "bert") c.arch = HfArch::Bert;

@@ -25,15 +25,6 @@ const std::vector<std::pair<std::string, size_t>>& dtypes() {
   return d;
 }
 
-// A value for a message, without serialising nested structures: an adversarial header can nest
-// lists millions deep, and nlohmann's dump() recurses once per level.
-std::string shallow(const nlohmann::json& v) {
-  if (v.is_structured())
-    for (const auto& x : v)
-      if (x.is_structured()) return fmt::format("a JSON {} of {} items", v.type_name(), v.size());
-  return describe_json(v);
-}
-
 uint64_t read_le64(const char* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
@@ -100,7 +91,7 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
       parse_json(text, file + " (header)", "a JSON object of tensor entries");
   if (!j.is_object())
     throw DataError(fmt::format("{}: the header is {}, expected a JSON object", file,
-                                shallow(j)));
+                                describe_json_shallow(j)));
 
   SafetensorsHeader h;
   h.data_start = 8 + n;
@@ -110,11 +101,11 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
     if (key == "__metadata__") {
       if (!value.is_object())
         throw DataError(fmt::format("{}: __metadata__ is {} (expected an object of strings)",
-                                    file, shallow(value)));
+                                    file, describe_json_shallow(value)));
       for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string())
           throw DataError(fmt::format("{}: __metadata__.{} is {} (expected a string)", file,
-                                      printable_utf8(mk), shallow(mv)));
+                                      printable_utf8(mk), describe_json_shallow(mv)));
         h.metadata[mk] = mv.get<std::string>();
       }
       continue;
@@ -124,13 +115,13 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
     };
     if (!value.is_object())
       throw bad(fmt::format("entry is {} (expected an object with dtype, shape and data_offsets)",
-                            shallow(value)));
+                            describe_json_shallow(value)));
     for (const char* field : {"dtype", "shape", "data_offsets"})
       if (!value.contains(field)) throw bad(fmt::format("no \"{}\"", field));
     SafetensorsEntry e;
     e.name = key;
     if (!value["dtype"].is_string())
-      throw bad(fmt::format("dtype is {} (expected a string)", shallow(value["dtype"])));
+      throw bad(fmt::format("dtype is {} (expected a string)", describe_json_shallow(value["dtype"])));
     e.dtype = value["dtype"].get<std::string>();
     const size_t elem = safetensors_dtype_size(e.dtype);
     if (elem == 0)
@@ -138,7 +129,7 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
                             safetensors_dtype_names()));
     const auto& shape = value["shape"];
     if (!shape.is_array())
-      throw bad(fmt::format("shape is {} (expected a list of sizes)", shallow(shape)));
+      throw bad(fmt::format("shape is {} (expected a list of sizes)", describe_json_shallow(shape)));
     // Element count with an overflow check: a huge shape must not wrap to a small byte count.
     uint64_t numel = 1;
     bool overflow = false, empty = false;
@@ -146,7 +137,7 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
       uint64_t dim = 0;
       if (!as_offset(s, dim) || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         throw bad(fmt::format("shape {} has {} (expected non-negative integers)",
-                              shallow(shape), shallow(s)));
+                              describe_json_shallow(shape), describe_json_shallow(s)));
       e.shape.push_back(static_cast<int64_t>(dim));
       if (dim == 0) empty = true;
       if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / dim) overflow = true;
@@ -157,7 +148,7 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
     if (!offsets.is_array() || offsets.size() != 2 || !as_offset(offsets[0], e.begin) ||
         !as_offset(offsets[1], e.end))
       throw bad(fmt::format("data_offsets is {} (expected [begin, end], two non-negative integers)",
-                            shallow(offsets)));
+                            describe_json_shallow(offsets)));
     if (e.begin > e.end)
       throw bad(fmt::format("data_offsets [{}, {}] end before they begin", e.begin, e.end));
     if (e.end > data_size)
@@ -167,7 +158,7 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
     if (overflow || numel > std::numeric_limits<uint64_t>::max() / elem ||
         numel * elem != e.end - e.begin)
       throw bad(fmt::format("{} bytes at data_offsets [{}, {}], but dtype {} and shape {} need {}",
-                            e.end - e.begin, e.begin, e.end, e.dtype, shallow(shape),
+                            e.end - e.begin, e.begin, e.end, e.dtype, describe_json_shallow(shape),
                             overflow ? std::string("more than 2^64") : std::to_string(numel * elem)));
     h.entries.push_back(std::move(e));
   }

@@ -36,7 +36,7 @@ void register_cope(Registry& r);
 
 namespace {
 
-Registry build_registry() {
+Registry build_position_registry() {
   Registry r;
   register_none(r);
   register_sinusoidal(r);
@@ -123,7 +123,7 @@ std::map<std::string, std::string> encoder_notes() {
 }
 
 Registry& Registry::instance() {
-  static Registry registry = build_registry();
+  static Registry registry = build_position_registry();
   return registry;
 }
 

@@ -17,7 +17,7 @@ void register_synthetic(TaskRegistry& r);
 
 namespace {
 
-TaskRegistry build_registry() {
+TaskRegistry build_task_registry() {
   TaskRegistry r;
   register_mlm(r);
   register_clm(r);
@@ -40,7 +40,7 @@ const MetricInfo* TaskInfo::metric(const std::string& name) const {
 }
 
 const TaskRegistry& TaskRegistry::get() {
-  static const TaskRegistry registry = build_registry();
+  static const TaskRegistry registry = build_task_registry();
   return registry;
 }
 

@@ -1,4 +1,5 @@
 #include "core/train/prefetch.h"
+#include "core/util/system.h"
 
 #include <atomic>
 #include <chrono>
@@ -8,10 +9,6 @@ namespace relpos {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 }  // namespace
 

@@ -46,10 +46,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 // The last validation value of the primary metric for the progress line; between evaluations
 // it names the step it was measured at, so that it does not read as a fresh measurement.
 std::string metrics_summary(const std::map<std::string, double>& m, const std::string& primary,

@@ -57,4 +57,11 @@ std::string describe_json(const nlohmann::json& v) {
   return s;
 }
 
+std::string describe_json_shallow(const nlohmann::json& v) {
+  if (v.is_structured())
+    for (const auto& x : v)
+      if (x.is_structured()) return fmt::format("a JSON {} of {} items", v.type_name(), v.size());
+  return describe_json(v);
+}
+
 }  // namespace relpos

@@ -21,5 +21,8 @@ int64_t locate_calls();
 
 // A short rendering of a JSON value for error messages.
 std::string describe_json(const nlohmann::json& v);
+// The same without serialising nested structures (a list or object of lists or objects is named
+// by its type and size): a hostile file can nest millions deep, and dump() recurses per level.
+std::string describe_json_shallow(const nlohmann::json& v);
 
 }  // namespace relpos

@@ -2,10 +2,13 @@
 // running executable.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace relpos {
 
+// Seconds of the steady clock since `t0`.
+double seconds_since(std::chrono::steady_clock::time_point t0);
 std::string utc_timestamp();      // "2026-11-22T17:45:03Z"
 // HEAD of the source tree, +"-dirty" when tracked files other than results/, docs/ and *.md
 // differ from it, or "unknown" outside a git checkout. git_commit_of: the same for DIR.
