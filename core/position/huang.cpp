@@ -17,6 +17,7 @@
 #include "core/position/huang.h"
 
 #include <fmt/format.h>
+#include <torch/autograd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -67,6 +68,36 @@ HuangSpec preset_spec(const VariantParams& vp, bool per_head_option,
   }
   return {terms, scale_qk, static_cast<const PresetParams&>(vp).clip, false};
 }
+
+// The scale term of m1/m2, content·(s − 1) with s the (T,T) scale per distance. Autograd's own
+// product would keep the (B,H,T,T) content of every layer for the gradient of s; this node keeps
+// q and k (already kept by the content matmul) and recomputes content in backward, one q·kᵀ
+// matmul per layer, to save one (B,H,T,T) tensor per layer (docs/performance.md).
+struct ScaledContentTerm : public torch::autograd::Function<ScaledContentTerm> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& content, const torch::Tensor& q,
+                               const torch::Tensor& k, const torch::Tensor& s,
+                               double inv_sqrt_d) {
+    ctx->save_for_backward({q, k, s});
+    ctx->saved_data["inv_sqrt_d"] = inv_sqrt_d;
+    return content * (s - 1.0);  // (B,H,T,T)
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor &q = saved[0], &k = saved[1], &s = saved[2];
+    const torch::Tensor& g = grads[0];  // (B,H,T,T)
+    torch::Tensor grad_content, grad_s;
+    if (ctx->needs_input_grad(0)) grad_content = g * (s - 1.0);  // (B,H,T,T)
+    if (ctx->needs_input_grad(3)) {
+      const double inv_sqrt_d = ctx->saved_data["inv_sqrt_d"].toDouble();
+      auto content = torch::matmul(q * inv_sqrt_d, k.transpose(-1, -2));  // (B,H,T,T)
+      grad_s = content.mul_(g).sum(torch::IntArrayRef{0, 1}).to(s.scalar_type());  // (T,T)
+    }
+    return {grad_content, torch::Tensor(), torch::Tensor(), grad_s, torch::Tensor()};
+  }
+};
 
 bool has(const std::vector<std::string>& v, const char* t) {
   return std::find(v.begin(), v.end(), t) != v.end();
@@ -132,7 +163,9 @@ class HuangImpl : public PositionEncodingImpl {
     if (!qk_ && !qka_) {
       term = term.defined() ? term - content : -content;  // (B,H,T,T)
     } else if (scale.defined()) {
-      add(content * (distance_scale(ctx, content.size(-1), content.device()) - 1.0));
+      // content = (q/√d)·kᵀ (core/model/attention.cpp); recomputed from q and k in backward.
+      add(ScaledContentTerm::apply(
+          content, q, k, distance_scale(ctx, content.size(-1), content.device()), scale_));
     }
     return term;  // (B,H,T,T)
   }
