@@ -37,7 +37,6 @@ std::string encoder_notes(const std::vector<RunResult>& runs,
 
 namespace {
 
-
 bool is_scores(const std::string& q) { return q.rfind("scores:", 0) == 0; }
 
 bool always_one(const std::vector<double>& v) {

@@ -20,7 +20,6 @@ namespace relpos::analysis {
 namespace fs = std::filesystem;
 namespace {
 
-
 // One evaluation table of one run, under the row label it is pooled in.
 struct Evaluated {
   std::string group;

@@ -373,12 +373,12 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n  set bmargin -1\n"
       << "  set grid lc rgb '#d0d0d0' dt 3\n  set offsets 0, 0, graph 0.04, graph 0.04\n  set tics "
          "out\n  set autoscale y2\n"
-      << (p.yrange
-              ? fmt::format("  set yrange [{}:{}]\n", gnuplot_num(p.yrange->first), gnuplot_num(p.yrange->second))
-              : std::string("  set autoscale y\n"))
-      << (p.xrange
-              ? fmt::format("  set xrange [{}:{}]\n", gnuplot_num(p.xrange->first), gnuplot_num(p.xrange->second))
-              : std::string("  set autoscale x\n"))
+      << (p.yrange ? fmt::format("  set yrange [{}:{}]\n", gnuplot_num(p.yrange->first),
+                                 gnuplot_num(p.yrange->second))
+                   : std::string("  set autoscale y\n"))
+      << (p.xrange ? fmt::format("  set xrange [{}:{}]\n", gnuplot_num(p.xrange->first),
+                                 gnuplot_num(p.xrange->second))
+                   : std::string("  set autoscale x\n"))
       << (p.logx ? "  set logscale x 2\n" : "  unset logscale x\n");
     if (any_y2)
       b << "  set y2label " << quote(p.y2label) << "\n  set y2tics\n  set ytics nomirror\n";
@@ -428,7 +428,8 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         throw Error(fmt::format("curve {} of {}: {} x values but {} y values", cv.label, stem,
                                 cv.x.size(), cv.y.size()));
       data << "# panel " << k + 1 << ", curve " << c + 1 << ": " << cv.label << "\n# x y\n";
-      for (size_t i = 0; i < cv.x.size(); ++i) data << gnuplot_num(cv.x[i]) << ' ' << gnuplot_num(cv.y[i]) << '\n';
+      for (size_t i = 0; i < cv.x.size(); ++i)
+        data << gnuplot_num(cv.x[i]) << ' ' << gnuplot_num(cv.y[i]) << '\n';
       data << "\n\n";
       const size_t colours = std::size(kLineColours), markers = std::size(kPointTypes);
       const size_t line = cv.line >= 0 ? static_cast<size_t>(cv.line) : c;
@@ -452,7 +453,8 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
         ++block;
         data << "# panel " << k + 1 << ", curve " << c + 1 << ": " << cv.label
              << ", every run\n# x y\n";
-        for (const auto& [x, y] : cv.points) data << gnuplot_num(x) << ' ' << gnuplot_num(y) << '\n';
+        for (const auto& [x, y] : cv.points)
+          data << gnuplot_num(x) << ' ' << gnuplot_num(y) << '\n';
         data << "\n\n";
         b << ", \\\n       " << quote(stem + ".dat") << fmt::format(" index {} using 1:2", block)
           << fmt::format(" with points lt {} pt 7 ps 0.55 notitle", line % colours + 1);

@@ -10,7 +10,6 @@
 namespace relpos::analysis {
 namespace {
 
-
 std::vector<double> without_nan(const std::vector<double>& x) {
   std::vector<double> out;
   for (double v : x)

@@ -12,7 +12,6 @@
 namespace relpos::analysis {
 namespace {
 
-
 void check_square(const Matrix& a) {
   if (a.rows != a.cols || a.rows < 1 || static_cast<int64_t>(a.data.size()) != a.rows * a.cols)
     throw Error(fmt::format("translation invariance needs a square non-empty matrix (got {}x{})",

@@ -18,7 +18,6 @@ namespace relpos::analysis {
 namespace fs = std::filesystem;
 namespace {
 
-
 std::string run_label(const RunInfo& i) {
   return fmt::format("{} seed {}", i.position_types.empty() ? i.name : i.position_types, i.seed);
 }

@@ -6,8 +6,7 @@
 #include <numeric>
 
 namespace relpos::analysis {
-namespace {
-}
+namespace {}
 
 double mean(const std::vector<double>& x) {
   if (x.empty()) return kNaN;

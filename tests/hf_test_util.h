@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/util/process.h"
 #include "core/io/checkpoint.h"
 #include "core/model/model.h"
 #include "core/train/trainer.h"
+#include "core/util/process.h"
 #include "tests/helpers.h"
 #include "tests/tensor_compare.h"
 #include "tests/text_file.h"

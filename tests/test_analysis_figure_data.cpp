@@ -116,7 +116,7 @@ TEST_CASE("figure data files hold the run's relative table, P·Pᵀ and head-ave
         CHECK(r_axis[k].item<double>() == p.x[k]);
         for (int64_t c = 0; c < table.size(2); ++c)
           check_close_at(p.values[c][k], table[l][k][c].item<double>(),
-                      fmt::format("layer {} r {} channel {}", l, k - K, c));
+                         fmt::format("layer {} r {} channel {}", l, k - K, c));
       }
     }
   }
@@ -159,10 +159,10 @@ TEST_CASE("figure data files hold the run's relative table, P·Pᵀ and head-ave
           for (int64_t h = 0; h < H; ++h) {
             sum += a[l][h][i][j];
             check_close_at(heads[h].values[i][j], a[l][h][i][j],
-                        fmt::format("layer {} head {} ({}, {})", l, h, i, j));
+                           fmt::format("layer {} head {} ({}, {})", l, h, i, j));
           }
           check_close_at(mean[0].values[i][j], sum / static_cast<double>(H),
-                      fmt::format("layer {} mean ({}, {})", l, i, j));
+                         fmt::format("layer {} mean ({}, {})", l, i, j));
           row_sum += mean[0].values[i][j];
         }
         CHECK(row_sum == doctest::Approx(1.0).epsilon(1e-5));  // a mean of softmax rows

@@ -275,7 +275,8 @@ TEST_CASE("per-head grid: one colour bar for all panels, labels on the outer pan
   CHECK(fs::file_size(f.png) > 1000);
   const std::string script = test::read_text(f.script);
   // Per output format (PNG, PDF): the bar with the last panel only, the others without.
-  CHECK(test::count_occurrences(script, "set colorbox user origin screen") == 1);  // inside the format loop
+  CHECK(test::count_occurrences(script, "set colorbox user origin screen") ==
+        1);  // inside the format loop
   CHECK(test::count_occurrences(script, "unset colorbox") == 3);
   CHECK(test::count_occurrences(script, "set rmargin 12") == 0);
   // y label on the first column (panels 1, 3), x label on the bottom row (panels 3, 4).

@@ -14,9 +14,9 @@
 #include "analysis/experiment.h"
 #include "analysis/gnuplot.h"
 #include "analysis/report.h"
-#include "analysis/run_source.h"
-#include "analysis/run_checks.h"
 #include "analysis/run_analysis.h"
+#include "analysis/run_checks.h"
+#include "analysis/run_source.h"
 #include "tests/analysis_sample.h"
 #include "tests/text_file.h"
 

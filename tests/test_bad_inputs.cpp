@@ -76,11 +76,13 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
   const std::string f = tmp.str("");
 
   // Files made here: configs, a run file of a newer schema, damaged checkpoints and run files.
-  const std::string malformed = write_input(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
+  const std::string malformed =
+      write_input(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
   const std::string unknown_key = write_input(f + "unknown_key.yaml", "model:\n  layerz: 3\n");
   const std::string wrong_type = write_input(f + "wrong_type.yaml", "model:\n  layers: four\n");
   const std::string out_of_range = write_input(f + "range.yaml", "train:\n  lr: -1\n");
-  const std::string unknown_variant = write_input(f + "variant.yaml", "position:\n  type: rotary\n");
+  const std::string unknown_variant =
+      write_input(f + "variant.yaml", "position:\n  type: rotary\n");
   const std::string duplicate = write_input(f + "duplicate.yaml", "seed: 1\nseed: 2\n");
   const std::string emptied_run = f + "emptied_run";
   std::filesystem::create_directories(emptied_run);
@@ -161,172 +163,263 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
 
   const std::vector<BadInput> table{
       // ---- config ---------------------------------------------------------------------------
-      {"malformed YAML", "ConfigError", [&] { load_config({malformed}); },
+      {"malformed YAML",
+       "ConfigError",
+       [&] { load_config({malformed}); },
        {malformed + ":3:", ": malformed YAML: "}},
-      {"unknown key", "ConfigError", [&] { load_config({unknown_key}); },
+      {"unknown key",
+       "ConfigError",
+       [&] { load_config({unknown_key}); },
        {unknown_key + ":2:3: model.layerz: unknown key (known: mode, layers, width"}},
-      {"wrong type", "ConfigError", [&] { load_config({wrong_type}); },
+      {"wrong type",
+       "ConfigError",
+       [&] { load_config({wrong_type}); },
        {wrong_type + ":2:3: model.layers: wrong type (got 'four'; expected an integer)"}},
-      {"out-of-range value", "ConfigError", [&] { load_config({out_of_range}); },
+      {"out-of-range value",
+       "ConfigError",
+       [&] { load_config({out_of_range}); },
        {out_of_range + ":2:3: train.lr: out of range (got -1; expected >= 0)"}},
-      {"unknown position variant", "ConfigError", [&] { load_config({unknown_variant}); },
+      {"unknown position variant",
+       "ConfigError",
+       [&] { load_config({unknown_variant}); },
        {unknown_variant + ":2:", "position.type: unknown position variant (got 'rotary'",
         "known: ", "alibi", "rope"}},
-      {"duplicate key", "ConfigError", [&] { load_config({duplicate}); },
+      {"duplicate key",
+       "ConfigError",
+       [&] { load_config({duplicate}); },
        {duplicate + ":2:1: seed: duplicate key (first at line 1)"}},
-      {"a run folder whose config.yaml was emptied", "ConfigError",
+      {"a run folder whose config.yaml was emptied",
+       "ConfigError",
        [&] { load_run_config(emptied_run); },
        {emptied_run + "/config.yaml: not a run's resolved config: no model, position, data, "
                       "task, train sections (relpos train writes every key)"}},
-      {"--set without '='", "ConfigError", [&] { test::base_config_with({"model.layers"}); },
+      {"--set without '='",
+       "ConfigError",
+       [&] { test::base_config_with({"model.layers"}); },
        {"command line (--set model.layers): expected dotted.key=value"}},
-      {"a non-finite number", "ConfigError", [&] { test::base_config_with({"train.lr=nan"}); },
+      {"a non-finite number",
+       "ConfigError",
+       [&] { test::base_config_with({"train.lr=nan"}); },
        {"train.lr: wrong type (got 'nan'; expected a finite number)"}},
-      {"sequence longer than the learned table (config time)", "ConfigError",
+      {"sequence longer than the learned table (config time)",
+       "ConfigError",
        [&] {
-         test::base_config_with({"position.type=learned", "position.learned.max_len=32", "task.seq_len=64"});
+         test::base_config_with(
+             {"position.type=learned", "position.learned.max_len=32", "task.seq_len=64"});
        },
        {"position.learned.max_len: the learned table is shorter than the training sequences "
         "(got 32; expected >= task.seq_len (64))"}},
-      {"missing config file", "ConfigError", [&] { load_config({f + "absent.yaml"}); },
+      {"missing config file",
+       "ConfigError",
+       [&] { load_config({f + "absent.yaml"}); },
        {f + "absent.yaml: cannot open config file"}},
       // ---- data -----------------------------------------------------------------------------
-      {"missing data file", "DataError",
+      {"missing data file",
+       "DataError",
        [&] { load_corpus(test::base_config_with({"data.corpus=" + f + "absent.txt"})); },
-       {"data.corpus: '" + f + "absent.txt' is neither a built-in corpus (sotu, sentiment, "
+       {"data.corpus: '" + f +
+        "absent.txt' is neither a built-in corpus (sotu, sentiment, "
         "wordnet_qa) nor an existing file or folder"}},
-      {"built-in corpus not fetched", "DataError",
-       [&] { load_corpus(test::base_config_with({"data.corpus=sotu", "data.cache_dir=" + f + "no_cache"})); },
+      {"built-in corpus not fetched",
+       "DataError",
+       [&] {
+         load_corpus(
+             test::base_config_with({"data.corpus=sotu", "data.cache_dir=" + f + "no_cache"}));
+       },
        {"corpus 'sotu': no cached data at '" + f + "no_cache/sotu/package/data'"}},
-      {"empty corpus (text)", "DataError", [&] { load_text_file(data("text/empty.txt")); },
+      {"empty corpus (text)",
+       "DataError",
+       [&] { load_text_file(data("text/empty.txt")); },
        {data("text/empty.txt") + ": empty corpus (no text found"}},
-      {"empty corpus (TSV, header only)", "DataError",
+      {"empty corpus (TSV, header only)",
+       "DataError",
        [&] { load_tsv(data("tsv/header_only.tsv"), {}); },
        {data("tsv/header_only.tsv") + ": empty corpus (a header but no data rows)"}},
-      {"empty corpus (SQuAD)", "DataError", [&] { load_squad(data("squad/empty.json")); },
+      {"empty corpus (SQuAD)",
+       "DataError",
+       [&] { load_squad(data("squad/empty.json")); },
        {data("squad/empty.json") + ": empty corpus (no questions"}},
-      {"non-UTF-8 text", "DataError", [&] { load_text_file(data("text/bad_utf8.txt")); },
+      {"non-UTF-8 text",
+       "DataError",
+       [&] { load_text_file(data("text/bad_utf8.txt")); },
        {data("text/bad_utf8.txt") + ":3:5: invalid UTF-8 (byte 0xFF at byte offset"}},
-      {"non-UTF-8 TSV", "DataError", [&] { load_tsv(data("tsv/bad_utf8.tsv"), {}); },
+      {"non-UTF-8 TSV",
+       "DataError",
+       [&] { load_tsv(data("tsv/bad_utf8.tsv"), {}); },
        {data("tsv/bad_utf8.tsv") + ":3:4: invalid UTF-8 (byte 0xE9"}},
-      {"non-UTF-8 JSON", "DataError", [&] { load_squad(data("squad/bad_utf8.json")); },
+      {"non-UTF-8 JSON",
+       "DataError",
+       [&] { load_squad(data("squad/bad_utf8.json")); },
        {data("squad/bad_utf8.json") + ":3:", "invalid JSON", "<0xE9>"}},
-      {"malformed JSON", "DataError", [&] { load_squad(data("squad/bad_json.json")); },
+      {"malformed JSON",
+       "DataError",
+       [&] { load_squad(data("squad/bad_json.json")); },
        {data("squad/bad_json.json") + ":6:", "invalid JSON", "(expected SQuAD v1.1"}},
-      {"a JSON number beyond double's range (found by fuzzing)", "DataError",
+      {"a JSON number beyond double's range (found by fuzzing)",
+       "DataError",
        [&] {
          Corpus c;
-         load_sentiment_file(write_input(f + "overflow.json", "[\n{\"text\": \"Great.\", \"class\": 1e999}]\n"),
-                             "x", c);
+         load_sentiment_file(
+             write_input(f + "overflow.json", "[\n{\"text\": \"Great.\", \"class\": 1e999}]\n"),
+             "x", c);
        },
        {f + "overflow.json:2: invalid JSON: number overflow parsing '1e999'"}},
-      {"a sentiment record whose text is null (found by fuzzing)", "DataError",
+      {"a sentiment record whose text is null (found by fuzzing)",
+       "DataError",
        [&] {
          Corpus c;
-         load_sentiment_file(write_input(f + "null_text.json", "[{\"text\": \"Fine.\", \"class\": 1}, {\"text\": null}]"),
+         load_sentiment_file(write_input(f + "null_text.json",
+                                         "[{\"text\": \"Fine.\", \"class\": 1}, {\"text\": null}]"),
                              "x", c);
        },
        {f + "null_text.json: record 1: {\"text\":null} (expected a JSON array of"}},
-      {"SQuAD answer outside its context", "DataError",
+      {"SQuAD answer outside its context",
+       "DataError",
        [&] { load_squad(data("squad/answer_outside.json")); },
        {"answer_start 99 outside the context of 22 characters (expected 0..21)"}},
-      {"SQuAD answer not at its answer_start", "DataError",
+      {"SQuAD answer not at its answer_start",
+       "DataError",
        [&] { load_squad(data("squad/answer_mismatch.json")); },
        {"(id 'q3'), answers[0]: answer 'north' does not occur at answer_start 4"}},
-      {"label out of range (TSV)", "DataError", [&] { load_tsv(data("tsv/label_range.tsv"), {}); },
+      {"label out of range (TSV)",
+       "DataError",
+       [&] { load_tsv(data("tsv/label_range.tsv"), {}); },
        {data("tsv/label_range.tsv") +
         ":3: label 2 out of range (expected 0..1 for task.num_classes = 2)"}},
-      {"label out of range (sentiment JSON)", "DataError",
+      {"label out of range (sentiment JSON)",
+       "DataError",
        [&] {
          Corpus c;
          load_sentiment_file(data("sentiment/bad_class.json"), "x", c);
        },
        {data("sentiment/bad_class.json") + ": record 1: class 3 out of range (expected 0 or 1)"}},
-      {"wrong TSV column count", "DataError", [&] { load_tsv(data("tsv/wrong_columns.tsv"), {}); },
+      {"wrong TSV column count",
+       "DataError",
+       [&] { load_tsv(data("tsv/wrong_columns.tsv"), {}); },
        {data("tsv/wrong_columns.tsv") + ":3: 3 tab-separated columns (expected 2"}},
-      {"WordPiece vocabulary without [MASK]", "DataError",
+      {"WordPiece vocabulary without [MASK]",
+       "DataError",
        [&] { make_wordpiece_tokenizer(data("vocab_missing.txt"), true); },
        {data("vocab_missing.txt") + ": no [MASK] token"}},
-      {"a special token with white space around it", "DataError",
+      {"a special token with white space around it",
+       "DataError",
        [&] { make_wordpiece_tokenizer(spaced_mask, true); },
        {spaced_mask + ": no [MASK] token", "line 5 has ' [MASK]', with white space"}},
-      {"a folder as the WordPiece vocabulary", "DataError",
+      {"a folder as the WordPiece vocabulary",
+       "DataError",
        [&] { make_wordpiece_tokenizer(vocab_folder, true); },
        {vocab_folder + ": not a regular file (a folder; expected a WordPiece vocabulary file)"}},
-      {"an empty WordPiece vocabulary", "DataError",
+      {"an empty WordPiece vocabulary",
+       "DataError",
        [&] { make_wordpiece_tokenizer(empty_vocab, true); },
        {empty_vocab + ": empty vocabulary (expected one token per line"}},
-      {"a WordPiece vocabulary of only the special tokens", "DataError",
+      {"a WordPiece vocabulary of only the special tokens",
+       "DataError",
        [&] { make_wordpiece_tokenizer(only_specials, true); },
        {only_specials + ": no word pieces, only the special tokens", "every word would be [UNK]"}},
-      {"a character device as the corpus", "DataError",
+      {"a character device as the corpus",
+       "DataError",
        [&] { load_corpus(test::base_config_with({"data.corpus=/dev/null"})); },
        {"/dev/null: not a regular file (a character device; expected a text corpus file)"}},
-      {"a FIFO among a folder's .txt files", "DataError", [&] { load_text_folder(fifo_dir); },
+      {"a FIFO among a folder's .txt files",
+       "DataError",
+       [&] { load_text_folder(fifo_dir); },
        {fifo_dir + "/b.txt: not a regular file (a FIFO; expected a text corpus file)"}},
-      {"a folder whose .txt files are in a subfolder", "DataError",
+      {"a folder whose .txt files are in a subfolder",
+       "DataError",
        [&] { load_text_folder(nested_dir); },
        {nested_dir + ": empty corpus (no .txt file directly in the folder",
         "subfolders are not searched, and it has 1: sub)"}},
-      {"a folder of empty .txt files", "DataError", [&] { load_text_folder(empty_files_dir); },
+      {"a folder of empty .txt files",
+       "DataError",
+       [&] { load_text_folder(empty_files_dir); },
        {empty_files_dir + ": empty corpus (all 1 .txt files are empty"}},
-      {"a NUL byte in a TSV label", "DataError", [&] { load_tsv(nul_label, {}); },
+      {"a NUL byte in a TSV label",
+       "DataError",
+       [&] { load_tsv(nul_label, {}); },
        {nul_label + ":2: label '1<0x00>x' is not an integer (expected 0..1)"}},
-      {"a TSV with sentence1 but no sentence2", "DataError", [&] { load_tsv(sentence1_only, {}); },
+      {"a TSV with sentence1 but no sentence2",
+       "DataError",
+       [&] { load_tsv(sentence1_only, {}); },
        {sentence1_only + ":1: no text column in the header (columns: sentence1, label;",
         "'sentence', or the pair 'sentence1' and 'sentence2', and 'sentence2' is missing)"}},
-      {"a TSV pair row with an empty second sentence", "DataError",
+      {"a TSV pair row with an empty second sentence",
+       "DataError",
        [&] { load_tsv(empty_sentence2, {}); },
        {empty_sentence2 + ":3: empty text in column 'sentence2' (a sentence pair needs both "
                           "sentences, 'sentence1' and 'sentence2')"}},
-      {"SQuAD paragraph with an empty context", "DataError", [&] { load_squad(empty_context); },
+      {"SQuAD paragraph with an empty context",
+       "DataError",
+       [&] { load_squad(empty_context); },
        {empty_context + ":1: data[0].paragraphs[0].qas[0] (id 'q1'), answers[0]: the paragraph's "
-        "context is empty (expected the text the answer '1905' occurs in)"}},
-      {"an mlm split without a token to mask", "DataError",
+                        "context is empty (expected the text the answer '1905' occurs in)"}},
+      {"an mlm split without a token to mask",
+       "DataError",
        [&] {
          make_task_data(
              load_config({config_path("base.yaml")}, lm_sets(unknown_text, the_vocab)).config);
        },
        {"corpus '" + unknown_text + "': the training split has no token mlm can mask: all ",
         " of its tokens are special ([UNK], [SEP], ...) with tokenizer wordpiece:" + the_vocab}},
-      {"an mlm batch without a target", "DataError",
+      {"an mlm batch without a target",
+       "DataError",
        [&] { train_here(lm_sets(rare_text, the_vocab), f + "no_target_run"); },
-       {"step ", ": the batch has no target token, so its loss is not finite (nan): every token "
+       {"step ",
+        ": the batch has no target token, so its loss is not finite (nan): every token "
         "of its rows is [UNK] or another special token; stopped; the last good checkpoint"}},
-      {"a batch far past the machine's memory (it used to be killed by the kernel)", "ConfigError",
+      {"a batch far past the machine's memory (it used to be killed by the kernel)",
+       "ConfigError",
        [&] {
          auto s = tiny_run(tmp.str("cache"), 4);
          s.push_back("train.batch_size=100000000");
          train_here(s, f + "huge_batch_run");
        },
-       {"train.batch_size 100000000 at task.seq_len ", " does not fit in memory: one layer's "
-        "attention scores need at least ", " GB (batch 100000000, "}},
-      {"an empty validation split (no probe for snapshots)", "DataError",
+       {"train.batch_size 100000000 at task.seq_len ",
+        " does not fit in memory: one layer's "
+        "attention scores need at least ",
+        " GB (batch 100000000, "}},
+      {"an empty validation split (no probe for snapshots)",
+       "DataError",
        [&] {
          auto s = tiny_run(tmp.str("cache"), 4);
          s.push_back("data.valid_fraction=0");
          train_here(s, f + "no_valid_run");
        },
        {"the validation split is empty, so there is no probe set for snapshots (corpus '",
-        "' splits into ", " training, 0 validation and ", " test documents with "
+        "' splits into ", " training, 0 validation and ",
+        " test documents with "
         "data.valid_fraction 0)"}},
-      {"an mlm probe of length 1", "ConfigError", [&] { test::base_config_with({"snapshots.probe_len=1"}); },
+      {"an mlm probe of length 1",
+       "ConfigError",
+       [&] { test::base_config_with({"snapshots.probe_len=1"}); },
        {"snapshots.probe_len: too short for an mlm probe ([CLS] and at least one text token) "
         "(got 1; expected >= 2, or 0 for task.seq_len)"}},
       // ---- run file -------------------------------------------------------------------------
-      {"not an HDF5 file", "SchemaError", [&] { RunFileReader::open(not_hdf5); },
+      {"not an HDF5 file",
+       "SchemaError",
+       [&] { RunFileReader::open(not_hdf5); },
        {"'" + not_hdf5 + "' cannot be opened as an HDF5 file"}},
-      {"truncated HDF5", "SchemaError", [&] { RunFileReader::open(truncated_h5); },
+      {"truncated HDF5",
+       "SchemaError",
+       [&] { RunFileReader::open(truncated_h5); },
        {truncated_h5, "truncated file"}},
-      {"HDF5 with a newer schema version", "SchemaError", [&] { RunFileReader::open(newer); },
-       {"run file '" + newer + "' has schema version 99, newer than the version this relpos "
+      {"HDF5 with a newer schema version",
+       "SchemaError",
+       [&] { RunFileReader::open(newer); },
+       {"run file '" + newer +
+        "' has schema version 99, newer than the version this relpos "
         "reads (1)"}},
       // ---- checkpoint -----------------------------------------------------------------------
-      {"corrupt checkpoint", "SchemaError", [&] { load_ckpt(corrupt_ckpt); },
+      {"corrupt checkpoint",
+       "SchemaError",
+       [&] { load_ckpt(corrupt_ckpt); },
        {"checkpoint '" + corrupt_ckpt + "' is corrupt: checksum "}},
-      {"truncated checkpoint", "SchemaError", [&] { load_ckpt(truncated_ckpt); },
+      {"truncated checkpoint",
+       "SchemaError",
+       [&] { load_ckpt(truncated_ckpt); },
        {"'" + truncated_ckpt + "' is not a relpos checkpoint, or it is truncated"}},
-      {"checkpoint of another model", "SchemaError",
+      {"checkpoint of another model",
+       "SchemaError",
        [&] {
          Config other = run_cfg;
          other.model.width = 64;
@@ -338,7 +431,8 @@ TEST_CASE("bad inputs: each one gives its error type and message") {
        {"checkpoint '" + run_checkpoint_path(run) + "' does not match the model:",
         "has shape [32, 32] in the checkpoint and [32, 64] in the model"}},
       // ---- model ----------------------------------------------------------------------------
-      {"sequence longer than the learned table (forward)", "ConfigError",
+      {"sequence longer than the learned table (forward)",
+       "ConfigError",
        [&] {
          Model m(run_cfg, 261);
          m->hidden(torch::zeros({1, 64}, torch::kLong));
@@ -364,7 +458,8 @@ TEST_CASE("bad inputs through the relpos executable: exit status 2, error: and h
   TempFolder tmp("bad_inputs_cli");
   const std::string run = tiny_finished_run(tmp);
   const std::string f = tmp.str("");
-  const std::string malformed = write_input(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
+  const std::string malformed =
+      write_input(f + "malformed.yaml", "model:\n  layers: [1, 2\n  width: 8\n");
   const std::string bad_text = data("text/bad_utf8.txt");
   fs::copy(run, f + "damaged", fs::copy_options::recursive);
   {

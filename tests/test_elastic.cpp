@@ -70,7 +70,8 @@ TEST_CASE("elastic: a rank killed mid-run is restarted from the checkpoint and e
   CHECK(ev.at("event") == "restart");
   CHECK(ev.at("attempt") == 1);
   CHECK(ev.at("resumed_from_step") == 2);
-  CHECK(test::contains(ev.at("reason").get<std::string>(), "rank 1 failed first (rank 1 killed by SIGKILL"));
+  CHECK(test::contains(ev.at("reason").get<std::string>(),
+                       "rank 1 failed first (rank 1 killed by SIGKILL"));
   CHECK(std::regex_match(ev.at("time").get<std::string>(),
                          std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
 
@@ -94,7 +95,8 @@ TEST_CASE("elastic: --max-restarts 0 ends the run at the first failure, as witho
   const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0}, {"RELPOS_FAULT=1:3"});
   INFO(r.err);
   CHECK(r.exit_code == 2);  // every relpos error (RunError included) exits 2
-  CHECK(test::contains(r.err, "error: data-parallel run failed: rank 1 failed first (rank 1 killed by SIGKILL"));
+  CHECK(test::contains(
+      r.err, "error: data-parallel run failed: rank 1 failed first (rank 1 killed by SIGKILL"));
   CHECK(test::contains(r.err, "--resume"));
   CHECK_FALSE(test::contains(r.err, "restart"));
   CHECK_FALSE(run_finished(dir));
@@ -111,9 +113,12 @@ TEST_CASE("elastic: when the restarts are used up the error lists every attempt'
   const ChildResult r = run_child(RELPOS_BINARY, args, {150, 0}, {"RELPOS_FAULT=1:3:always"});
   INFO(r.err);
   CHECK(r.exit_code == 2);
-  CHECK(test::contains(r.err, "error: data-parallel run failed after 2 restarts (--max-restarts 2)"));
+  CHECK(
+      test::contains(r.err, "error: data-parallel run failed after 2 restarts (--max-restarts 2)"));
   for (const std::string n : {"1", "2", "3"})
-    CHECK_MESSAGE(test::contains(r.err, "\n  attempt " + n + ": rank 1 failed first (rank 1 killed by SIGKILL"), n);
+    CHECK_MESSAGE(test::contains(r.err, "\n  attempt " + n +
+                                            ": rank 1 failed first (rank 1 killed by SIGKILL"),
+                  n);
   CHECK_FALSE(test::contains(r.err, "attempt 4"));
   CHECK(test::contains(r.err, "continue from the last checkpoint with: relpos train --resume"));
   CHECK_FALSE(run_finished(dir));
@@ -139,8 +144,10 @@ TEST_CASE("elastic: ranks that fail before touching the run folder are not resta
   const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
   INFO(r.err);
   CHECK(r.exit_code == 2);
-  CHECK(test::contains(r.err, "data-parallel run failed after 0 restarts (--max-restarts 3)\n  attempt 1: rank"));
-  CHECK(test::contains(r.err, "not restarted: the ranks failed before this launch wrote a checkpoint or config"));
+  CHECK(test::contains(
+      r.err, "data-parallel run failed after 0 restarts (--max-restarts 3)\n  attempt 1: rank"));
+  CHECK(test::contains(
+      r.err, "not restarted: the ranks failed before this launch wrote a checkpoint or config"));
   CHECK_FALSE(test::contains(r.err, "attempt 2"));
   // The other run's folder is untouched: no --overwrite behind the user's back.
   std::ifstream in(dir + "/config.yaml");

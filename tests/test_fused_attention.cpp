@@ -32,7 +32,7 @@ struct Pass {
 };
 
 Pass run_pass(Model& m, const torch::Tensor& tokens, const torch::Tensor& key_mask,
-         const torch::Tensor& g) {
+              const torch::Tensor& g) {
   m->zero_grad();
   ForwardOptions o;
   o.key_mask = key_mask;

@@ -122,8 +122,9 @@ TEST_CASE("hf import: an ALBERT import fine-tunes with its own SentencePiece mod
   CHECK(fs::exists(ft + "/tokenizer.model"));
 }
 
-TEST_CASE("hf import: RoBERTa fine-tunes on the SQuAD fixture and GPT-2 continues as a causal LM, "
-          "both with their byte-level BPE") {
+TEST_CASE(
+    "hf import: RoBERTa fine-tunes on the SQuAD fixture and GPT-2 continues as a causal LM, "
+    "both with their byte-level BPE") {
   TempFolder tmp("hf_bpe");
   const std::string roberta = tmp.str("roberta");
   import_ok(hf_fixture("roberta"), roberta);
@@ -152,9 +153,12 @@ TEST_CASE("hf import: RoBERTa fine-tunes on the SQuAD fixture and GPT-2 continue
              "data.cache_dir=" + tmp.str("cache"), "--set", "eval.max_tokens=256"});
   const std::string lm = tmp.str("gpt2_lm");
   const std::vector<std::string> corpus = {"data.corpus=" + fixture_path("trainer/corpus.txt"),
-                                           "data.cache_dir=" + tmp.str("cache"), "train.steps=2",
-                                           "train.batch_size=2", "train.eval_every=2",
-                                           "train.eval_batches=1", "snapshots.probe_size=2",
+                                           "data.cache_dir=" + tmp.str("cache"),
+                                           "train.steps=2",
+                                           "train.batch_size=2",
+                                           "train.eval_every=2",
+                                           "train.eval_batches=1",
+                                           "snapshots.probe_size=2",
                                            "threads=1"};
   r = relpos_cli(finetune_args(gpt2, lm, corpus), 600);
   INFO(r.out << r.err);

@@ -33,20 +33,26 @@ struct ImportCase {
 
 const std::vector<ImportCase>& cases() {
   static const std::vector<ImportCase> c = {
-      {"bert_absolute", {},
+      {"bert_absolute",
+       {},
        {"bert.embeddings.position_ids", "bert.pooler.dense.weight", "bert.pooler.dense.bias",
         "cls.seq_relationship.weight", "cls.seq_relationship.bias"}},
       {"bert_relative_key", {}, {"bert.embeddings.position_embeddings.weight"}},
       {"bert_relative_key_query", {}, {"bert.embeddings.position_embeddings.weight"}},
       {"bert_bf16_bare", {"--init-missing-head"}, {"pooler.dense.weight", "pooler.dense.bias"}},
       {"bert_bin", {}, {}},
-      {"albert", {},
+      {"albert",
+       {},
        {"albert.pooler.weight", "albert.pooler.bias", "sop_classifier.classifier.weight",
         "sop_classifier.classifier.bias"}},
-      {"roberta", {},
+      {"roberta",
+       {},
        {"roberta.embeddings.position_ids", "roberta.pooler.dense.weight",
         "roberta.pooler.dense.bias"}},
-      {"gpt2", {}, {"transformer.h.0.attn.bias", "transformer.h.1.attn.bias", "transformer.h.0.attn.masked_bias"}},
+      {"gpt2",
+       {},
+       {"transformer.h.0.attn.bias", "transformer.h.1.attn.bias",
+        "transformer.h.0.attn.masked_bias"}},
   };
   return c;
 }
@@ -91,7 +97,8 @@ TEST_CASE("hf import: hidden states and MLM logits of every layout equal the num
     if (c.name == "gpt2" || c.name == "roberta") {
       line_of_id = byte_bpe_rows(src + "/vocab.json");
       std::map<int64_t, int64_t> id_of_row;  // GPT-2's <|endoftext|>: its first relpos id
-      for (size_t i = line_of_id.size(); i-- > 0;) id_of_row[line_of_id[i]] = static_cast<int64_t>(i);
+      for (size_t i = line_of_id.size(); i-- > 0;)
+        id_of_row[line_of_id[i]] = static_cast<int64_t>(i);
       for (auto& id : ids) id = id_of_row.at(id);
       // relpos's byte-level BPE on the imported run's vocab.json + merges.txt gives exactly those
       // ids (RoBERTa: between <s> and </s>, relpos's [CLS] and [SEP]).

@@ -43,7 +43,7 @@ TEST_CASE("layers: an include from a higher layer fails, naming the file, line a
   write_source(root / "core/train/trainer.h", "#pragma once\n#include \"core/util/errors.h\"\n");
   write_source(root / "analysis/figures.h", "#pragma once\n#include \"core/util/errors.h\"\n");
   write_source(root / "experiments/sweep.cpp",
-        "#include \"analysis/figures.h\"\n#include \"core/train/trainer.h\"\n");
+               "#include \"analysis/figures.h\"\n#include \"core/train/trainer.h\"\n");
   REQUIRE_MESSAGE(check_layers(root.string()).exit_code == 0, "the clean tree must pass");
 
   struct Case {

@@ -164,7 +164,8 @@ TEST_CASE("model: the LM head is tied to the token embeddings") {
       // No separate decoder weight: the only (V,E) tensor is the token embedding.
       std::vector<std::string> vocab_sized;
       for (const auto& p : m->named_parameters())
-        if (p.value().dim() == 2 && p.value().size(0) == kModelVocab) vocab_sized.push_back(p.key());
+        if (p.value().dim() == 2 && p.value().size(0) == kModelVocab)
+          vocab_sized.push_back(p.key());
       CHECK(vocab_sized == std::vector<std::string>{"transformer.token_embedding.weight"});
       CHECK(m->lm_head->bias.sizes() == torch::IntArrayRef({kModelVocab}));
 
@@ -198,7 +199,8 @@ TEST_CASE("model: the LM head is tied to the token embeddings") {
       m->transformer->token_embedding->weight[3].zero_();
       const auto after = m->lm_logits(hidden);  // (B,T,V)
       CHECK(test::max_abs_diff(after.select(-1, 3), head.bias[3].expand({2, 5})) < 1e-6);
-      CHECK(test::max_abs_diff(after.narrow(-1, 4, kModelVocab - 4), expected.narrow(-1, 4, kModelVocab - 4)) < 1e-6);
+      CHECK(test::max_abs_diff(after.narrow(-1, 4, kModelVocab - 4),
+                               expected.narrow(-1, 4, kModelVocab - 4)) < 1e-6);
     }
   }
 }
@@ -278,7 +280,8 @@ TEST_CASE("model: padded tokens do not affect real tokens (encoder, every varian
     CHECK(test::max_abs_diff(a[0], b[0]) == 0.0);
     CHECK(test::max_abs_diff(a[1].narrow(0, 0, 5), b[1].narrow(0, 0, 5)) < 1e-6);
     // Without the mask the change is seen.
-    CHECK(test::max_abs_diff(m->hidden(tokens)[1].narrow(0, 0, 5), m->hidden(other)[1].narrow(0, 0, 5)) > 1e-3);
+    CHECK(test::max_abs_diff(m->hidden(tokens)[1].narrow(0, 0, 5),
+                             m->hidden(other)[1].narrow(0, 0, 5)) > 1e-3);
     // A sequence of padding only gives finite outputs and leaves its neighbour alone.
     auto empty = mask.clone();
     empty[0].fill_(false);

@@ -1,7 +1,7 @@
 // The model options added for imported checkpoints (model.activation, model.norm_eps,
-// model.embedding_norm_before_projection, model.segment_vocab 1), checked against formulas written out here, their
-// defaults (today's model: exact GELU, LayerNorm epsilon 1e-5, embedding LayerNorm after the
-// projection), and their config errors.
+// model.embedding_norm_before_projection, model.segment_vocab 1), checked against formulas written
+// out here, their defaults (today's model: exact GELU, LayerNorm epsilon 1e-5, embedding LayerNorm
+// after the projection), and their config errors.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -35,8 +35,8 @@ torch::Tensor naive_norm(const torch::Tensor& x, double eps) {
 }  // namespace
 
 TEST_CASE("model options: defaults keep exact GELU, epsilon 1e-5 and the norm after the projection") {
-  const Config c = test::base_config_with({"model.norm=post", "model.embedding_width=8", "model.width=16",
-                                "model.heads=2"});
+  const Config c = test::base_config_with(
+      {"model.norm=post", "model.embedding_width=8", "model.width=16", "model.heads=2"});
   CHECK(c.model.activation == "gelu");
   CHECK(c.model.norm_eps == 1e-5);
   CHECK(!c.model.embedding_norm_before_projection);
@@ -58,7 +58,7 @@ TEST_CASE("model options: activation gelu_tanh is the tanh approximation, gelu t
 
 TEST_CASE("model options: norm_eps reaches every LayerNorm") {
   const Config c = test::base_config_with({"model.norm=post", "model.norm_eps=0.5", "model.width=8",
-                                "model.heads=2", "model.layers=1"});
+                                           "model.heads=2", "model.layers=1"});
   Model m(c, 30);
   torch::NoGradGuard g;
   const auto x = torch::randn({2, 3, 8}) * 0.3;  // small variance: epsilon 0.5 matters
@@ -69,9 +69,10 @@ TEST_CASE("model options: norm_eps reaches every LayerNorm") {
 
 TEST_CASE("model options: embedding_norm_before_projection normalises the E-wide embeddings "
           "(ALBERT)") {
-  const Config c = test::base_config_with({"model.norm=post", "model.embedding_width=4", "model.width=8",
-                                "model.heads=2", "model.embedding_norm_before_projection=true",
-                                "position.type=learned", "position.learned.max_len=128"});
+  const Config c =
+      test::base_config_with({"model.norm=post", "model.embedding_width=4", "model.width=8",
+                              "model.heads=2", "model.embedding_norm_before_projection=true",
+                              "position.type=learned", "position.learned.max_len=128"});
   Model m(c, 30);
   m->eval();
   torch::NoGradGuard g;
@@ -85,12 +86,14 @@ TEST_CASE("model options: embedding_norm_before_projection normalises the E-wide
   CHECK(torch::allclose(t->embed(tokens, {})[0], expected, 1e-5, 1e-6));
 }
 
-TEST_CASE("model options: segment embeddings add row s of the table for segment s; with "
-          "segment_vocab 1 (RoBERTa) row 0 for every token") {
+TEST_CASE(
+    "model options: segment embeddings add row s of the table for segment s; with "
+    "segment_vocab 1 (RoBERTa) row 0 for every token") {
   for (int64_t types : {2, 1}) {
     CAPTURE(types);
-    const Config c = test::base_config_with({"model.segments=true", "model.segment_vocab=" + std::to_string(types),
-                                  "model.width=8", "model.heads=2", "position.type=none"});
+    const Config c = test::base_config_with(
+        {"model.segments=true", "model.segment_vocab=" + std::to_string(types), "model.width=8",
+         "model.heads=2", "position.type=none"});
     Model m(c, 30);
     m->eval();
     torch::NoGradGuard g;
@@ -106,14 +109,16 @@ TEST_CASE("model options: segment embeddings add row s of the table for segment 
 }
 
 TEST_CASE("model options: bad values are config errors naming the key") {
-  CHECK(option_error({"model.activation=relu"}).find(
-            "model.activation: unknown value (got 'relu'; expected one of gelu | gelu_tanh)") !=
-        std::string::npos);
-  CHECK(option_error({"model.norm_eps=0"}).find("model.norm_eps: out of range (got 0; expected > 0)") !=
-        std::string::npos);
+  CHECK(
+      option_error({"model.activation=relu"})
+          .find("model.activation: unknown value (got 'relu'; expected one of gelu | gelu_tanh)") !=
+      std::string::npos);
+  CHECK(option_error({"model.norm_eps=0"})
+            .find("model.norm_eps: out of range (got 0; expected > 0)") != std::string::npos);
   CHECK(option_error({"model.norm=pre", "model.embedding_norm_before_projection=true"})
             .find("model.embedding_norm_before_projection: only a post-LN model has an embedding "
                   "LayerNorm") != std::string::npos);
-  CHECK(option_error({"data.tokenizer=bpe"}).find(
-            "expected one of bytes | sentencepiece | wordpiece | byte_bpe") != std::string::npos);
+  CHECK(option_error({"data.tokenizer=bpe"})
+            .find("expected one of bytes | sentencepiece | wordpiece | byte_bpe") !=
+        std::string::npos);
 }

@@ -85,7 +85,8 @@ TEST_CASE("slurm: the array job asks for a warning signal, requeues itself and i
     auto sets = test::dist::tiny_sets(tmp.str("cache"));
     sets.push_back(threads);
     const std::string job = emit(tmp, sets);
-    CHECK(test::contains(test::read_text(job), "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"") == (threads == "threads=0"));
+    CHECK(test::contains(test::read_text(job), "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"") ==
+          (threads == "threads=0"));
     const ChildResult lint = run_child(shellcheck, {"--shell=bash", "--severity=style", job}, {60, 0});
     INFO(threads);
     INFO(lint.out);
@@ -133,7 +134,8 @@ TEST_CASE("slurm: an array element resumes a half-finished run folder and finish
                                       {"SLURM_ARRAY_TASK_ID=0", "SLURM_CPUS_PER_TASK=1", "RELPOS=" + wrapper});
   INFO(fresh.err);
   REQUIRE(fresh.exit_code == 0);
-  CHECK(test::contains(test::read_text(calls), "train --out " + tmp.str("exp/seed1") + " --quiet --overwrite --config"));
+  CHECK(test::contains(test::read_text(calls),
+                       "train --out " + tmp.str("exp/seed1") + " --quiet --overwrite --config"));
   CHECK(run_finished(tmp.str("exp/seed1")));
 }
 
@@ -169,7 +171,8 @@ TEST_CASE("slurm: SIGUSR1 before the time limit checkpoints the run and requeues
     kill(pid, SIGUSR1);
     int status = 0;
     waitpid(pid, &status, 0);
-    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), test::read_text(log));
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                          test::read_text(log));
   };
 
   const auto first = interrupted_element("0");
@@ -178,7 +181,8 @@ TEST_CASE("slurm: SIGUSR1 before the time limit checkpoints the run and requeues
   INFO(err);
   CHECK(code == 0);
   CHECK(test::contains(err, "seed1: the time limit is near: stopping at a checkpoint"));
-  CHECK(test::contains(err, "interrupted"));  // relpos's own message: it got SIGTERM and checkpointed
+  CHECK(
+      test::contains(err, "interrupted"));  // relpos's own message: it got SIGTERM and checkpointed
   CHECK(test::contains(err, "seed1: requeueing (requeue 1 of 3)"));
   CHECK(test::read_text(asked) == "requeue 4242\n");
   REQUIRE(fs::exists(run_checkpoint_path(dir)));

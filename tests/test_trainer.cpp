@@ -42,7 +42,8 @@ std::vector<std::string> tiny_overrides(const std::string& cache) {
 struct TrainerTempDir {
   fs::path path;
   explicit TrainerTempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("relpos_test_" + name + "_" + std::to_string(::getpid()))) {
+      : path(fs::temp_directory_path() /
+             ("relpos_test_" + name + "_" + std::to_string(::getpid()))) {
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -50,8 +51,8 @@ struct TrainerTempDir {
   std::string str(const std::string& sub = "") const { return (path / sub).string(); }
 };
 
-TrainResult train_tiny(const std::string& out, const std::vector<std::string>& extra, const std::string& cache,
-                int64_t stop_after = 0, bool resume = false) {
+TrainResult train_tiny(const std::string& out, const std::vector<std::string>& extra,
+                       const std::string& cache, int64_t stop_after = 0, bool resume = false) {
   auto sets = tiny_overrides(cache);
   sets.insert(sets.end(), extra.begin(), extra.end());
   TrainOptions o;
@@ -260,8 +261,9 @@ TEST_CASE("an output folder holding a run is not overwritten silently") {
 
   // A run stopped exactly at what becomes its last step (--set train.steps=<checkpoint step>)
   // gets the final evaluation on resuming, instead of a result.json without validation metrics.
-  train_tiny(tmp.str("c"), {"train.steps=6", "train.eval_every=100", "snapshots.every_percent=0"}, cache,
-      /*stop_after=*/3);
+  train_tiny(tmp.str("c"), {"train.steps=6", "train.eval_every=100", "snapshots.every_percent=0"},
+             cache,
+             /*stop_after=*/3);
   o.out_dir = tmp.str("c");
   const TrainResult at_end = train(load_run_config(o.out_dir, {"train.steps=3"}), o);
   CHECK(at_end.finished);

@@ -59,7 +59,8 @@ TEST_CASE("properties: relative variants are unchanged when every position is sh
       const Run b = forward(m, tokens, 13);  // positions 13..20 instead of 0..7
       double probs_diff = 0;
       for (size_t l = 0; l < a.records.size(); ++l)
-        probs_diff = std::max(probs_diff, test::max_abs_diff(a.records[l].probs, b.records[l].probs));
+        probs_diff =
+            std::max(probs_diff, test::max_abs_diff(a.records[l].probs, b.records[l].probs));
       const double hidden_diff = test::max_abs_diff(a.hidden, b.hidden);
       if (invariant) {
         CHECK(probs_diff < 1e-5);

@@ -102,16 +102,18 @@ std::string deberta_yaml(int64_t K, const DebertaCase& c) {
 
 // ---- kerple ----------------------------------------------------------------------------------
 
-// log: -a·log(1 + b|r|), a = test::softplus(α), b = test::softplus(β); power: -a·|r|^b, b = 2σ(β).
+// log: -a·log(1 + b|r|), a = softplus(α), b = softplus(β); power: -a·|r|^b, b = 2σ(β).
 Formula kerple_formula(const Setup& s, bool power) {
   Formula f;
   f.score = [s, power](const NaiveHeads& x, PositionEncodingImpl& enc) -> ScoreFn {
     auto alpha = param(enc, "alpha"), beta = param(enc, "beta");  // (L,H)
     auto content = content_score(x);
     return [=](int64_t b, int64_t h, int64_t i, int64_t j) {
-      const double a = test::softplus(el(alpha, s.layer, h)), r = std::abs(static_cast<double>(j - i));
-      const double bias = power ? -a * (r == 0 ? 0.0 : std::pow(r, 2.0 * sigmoid(el(beta, s.layer, h))))
-                                : -a * std::log(1.0 + test::softplus(el(beta, s.layer, h)) * r);
+      const double a = test::softplus(el(alpha, s.layer, h)),
+                   r = std::abs(static_cast<double>(j - i));
+      const double bias =
+          power ? -a * (r == 0 ? 0.0 : std::pow(r, 2.0 * sigmoid(el(beta, s.layer, h))))
+                : -a * std::log(1.0 + test::softplus(el(beta, s.layer, h)) * r);
       return content(b, h, i, j) + bias;
     };
   };
@@ -121,7 +123,7 @@ Formula kerple_formula(const Setup& s, bool power) {
 // ---- fire ------------------------------------------------------------------------------------
 
 // f_h(x) = Σ_w w2_hw·relu(w1_w·x + b1_w), x = ψ(i - j)/ψ(max(L, i)) for j <= i and
-// -ψ(j - i)/ψ(max(L, T-1-t_i)) for j > i, ψ(x) = log(c·x + 1), c = test::softplus(γ), L = |λ|,
+// -ψ(j - i)/ψ(max(L, T-1-t_i)) for j > i, ψ(x) = log(c·x + 1), c = softplus(γ), L = |λ|,
 // normalizers floored at 1; i the absolute position offset + t_i.
 Formula fire_formula(const Setup& s) {
   Formula f;

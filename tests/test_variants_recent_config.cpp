@@ -108,13 +108,13 @@ TEST_CASE("config: the rules of deberta, kerple, fire, xpos, cope and per_head")
   }
   // Accepted neighbours.
   CHECK_NOTHROW(load_recent({"position.type=deberta", "position.deberta.bucketing=log",
-                      "position.deberta.clip=64", "position.deberta.max_distance=65"}));
+                             "position.deberta.clip=64", "position.deberta.max_distance=65"}));
   CHECK_NOTHROW(load_recent({"position.type=xpos", "model.mode=decoder", "task.type=clm",
-                      "position.xpos.block_size=128"}));
+                             "position.xpos.block_size=128"}));
   CHECK_NOTHROW(load_recent({"position.type=huang_m4", "position.huang_m4.per_head=true"}));
   CHECK_NOTHROW(load_recent({"position.type=shaw", "position.shaw.per_head=true"}));
   CHECK_NOTHROW(load_recent({"position.type=learned+alibi", "position.learned.max_len=512",
-                      "position.randomized_max=512"}));
+                             "position.randomized_max=512"}));
   CHECK_NOTHROW(load_recent({"position.type=rope", "position.randomized_max=128"}));
   // Off by default, and written to the resolved config only when on.
   CHECK(load_recent({}).position.randomized_max == 0);
@@ -129,8 +129,9 @@ TEST_CASE("config: a randomized_max error names the file, line and column") {
   std::ofstream(f) << "position:\n"
                       "  type: alibi\n"
                       "  randomized_max: 512\n";
-  const std::string msg =
-      recent_config_error([&] { (void)load_config({test::config_path("base.yaml"), f}); });
+  const std::string msg = recent_config_error([&] {
+    (void)load_config({test::config_path("base.yaml"), f});
+  });
   CHECK_MESSAGE(msg.find(f + ":3:3: position.randomized_max: no encoding") != std::string::npos,
                 "got: " << msg);
 }

@@ -62,7 +62,8 @@ TEST_CASE("exports: kerple bias, fire bias and xpos decay against their formulas
   auto f = exported(*fire, R);
   auto P = fire->named_parameters();
   for (int64_t l = 0; l < 2; ++l) {
-    const double c = test::softplus(P["c_raw"][l].item<double>()), L = std::abs(P["threshold_raw"][l].item<double>());
+    const double c = test::softplus(P["c_raw"][l].item<double>()),
+                 L = std::abs(P["threshold_raw"][l].item<double>());
     for (int64_t h = 0; h < H; ++h)
       for (int64_t r = -R; r <= 0; ++r) {
         const double x = std::log(c * -r + 1.0) / std::log(c * std::max({L, double(R), 1.0}) + 1.0);

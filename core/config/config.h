@@ -84,8 +84,8 @@ struct DataConfig : ConfigSection {
   // sentencepiece: a model file to load instead of training one (e.g. a pre-trained run's
   // tokenizer.model). Fine-tuning with --init-from takes the pre-trained run's model by itself.
   std::string tokenizer_file;
-  std::string vocab_file;          // wordpiece: a BERT vocab.txt; byte_bpe: a vocab.json
-  std::string merges_file;         // byte_bpe: a merges.txt
+  std::string vocab_file;   // wordpiece: a BERT vocab.txt; byte_bpe: a vocab.json
+  std::string merges_file;  // byte_bpe: a merges.txt
   double valid_fraction = 0.05;
   double test_fraction = 0.05;
   int64_t split_seed = 1234;       // document split, fixed across a sweep

@@ -31,21 +31,24 @@ std::vector<std::string> read_vocab_json(const std::string& path) {
   const auto j = parse_json(read_utf8_file(path, "byte-level BPE vocabulary (vocab.json)"), path,
                             "a JSON object mapping each token to its id");
   if (!j.is_object() || j.empty())
-    throw DataError(fmt::format("{}: expected a non-empty JSON object mapping each token to its id "
-                                "(a GPT-2 / RoBERTa vocab.json)",
-                                path));
+    throw DataError(
+        fmt::format("{}: expected a non-empty JSON object mapping each token to its id "
+                    "(a GPT-2 / RoBERTa vocab.json)",
+                    path));
   std::vector<std::string> by_id(j.size());
   std::vector<bool> seen(j.size(), false);
   for (const auto& [tok, id] : j.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
         id.get<int64_t>() >= static_cast<int64_t>(j.size()))
-      throw DataError(fmt::format("{}: token '{}' has id {}; expected an integer 0..{} (the file "
-                                  "has {} tokens, each id once)",
-                                  path, printable_utf8(tok), id.dump(), j.size() - 1, j.size()));
+      throw DataError(
+          fmt::format("{}: token '{}' has id {}; expected an integer 0..{} (the file "
+                      "has {} tokens, each id once)",
+                      path, printable_utf8(tok), id.dump(), j.size() - 1, j.size()));
     const auto i = static_cast<size_t>(id.get<int64_t>());
     if (seen[i])
-      throw DataError(fmt::format("{}: id {} is given to both '{}' and '{}' (expected each id once)",
-                                  path, i, printable_utf8(by_id[i]), printable_utf8(tok)));
+      throw DataError(
+          fmt::format("{}: id {} is given to both '{}' and '{}' (expected each id once)", path, i,
+                      printable_utf8(by_id[i]), printable_utf8(tok)));
     seen[i] = true;
     by_id[i] = tok;
   }
@@ -62,9 +65,10 @@ std::array<int64_t, kNumSpecial> special_ids(const std::vector<std::string>& by_
     auto it = id_of.find(kSpecialToken[s]);
     if (it == id_of.end()) it = id_of.find(kEndOfText);
     if (it == id_of.end())
-      throw DataError(fmt::format("{}: no token for {} (expected {} as RoBERTa has, or GPT-2's "
-                                  "{}, which then stands for every special token)",
-                                  path, special_token_name(s), kSpecialToken[s], kEndOfText));
+      throw DataError(
+          fmt::format("{}: no token for {} (expected {} as RoBERTa has, or GPT-2's "
+                      "{}, which then stands for every special token)",
+                      path, special_token_name(s), kSpecialToken[s], kEndOfText));
     out[s] = it->second;
   }
   return out;
@@ -228,9 +232,10 @@ class ByteBpeTokenizer : public Tokenizer {
       const size_t sp = line.find(' ');
       if (sp == 0 || sp == std::string::npos || sp + 1 == line.size() ||
           line.find(' ', sp + 1) != std::string::npos)
-        throw DataError(fmt::format("{}:{}: '{}' is not a merge (expected two symbols separated by "
-                                    "one space, as in 'Ġ t')",
-                                    path, i + 1, printable_utf8(line)));
+        throw DataError(
+            fmt::format("{}:{}: '{}' is not a merge (expected two symbols separated by "
+                        "one space, as in 'Ġ t')",
+                        path, i + 1, printable_utf8(line)));
       rank_.emplace(line, static_cast<int64_t>(rank_.size()));  // the first listing counts
     }
   }

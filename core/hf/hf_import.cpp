@@ -101,8 +101,10 @@ LoadedConfig relpos_config(const HfModelConfig& hf, const ImportedVocab& vocab,
     add("data.lower_case", num(vocab.lower_case));
   }
   if (vocab.tokenizer == "byte_bpe") {
-    add("data.vocab_file", quoted((fs::absolute(run_dir) / "vocab.json").lexically_normal().string()));
-    add("data.merges_file", quoted((fs::absolute(run_dir) / "merges.txt").lexically_normal().string()));
+    add("data.vocab_file",
+        quoted((fs::absolute(run_dir) / "vocab.json").lexically_normal().string()));
+    add("data.merges_file",
+        quoted((fs::absolute(run_dir) / "merges.txt").lexically_normal().string()));
   }
   if (vocab.tokenizer == "sentencepiece") {
     // ALBERT's model has no byte pieces; these keys describe it, they train nothing.

@@ -117,9 +117,10 @@ ImportedVocab bpe_vocab(const HfModelConfig& hf) {
   v.rows = byte_bpe_rows(vocab);
   const auto tokens = static_cast<int64_t>(*std::max_element(v.rows.begin(), v.rows.end()) + 1);
   if (tokens != hf.vocab)
-    throw DataError(fmt::format("{}: {} tokens, but {} says vocab_size {}: the embedding rows "
-                                "would not line up with the tokens",
-                                vocab, tokens, hf.config_path, hf.vocab));
+    throw DataError(
+        fmt::format("{}: {} tokens, but {} says vocab_size {}: the embedding rows "
+                    "would not line up with the tokens",
+                    vocab, tokens, hf.config_path, hf.vocab));
   v.vocab_size = static_cast<int64_t>(v.rows.size());
   v.notes.push_back(fmt::format(
       "token ids: relpos's byte-level BPE gives [PAD] [UNK] [CLS] [SEP] [MASK] ids 0..4 ({}) and "

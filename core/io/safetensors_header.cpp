@@ -100,8 +100,8 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
     const std::string name = printable_utf8(key);
     if (key == "__metadata__") {
       if (!value.is_object())
-        throw DataError(fmt::format("{}: __metadata__ is {} (expected an object of strings)",
-                                    file, describe_json_shallow(value)));
+        throw DataError(fmt::format("{}: __metadata__ is {} (expected an object of strings)", file,
+                                    describe_json_shallow(value)));
       for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string())
           throw DataError(fmt::format("{}: __metadata__.{} is {} (expected a string)", file,
@@ -121,7 +121,8 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
     SafetensorsEntry e;
     e.name = key;
     if (!value["dtype"].is_string())
-      throw bad(fmt::format("dtype is {} (expected a string)", describe_json_shallow(value["dtype"])));
+      throw bad(
+          fmt::format("dtype is {} (expected a string)", describe_json_shallow(value["dtype"])));
     e.dtype = value["dtype"].get<std::string>();
     const size_t elem = safetensors_dtype_size(e.dtype);
     if (elem == 0)
@@ -129,7 +130,8 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
                             safetensors_dtype_names()));
     const auto& shape = value["shape"];
     if (!shape.is_array())
-      throw bad(fmt::format("shape is {} (expected a list of sizes)", describe_json_shallow(shape)));
+      throw bad(
+          fmt::format("shape is {} (expected a list of sizes)", describe_json_shallow(shape)));
     // Element count with an overflow check: a huge shape must not wrap to a small byte count.
     uint64_t numel = 1;
     bool overflow = false, empty = false;
@@ -157,9 +159,10 @@ SafetensorsHeader parse_safetensors_header(const std::string& file, const char* 
                             e.begin, e.end, data_size, size));
     if (overflow || numel > std::numeric_limits<uint64_t>::max() / elem ||
         numel * elem != e.end - e.begin)
-      throw bad(fmt::format("{} bytes at data_offsets [{}, {}], but dtype {} and shape {} need {}",
-                            e.end - e.begin, e.begin, e.end, e.dtype, describe_json_shallow(shape),
-                            overflow ? std::string("more than 2^64") : std::to_string(numel * elem)));
+      throw bad(
+          fmt::format("{} bytes at data_offsets [{}, {}], but dtype {} and shape {} need {}",
+                      e.end - e.begin, e.begin, e.end, e.dtype, describe_json_shallow(shape),
+                      overflow ? std::string("more than 2^64") : std::to_string(numel * elem)));
     h.entries.push_back(std::move(e));
   }
 

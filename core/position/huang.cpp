@@ -74,10 +74,9 @@ HuangSpec preset_spec(const VariantParams& vp, bool per_head_option,
 // q and k (already kept by the content matmul) and recomputes content in backward, one q·kᵀ
 // matmul per layer, to save one (B,H,T,T) tensor per layer (docs/performance.md).
 struct ScaledContentTerm : public torch::autograd::Function<ScaledContentTerm> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
-                               const torch::Tensor& content, const torch::Tensor& q,
-                               const torch::Tensor& k, const torch::Tensor& s,
-                               double inv_sqrt_d) {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& content,
+                               const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& s, double inv_sqrt_d) {
     ctx->save_for_backward({q, k, s});
     ctx->saved_data["inv_sqrt_d"] = inv_sqrt_d;
     return content * (s - 1.0);  // (B,H,T,T)
@@ -92,7 +91,7 @@ struct ScaledContentTerm : public torch::autograd::Function<ScaledContentTerm> {
     if (ctx->needs_input_grad(0)) grad_content = g * (s - 1.0);  // (B,H,T,T)
     if (ctx->needs_input_grad(3)) {
       const double inv_sqrt_d = ctx->saved_data["inv_sqrt_d"].toDouble();
-      auto content = torch::matmul(q * inv_sqrt_d, k.transpose(-1, -2));  // (B,H,T,T)
+      auto content = torch::matmul(q * inv_sqrt_d, k.transpose(-1, -2));           // (B,H,T,T)
       grad_s = content.mul_(g).sum(torch::IntArrayRef{0, 1}).to(s.scalar_type());  // (T,T)
     }
     return {grad_content, torch::Tensor(), torch::Tensor(), grad_s, torch::Tensor()};

@@ -111,8 +111,8 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts,
                            a.vocab_file, a.lower_case, b.vocab_file, b.lower_case));
   }
   if (b.tokenizer == "byte_bpe") {
-    const bool same = same_contents(a.vocab_file, b.vocab_file) &&
-                      same_contents(a.merges_file, b.merges_file);
+    const bool same =
+        same_contents(a.vocab_file, b.vocab_file) && same_contents(a.merges_file, b.merges_file);
     if (!same)
       mismatch(opts.init_from,
                fmt::format("the pre-trained run's byte-level BPE is {} + {}, this config's {} + {}",
