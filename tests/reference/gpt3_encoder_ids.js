@@ -3,5 +3,5 @@
 // data/gpt2-bpe/ by scripts/fetch_data.sh) gives the UTF-8 text of a file, as a JSON array.
 //   node gpt3_encoder_ids.js PACKAGE_DIR TEXT_FILE
 const fs = require('fs');
-const {encode} = require(process.argv[2]);
+const { encode } = require(process.argv[2]);
 process.stdout.write(JSON.stringify(encode(fs.readFileSync(process.argv[3], 'utf8'))) + '\n');
