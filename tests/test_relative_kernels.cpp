@@ -185,7 +185,7 @@ TEST_CASE("relative kernels: bfloat16 key and query terms follow the formula") {
 TEST_CASE("relative kernels: long unclipped query term (query blocks) equals the direct path") {
   // T >= 128 without clipping takes the blocked path (Transformer-XL's per-head 2T-1 table);
   // the direct [T,T,d] einsum is the independent reference here.
-  const int64_t B = 1, H = 2, T = 130, d = 3;
+  const int64_t B = 2, H = 2, T = 130, d = 3;  // B > 1: per-head tables batch over the heads
   for (int64_t K : {T - 1, T + 40}) {
     for (bool per_head : {true, false}) {
       CAPTURE(K);

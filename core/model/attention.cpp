@@ -66,8 +66,12 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
   }
 
   // 1/√d on q (B,H,T,d) rather than on the (B,H,T,T) product: one pass over T² fewer each way.
+  // q/√d and k contiguous: the copies the batched matmul would make (and keep for backward)
+  // anyway, made here so that a position term's product with them keeps the same storage.
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  auto content = torch::matmul(q * inv_sqrt_d, k.transpose(-1, -2));  // (B,H,T,T)
+  ctx.scaled_query = q.contiguous() * inv_sqrt_d;                       // (B,H,T,d)
+  k = k.contiguous();                                                   // (B,H,T,d)
+  auto content = torch::matmul(ctx.scaled_query, k.transpose(-1, -2));  // (B,H,T,T)
   auto scores = content;
   if (record) record->terms.clear(), record->content_parts.clear();
   for (const auto& e : encodings) {
@@ -79,6 +83,9 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
       record->content_parts.push_back(part.defined() ? part.detach() : part);
     }
   }
+  // Nothing below reads the content scores: with a position term they are a (B,H,T,T) tensor of
+  // their own, freed here rather than kept to the end of the layer.
+  content = torch::Tensor();
 
   // An encoder without padding sees every key: no mask to apply.
   torch::Tensor hidden;  // (1|B,1,T,T) true where key j is not visible from query i
@@ -93,6 +100,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
     scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());  // (B,H,T,T)
   }
   auto probs = torch::softmax(scores, -1);  // (B,H,T,T)
+  scores = torch::Tensor();                 // the softmax's backward keeps its output only
   // A query that sees no key at all (a sequence of padding only, or left padding in a causal
   // model) gets NaN from a softmax over -inf; its row becomes 0 so that no NaN reaches the
   // real tokens through the next layer (0·NaN is NaN). The causal mask alone never empties a row.

@@ -112,9 +112,13 @@ class DebertaImpl : public PositionEncodingImpl {
     auto [qr, kr] = projected(ctx);                                       // (H,2K,d) each
     auto a = kr.index_select(1, rows(M, true, q.device()));                // (H,2M+1,d)
     auto b = qr.index_select(1, rows(M, false, q.device()));               // (H,2M+1,d)
-    auto term = relative_query_term(q * scale_, a, M, direct_);            // (B,H,T,T) c2p
-    term = term + relative_key_term(k * scale_, b, M, direct_);            // (B,H,T,T) + p2c
-    return term + content * (1.0 / std::sqrt(3.0) - 1.0);                 // (B,H,T,T)
+    // 1/√(3d) on the (H,2M+1,d) tables, so that the products keep q/√d (scaled_query) and k,
+    // the storage the content matmul keeps, rather than scaled copies of their own; the terms
+    // are summed in place (neither product keeps its output for backward).
+    const double inv_sqrt3 = 1.0 / std::sqrt(3.0);
+    auto term = relative_query_term(scaled_query(q, ctx), a * inv_sqrt3, M, direct_);  // c2p
+    term.add_(relative_key_term(k, b * scale_, M, direct_));                           // + p2c
+    return term.add_(content, inv_sqrt3 - 1.0);                                        // (B,H,T,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {

@@ -71,30 +71,29 @@ HuangSpec preset_spec(const VariantParams& vp, bool per_head_option,
 
 // The scale term of m1/m2, content·(s − 1) with s the (T,T) scale per distance. Autograd's own
 // product would keep the (B,H,T,T) content of every layer for the gradient of s; this node keeps
-// q and k (already kept by the content matmul) and recomputes content in backward, one q·kᵀ
-// matmul per layer, to save one (B,H,T,T) tensor per layer (docs/performance.md).
+// q/√d and k (the tensors the content matmul keeps, scaled_query()) and recomputes content in
+// backward, one q·kᵀ matmul per layer, to save one (B,H,T,T) tensor per layer
+// (docs/performance.md).
 struct ScaledContentTerm : public torch::autograd::Function<ScaledContentTerm> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& content,
-                               const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& s, double inv_sqrt_d) {
-    ctx->save_for_backward({q, k, s});
-    ctx->saved_data["inv_sqrt_d"] = inv_sqrt_d;
+                               const torch::Tensor& qs, const torch::Tensor& k,
+                               const torch::Tensor& s) {
+    ctx->save_for_backward({qs, k, s});
     return content * (s - 1.0);  // (B,H,T,T)
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const torch::Tensor &q = saved[0], &k = saved[1], &s = saved[2];
+    const torch::Tensor &qs = saved[0], &k = saved[1], &s = saved[2];
     const torch::Tensor& g = grads[0];  // (B,H,T,T)
     torch::Tensor grad_content, grad_s;
     if (ctx->needs_input_grad(0)) grad_content = g * (s - 1.0);  // (B,H,T,T)
     if (ctx->needs_input_grad(3)) {
-      const double inv_sqrt_d = ctx->saved_data["inv_sqrt_d"].toDouble();
-      auto content = torch::matmul(q * inv_sqrt_d, k.transpose(-1, -2));           // (B,H,T,T)
+      auto content = torch::matmul(qs, k.transpose(-1, -2));                       // (B,H,T,T)
       grad_s = content.mul_(g).sum(torch::IntArrayRef{0, 1}).to(s.scalar_type());  // (T,T)
     }
-    return {grad_content, torch::Tensor(), torch::Tensor(), grad_s, torch::Tensor()};
+    return {grad_content, torch::Tensor(), torch::Tensor(), grad_s};
   }
 };
 
@@ -149,9 +148,11 @@ class HuangImpl : public PositionEncodingImpl {
       }
     };
     const bool uses_q = qa_ || qka_;
-    const torch::Tensor qs = uses_q ? q * scale_ : torch::Tensor();  // (B,H,T,d)
-    if (qa_) add(relative_query_term(qs, table[ctx.layer], K_, direct_));          // (B,H,T,T)
-    if (ka_) add(relative_key_term(k * scale_, table[ctx.layer], K_, direct_));   // (B,H,T,T)
+    // q/√d is the content matmul's own tensor; for k the table takes the 1/√d, so the key
+    // product keeps k, which the content matmul keeps too.
+    const torch::Tensor qs = uses_q ? scaled_query(q, ctx) : torch::Tensor();    // (B,H,T,d)
+    if (qa_) add(relative_query_term(qs, table[ctx.layer], K_, direct_));        // (B,H,T,T)
+    if (ka_) add(relative_key_term(k, table[ctx.layer] * scale_, K_, direct_));  // (B,H,T,T)
     if (qka_) {
       // Without qk the term must also take content = q·k/√d away. Σ_m q k a - q·k = Σ_m q k (a-1),
       // so the qka product with a - 1 does it without two more (B,H,T,T) passes (and their
@@ -163,8 +164,8 @@ class HuangImpl : public PositionEncodingImpl {
       term = term.defined() ? term - content : -content;  // (B,H,T,T)
     } else if (scale.defined()) {
       // content = (q/√d)·kᵀ (core/model/attention.cpp); recomputed from q and k in backward.
-      add(ScaledContentTerm::apply(
-          content, q, k, distance_scale(ctx, content.size(-1), content.device()), scale_));
+      add(ScaledContentTerm::apply(content, scaled_query(q, ctx), k,
+                                   distance_scale(ctx, content.size(-1), content.device())));
     }
     return term;  // (B,H,T,T)
   }

@@ -19,6 +19,7 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -40,7 +41,17 @@ struct AttentionContext {
   // This layer's own query and key projections, x (B,N,D) -> (B,H,N,d) each, for an encoding
   // that projects position vectors with them (deberta share_projections). Set by attention.
   std::function<std::pair<torch::Tensor, torch::Tensor>(const torch::Tensor&)> project_qk;
+  // (B,H,T,d) q/√d, the tensor the eager path's content matmul keeps for its backward (set by
+  // attention; undefined on the fused path). Read it through scaled_query().
+  torch::Tensor scaled_query;
 };
+
+// q/√d for a score term: the eager path's own tensor, so that a term keeping it for backward
+// keeps no second copy (one (B,H,T,d) tensor per layer), else computed from q.
+inline torch::Tensor scaled_query(const torch::Tensor& q, const AttentionContext& ctx) {
+  if (ctx.scaled_query.defined()) return ctx.scaled_query;
+  return q * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));  // (B,H,T,d)
+}
 
 // A position tensor exported for analysis and HDF5 (`position/<variant>/<name>`).
 struct ExportedTensor {

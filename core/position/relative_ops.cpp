@@ -42,6 +42,18 @@ namespace {
 
 Tensor table_t(const Tensor& table) { return table.transpose(-1, -2); }  // (d,R) or (H,d,R)
 
+// x (B,H,N,a) times y (a,b), or (H,a,b) one matrix per head -> (B,H,N,b). matmul would broadcast
+// a per-head y over the batch, a (B,H,a,b) copy kept for backward (21 MB per transformer_xl
+// layer on the bench model), and reshape a strided x into a copy of its own. One bmm per batch
+// element keeps views of x (for q/√d, the storage the content matmul keeps) and y only. On
+// the CPU only: on a GPU the copy is cheap and B small kernel launches are not (not measured).
+Tensor head_matmul(const Tensor& x, const Tensor& y) {
+  if (y.dim() == 2 || !x.device().is_cpu()) return torch::matmul(x, y);  // (B,H,N,b)
+  std::vector<Tensor> out;
+  for (const auto& xb : x.unbind(0)) out.push_back(torch::bmm(xb, y));  // (H,N,b) each
+  return torch::stack(out);                                             // (B,H,N,b)
+}
+
 // Rows of the table that T tokens can reach: without clipping (K >= T-1) only distances
 // -(T-1)..T-1, i.e. rows K-T+1 .. K+T-1. Returns the table narrowed to them and its new K.
 std::pair<Tensor, int64_t> reachable_rows(const Tensor& table, int64_t K, int64_t T) {
@@ -67,7 +79,7 @@ Tensor relative_query_term(const Tensor& q, const Tensor& table_in, int64_t K_in
   }
   auto [table, K] = reachable_rows(table_in, K_in, T);
   if (K < T - 1 || T < kMinBlockedLength) {
-    auto qa = torch::matmul(q, table_t(table));  // (B,H,T,R)
+    auto qa = head_matmul(q, table_t(table));    // (B,H,T,R)
     return relative_expand(qa, T, K);            // (B,H,T,T)
   }
   // K = T-1 here: row r + T-1 of the table is distance r. Block [s, s+P) reaches distances
@@ -77,7 +89,7 @@ Tensor relative_query_term(const Tensor& q, const Tensor& table_in, int64_t K_in
   for (int64_t s = 0; s < T; s += P) {
     const int64_t n = std::min(P, T - s);
     auto rows = table.narrow(-2, T - s - n, T + n - 1);               // (T+n-1,d) or (H,..)
-    auto qa = torch::matmul(q.narrow(2, s, n), table_t(rows));       // (B,H,n,T+n-1)
+    auto qa = head_matmul(q.narrow(2, s, n), table_t(rows));          // (B,H,n,T+n-1)
     blocks.push_back(relative_expand(qa, T, n - 1));                 // (B,H,n,T)
   }
   return torch::cat(blocks, 2);  // (B,H,T,T)
@@ -92,7 +104,7 @@ Tensor relative_key_term(const Tensor& k, const Tensor& table_in, int64_t K_in, 
                                : torch::einsum("bhjd,hijd->bhij", {k, A});  // (B,H,T,T)
   }
   auto [table, K] = reachable_rows(table_in, K_in, T);
-  auto ka = torch::matmul(k, table_t(table));  // (B,H,T,R) rows are keys j
+  auto ka = head_matmul(k, table_t(table));    // (B,H,T,R) rows are keys j
   return relative_expand_keys(ka, K);          // (B,H,T,T) out[i,j] = ka[j, c(j-i)+K]
 }
 
@@ -118,7 +130,7 @@ Tensor relative_value_term(const Tensor& probs, const Tensor& table_in, int64_t 
   auto [table, K] = reachable_rows(table_in, K_in, T);
   // Sum the probabilities that fall on each clipped distance, then one (R,d) product.
   auto w = relative_reduce(probs, 2 * K + 1, K);  // (B,H,T,R)
-  return torch::matmul(w, table);                 // (B,H,T,d)
+  return head_matmul(w, table);                   // (B,H,T,d)
 }
 
 }  // namespace relpos

@@ -6,8 +6,6 @@
 // a^K and a^V, each (2K+1)×d (values: false drops a^V); per_head: true gives every head its
 // own, H×(2K+1)×d each. K = clip (distance in tokens).
 // Beyond the training length: distances past K reuse the clipped vectors, so any length works.
-#include <cmath>
-
 #include "core/position/position_encoding.h"
 #include "core/position/relative_ops.h"
 
@@ -28,8 +26,7 @@ struct ShawParams : ParamsOf<ShawParams> {
 
 class ShawImpl : public PositionEncodingImpl {
  public:
-  ShawImpl(const ModelDims& dims, const ShawParams& p, bool direct)
-      : K_(p.clip), direct_(direct), scale_(1.0 / std::sqrt(static_cast<double>(dims.head_dim))) {
+  ShawImpl(const ModelDims& dims, const ShawParams& p, bool direct) : K_(p.clip), direct_(direct) {
     const int64_t R = 2 * K_ + 1;
     const std::vector<int64_t> shape =
         p.per_head ? std::vector<int64_t>{dims.param_layers, dims.heads, R, dims.head_dim}
@@ -47,7 +44,7 @@ class ShawImpl : public PositionEncodingImpl {
 
   torch::Tensor score_term(const torch::Tensor&, const torch::Tensor& q, const torch::Tensor&,
                            const AttentionContext& ctx) override {
-    return relative_query_term(q * scale_, keys[ctx.layer], K_, direct_);  // (B,H,T,T)
+    return relative_query_term(scaled_query(q, ctx), keys[ctx.layer], K_, direct_);  // (B,H,T,T)
   }
 
   torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& ctx) override {
@@ -71,7 +68,6 @@ class ShawImpl : public PositionEncodingImpl {
  private:
   int64_t K_;
   bool direct_;
-  double scale_;
 };
 
 }  // namespace

@@ -53,10 +53,13 @@ class TransformerXLImpl : public PositionEncodingImpl {
                            const AttentionContext& ctx) override {
     const int64_t T = q.size(2);
     auto rel = relative_vectors(ctx.layer, T, q.options());  // (H,2T-1,d)
-    auto qv = q + v[ctx.layer].view({1, H_, 1, d_});          // (B,H,T,d)
-    // 1/√d on the (B,H,T,d) and (B,H,1,T) inputs rather than on the (B,H,T,T) sum.
-    return relative_query_term(qv * scale_, rel, T - 1, direct_) +
-           content_part(q, k, ctx);  // (B,H,T,T)
+    // (q_i + v)·r = q_i·r + v·r: the product with q/√d keeps the storage the content matmul
+    // keeps (scaled_query) instead of a (B,H,T,d) q + v of its own, and v·r/√d depends on the
+    // distance only, a Toeplitz bias. 1/√d goes on (B,H,T,d) and smaller inputs, not on (B,H,T,T).
+    auto vr = torch::bmm(v[ctx.layer].unsqueeze(1), rel.transpose(1, 2)).squeeze(1) * scale_;
+    auto term = relative_query_term(scaled_query(q, ctx), rel, T - 1, direct_);  // (B,H,T,T)
+    // In place: neither the product nor the skew keeps its output for backward.
+    return term.add_(toeplitz_bias(vr, T)).add_(content_part(q, k, ctx));  // (B,H,T,T)
   }
 
   // u·k_j/√d: a bias toward some keys whatever their position, so it is no part of the

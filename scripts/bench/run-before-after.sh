@@ -14,6 +14,7 @@ if [ $# -lt 3 ]; then
 fi
 before=$1 name=$2 variants=$3
 [ -x "$before" ] || { echo "$0: BEFORE: $before is not an executable" >&2; exit 2; }
+# shellcheck source=scripts/bench/common.sh
 source "$(dirname "$0")/common.sh" "load-$name.log" "${4:-results/bench}"
 for which in before after; do
   exe=$relpos

@@ -6,6 +6,7 @@
 # Usage: scripts/bench/run-block-cache.sh [OUTDIR]   (default results/bench/); run from the
 # repository root.
 set -euo pipefail
+# shellcheck source=scripts/bench/common.sh
 source "$(dirname "$0")/common.sh" load-block-cache.log "$@"
 for alloc in cache system; do
   "$relpos" bench --lengths 512 --steps 3 --warmup 1 --set cpu_allocator=$alloc \

@@ -6,6 +6,7 @@
 # Usage: scripts/bench/run-cpu-2core.sh [OUTDIR]   (default results/bench/); run from the
 # repository root.
 set -euo pipefail
+# shellcheck source=scripts/bench/common.sh
 source "$(dirname "$0")/common.sh" load-cpu-2core.log "$@"
 "$relpos" bench --lengths 128,512 --steps 3 --warmup 1 \
   --json "$out/results-cpu-2core.json" | tee "$out/results-cpu-2core.txt"

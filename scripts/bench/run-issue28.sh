@@ -4,6 +4,7 @@
 # (B,H,T,T,d) tensors: several GB at T=512, for tests only). A load sampler logs `uptime` every
 # 30 s. Usage: scripts/bench/run-issue28.sh [OUTDIR]   (default results/bench/); run from the repository root.
 set -euo pipefail
+# shellcheck source=scripts/bench/common.sh
 source "$(dirname "$0")/common.sh" load-issue28.log "$@"
 "$relpos" bench --variants none,deberta,kerple_log,kerple_power,fire,xpos,cope \
   --lengths 128,512 --steps 3 --warmup 1 --direct none \
