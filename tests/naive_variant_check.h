@@ -94,10 +94,13 @@ inline void check_variant(const std::string& type, const std::string& yaml, cons
   ctx.offset = s.offset;
   ctx.causal = s.causal;
   AttentionRecord rec;
-  torch::Tensor y;
+  torch::Tensor y, y_plain;
   {
     torch::NoGradGuard guard;
     y = attn->forward(x, ctx, {enc}, {}, &rec);  // (B,T,D)
+    // Without a record attention may take another route to the same scores (an encoding that
+    // includes the content product, position_encoding.h): the output must be the same.
+    y_plain = attn->forward(x, ctx, {enc}, {}, nullptr);  // (B,T,D)
   }
 
   NaiveHeads heads{naive_heads(x, attn->query, s.H), naive_heads(x, attn->key, s.H),
@@ -115,6 +118,7 @@ inline void check_variant(const std::string& type, const std::string& yaml, cons
                      naive.scores.masked_fill(visible.logical_not(), 0)) < kNaiveTol);
   CHECK(max_abs_diff(rec.probs, naive.probs) < kNaiveTol);
   CHECK(max_abs_diff(y, naive.out) < kNaiveTol);
+  CHECK(max_abs_diff(y_plain, naive.out) < kNaiveTol);
 }
 
 // Runs `check_variant` bidirectional and causal, with K below T and above T.

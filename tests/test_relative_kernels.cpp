@@ -104,8 +104,9 @@ void compare(const std::function<torch::Tensor(const Inputs&)>& fast,
 struct Shape {
   int64_t T, K;
 };
-// Band widths 2M+1 = 23 (clipped, K-1 = 11) and 2T-1 = 23 (unclipped): the kernels' 16-lane
-// loop and their tails both run; plus a short sequence and K = T-1 exactly.
+// Band widths 2M+1 = 23 (clipped, K-1 = 11) and 2T-1 = 23 (unclipped): the kernels' tiles of
+// 16 distances run whole and cut short; lengths 30, 3 and 1 cut their tiles of 4 queries short;
+// plus a short sequence and K = T-1 exactly.
 // {40, 12}: two query blocks of 2K = 24 rows for the clipped triangles; {30, 5}: K too small to
 // block (whole masked products).
 const std::vector<Shape> kShapes = {{40, 12}, {60, 9}, {30, 5}, {12, 20}, {12, 11}, {3, 1}, {1, 2}};

@@ -4,6 +4,7 @@
 // Learned tables are read from the variant's parameters; everything fixed (clipping, buckets,
 // slopes, sinusoids, rotations) is recomputed here without calling the variant's helpers.
 #include <doctest/doctest.h>
+#include <torch/autograd.h>
 #include <torch/types.h>
 
 #include <algorithm>
@@ -370,6 +371,66 @@ TEST_CASE("naive: huang presets m1..m4") {
     };
     return f;
   });
+}
+
+// huang_m3's term includes the content product: without a snapshot record attention forms no
+// content scores and the term is the whole score (position_encoding.h, can_include_content). The
+// record path, checked against the naive loop above, forms content and the term apart; both
+// routes must give the same layer output and gradients, alone, before or after another
+// encoding's bias, and in stacks where attention must fall back (shaw's values, a second
+// includer).
+TEST_CASE("attention: a term that includes the content product, alone and stacked") {
+  for (const auto& stack : std::vector<std::vector<std::string>>{{"huang_m3"},
+                                                                 {"alibi", "huang_m3"},
+                                                                 {"huang_m3", "tisa"},
+                                                                 {"huang_m3", "shaw"},
+                                                                 {"huang_m3", "huang_m4"},
+                                                                 {"huang", "huang_m3"}}) {
+    for (bool causal : {false, true}) {
+      CAPTURE(stack.size());
+      CAPTURE(stack.front());
+      CAPTURE(stack.back());
+      CAPTURE(causal);
+      torch::manual_seed(31);
+      const int64_t B = 2, H = 2, d = 3, T = 7;
+      auto dims = tiny_dims(H, d, causal);
+      MultiHeadAttention attn(dims.width, H, 0.0);
+      attn->to(torch::kDouble);
+      randomize(*attn, 0.5);
+      EncodingList encodings;
+      for (const auto& type : stack) {
+        const std::string yaml = type == "huang" ? "{terms: [ka, qka], clip: 2}" : "{clip: 2}";
+        auto enc = make_variant(type, dims, type == "alibi" || type == "tisa" ? "{}" : yaml);
+        randomize(*enc, 0.7);
+        encodings.push_back(enc);
+      }
+      auto x = torch::randn({B, T, dims.width}, torch::kDouble);  // (B,T,D)
+      auto w = torch::randn({B, T, dims.width}, torch::kDouble);  // (B,T,D)
+      AttentionContext ctx;
+      ctx.length = T;
+      ctx.causal = causal;
+      std::vector<torch::Tensor> params;
+      for (const auto& e : encodings)
+        for (const auto& p : e->parameters()) params.push_back(p);
+      for (const auto& p : attn->parameters()) params.push_back(p);
+      auto route = [&](bool record) {
+        auto xr = x.clone().requires_grad_(true);
+        AttentionRecord rec;
+        auto y = attn->forward(xr, ctx, encodings, {}, record ? &rec : nullptr);  // (B,T,D)
+        auto inputs = params;
+        inputs.push_back(xr);
+        auto grads = torch::autograd::grad({(y * w).sum()}, inputs);
+        grads.push_back(y.detach());
+        return grads;
+      };
+      auto with_record = route(true), plain = route(false);
+      REQUIRE(with_record.size() == plain.size());
+      for (size_t i = 0; i < plain.size(); ++i) {
+        CAPTURE(i);
+        CHECK(max_abs_diff(plain[i], with_record[i]) < kNaiveTol);
+      }
+    }
+  }
 }
 
 const bool kNaiveHuang = naive_tests({"huang"});

@@ -35,6 +35,24 @@ torch::Tensor visibility_mask(int64_t T, bool causal, torch::Device device) {
   return torch::ones({T, T}, opts).tril();        // (T,T) j <= i
 }
 
+namespace {
+
+// The encoding that computes the whole score in its own term (can_include_content), when every
+// other encoding reads the content scores for their shape only; nullptr otherwise.
+const PositionEncodingImpl* content_includer(const EncodingList& encodings) {
+  const PositionEncodingImpl* found = nullptr;
+  for (const auto& e : encodings) {
+    if (!found && e->can_include_content()) {
+      found = e.get();
+    } else if (e->fused_scores() == FusedScores::unsupported) {
+      return nullptr;
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
                                               const AttentionContext& layer_ctx,
                                               const EncodingList& encodings,
@@ -69,14 +87,21 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
   // q/√d and k contiguous: the copies the batched matmul would make (and keep for backward)
   // anyway, made here so that a position term's product with them keeps the same storage.
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  ctx.scaled_query = q.contiguous() * inv_sqrt_d;                       // (B,H,T,d)
-  k = k.contiguous();                                                   // (B,H,T,d)
-  auto content = torch::matmul(ctx.scaled_query, k.transpose(-1, -2));  // (B,H,T,T)
-  auto scores = content;
+  ctx.scaled_query = q.contiguous() * inv_sqrt_d;  // (B,H,T,d)
+  k = k.contiguous();                              // (B,H,T,d)
+  // An encoding whose term contains the content product computes the whole score; the others
+  // then get a stand-in for the content scores' shape (as on the fused path).
+  const PositionEncodingImpl* includer = record ? nullptr : content_includer(encodings);
+  auto content = includer ? torch::zeros({1, 1, 1, 1}, q.options()).expand({B, heads_, T, T})
+                          : torch::matmul(ctx.scaled_query, k.transpose(-1, -2));  // (B,H,T,T)
+  torch::Tensor scores = includer ? torch::Tensor() : content;                     // (B,H,T,T)
   if (record) record->terms.clear(), record->content_parts.clear();
   for (const auto& e : encodings) {
+    ctx.include_content = e.get() == includer;
     auto term = e->score_term(content, q, k, ctx);  // (B|1,H,T,T) or undefined
-    if (term.defined()) scores = scores + term;
+    TORCH_CHECK(term.defined() || !ctx.include_content, e->type(),
+                " can include content but returned no score term");
+    if (term.defined()) scores = scores.defined() ? scores + term : term;
     if (record) {
       record->terms.push_back(term.defined() ? term.detach() : term);
       auto part = term.defined() ? e->content_part(q, k, ctx) : torch::Tensor();  // (B,H,1,T)

@@ -128,6 +128,8 @@ class HuangImpl : public PositionEncodingImpl {
     }
   }
   std::string type() const override { return type_; }
+  // qka without qk replaces the content product (huang_m3): Σ_m q k a is the score itself.
+  bool can_include_content() const override { return qka_ && !qk_; }
   // Without qk and qka, or with the distance-dependent scale of qk, score_term reads content.
   FusedScores fused_scores() const override {
     return (!qk_ && !qka_) || scale.defined() ? FusedScores::unsupported
@@ -156,8 +158,10 @@ class HuangImpl : public PositionEncodingImpl {
     if (qka_) {
       // Without qk the term must also take content = q·k/√d away. Σ_m q k a - q·k = Σ_m q k (a-1),
       // so the qka product with a - 1 does it without two more (B,H,T,T) passes (and their
-      // gradients), which cost more than the content matmul itself.
-      const torch::Tensor a = qk_ ? table[ctx.layer] : table[ctx.layer] - 1.0;  // (R,d)
+      // gradients), which cost more than the content matmul itself. With ctx.include_content
+      // attention formed no content: the product with a itself is the whole score.
+      const bool minus_content = !qk_ && !ctx.include_content;
+      const torch::Tensor a = minus_content ? table[ctx.layer] - 1.0 : table[ctx.layer];  // (R,d)
       add(relative_qka_term(qs, k, a, K_, direct_));                           // (B,H,T,T)
     }
     if (!qk_ && !qka_) {

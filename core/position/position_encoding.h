@@ -44,6 +44,10 @@ struct AttentionContext {
   // (B,H,T,d) q/√d, the tensor the eager path's content matmul keeps for its backward (set by
   // attention; undefined on the fused path). Read it through scaled_query().
   torch::Tensor scaled_query;
+  // Set by attention, for one call of score_term of an encoding that can_include_content():
+  // the term returned is then the whole score, content q·k/√d included, and `content` is a
+  // stand-in that gives its shape, dtype and device only.
+  bool include_content = false;
 };
 
 // q/√d for a score term: the eager path's own tensor, so that a term keeping it for backward
@@ -121,6 +125,14 @@ class PositionEncodingImpl : public torch::nn::Module {
   // score_term reads no value of `content` (its shape, dtype and device only) and its
   // value_term adds nothing.
   virtual FusedScores fused_scores() const { return FusedScores::unsupported; }
+
+  // Whether score_term can return content + its term from one product, for less than the two
+  // apart (huang_m3's Σ_m q_im k_jm a_m is the content product at a = 1). Attention's eager path
+  // then forms no content scores of its own (one (B,H,T,T) matmul forward and two backward per
+  // layer) and sets ctx.include_content for this encoding's call, when every other encoding of
+  // the stack reads content for its shape only (fused_scores() not unsupported) and no snapshot
+  // is recorded (snapshots keep each term apart from content).
+  virtual bool can_include_content() const { return false; }
 
   // Longest supported offset + T, or -1 for any length. Going past it is an error unless the
   // variant was configured to handle it (learned: beyond: clamp).

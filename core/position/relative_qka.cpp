@@ -4,10 +4,12 @@
 // beyond the clip every pair uses an end vector, so the two clipped triangles are ordinary
 // matmuls: q·(a_{+K} ⊙ k)ᵀ above, q·(a_{-K} ⊙ k)ᵀ below. The band needs a three-way product
 // per (i, r): B·H·T·(2M+1)·d multiply-adds, a fraction of one attention matmul, but memory-bound
-// when written with tensor ops (one pass over q and k per distance). On the CPU a kernel computes
-// it in one pass with the keys transposed so that the innermost loop runs over distances
-// (contiguous, vectorised) and adds it straight into the (T,T) output. Other devices and dtypes
-// use tensor ops: one (B,H,T,d) product per distance, then a skew to (T,T).
+// when written with tensor ops (one pass over q and k per distance). On the CPU kernels compute
+// it with the keys transposed so that the innermost loops run over distances (contiguous,
+// vectorised), in register tiles of queries by distances, and write it straight into the (T,T)
+// output; backward is two passes of one kernel (the gradients of q and the table, then of k from
+// the band of gᵀ). Other devices and dtypes use tensor ops: one (B,H,T,d) product per distance,
+// then a skew to (T,T).
 // Nothing per distance is saved for backward: the band is recomputed from q, k and a.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -20,10 +22,13 @@
 #include "core/position/relative_ops.h"
 #include "core/util/precision.h"
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-// One copy of each kernel per instruction set, picked at load time (GCC function multiversioning).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 12
+// One copy of each kernel per instruction-set level, picked at load time by the CPU's features
+// (GCC function multiversioning). Levels, not CPU names: GCC picks an "arch=NAME" clone only on
+// a CPU it identifies as that model, so an AMD EPYC with AVX-512 ran the SSE2 default of
+// "arch=skylake-avx512" and "arch=haswell" clones.
 #define RELPOS_SIMD_CLONES \
-  __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define RELPOS_SIMD_CLONES
 #endif
@@ -35,121 +40,210 @@ using torch::Tensor;
 namespace {
 
 // ---- CPU kernels, one (batch, head) slice at a time -------------------------------------------
-// q (T,d) row-major; kTp (d, T+2M): keys transposed, zero-padded by M on both sides, so that
-// kTp[m][i + rr] = k[i + rr - M][m] (0 outside the sequence); aT (d, R) with R = 2M+1.
-// out (T, T) row-major: out[i][i + rr - M] = sum_m q[i][m] a[rr][m] k[i+rr-M][m] (assigned, so
-// whatever the clipped blocks wrote into the band is replaced).
+// Layout: x (Tp,d) row-major with the rows past T zero; yTp (d,P) the other factor transposed and
+// shifted, yTp[m][i + rr] = y[i + rr - M][m] (zero outside the sequence), P >= Tp + Rp; aT (d,Rs)
+// the table transposed, columns past R = 2M+1 zero. Tp and Rp round T and R up to whole tiles;
+// the row strides P and Rs are padded further (BandLayout).
+// A tile of kRows queries by kDist distances keeps its sums in registers while it runs over the
+// d channels, so each table entry is loaded once per tile instead of once per query; the fixed
+// trip counts let the compiler vectorise over the distances.
+constexpr int64_t kRows = 4, kDist = 16;
 
+int64_t round_up(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
+
+// 32-byte vectors of S (GCC vector extensions: one AVX register, two SSE registers in the
+// default clone), loaded and stored unaligned. Always inlined into the kernels, so no vector
+// crosses a call (GCC's -Wpsabi note about returning one without AVX does not apply; ignored up
+// to the end of the kernels).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 template <class S>
-inline __attribute__((always_inline)) void band_forward_body(const S* q, const S* kTp,
-                                                             const S* aT, S* out, int64_t T,
-                                                             int64_t d, int64_t M, S* e) {
-  const int64_t R = 2 * M + 1, P = T + 2 * M;
-  for (int64_t i = 0; i < T; ++i) {
-    std::fill(e, e + R, S(0));
-    const S* qi = q + i * d;
-    for (int64_t m = 0; m < d; ++m) {
-      const S c = qi[m];
-      const S* ar = aT + m * R;
-      const S* kr = kTp + m * P + i;
-      for (int64_t rr = 0; rr < R; ++rr) e[rr] += c * ar[rr] * kr[rr];
-    }
-    const int64_t lo = std::max<int64_t>(0, M - i), hi = std::min<int64_t>(R, T + M - i);
-    S* row = out + i * T + (i - M);
-    for (int64_t rr = lo; rr < hi; ++rr) row[rr] = e[rr];
+struct Simd {
+  typedef S V __attribute__((vector_size(32)));
+  static constexpr int kLanes = 32 / sizeof(S);
+  static inline __attribute__((always_inline)) V load(const S* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
   }
-}
+  static inline __attribute__((always_inline)) void store(S* p, const V& v) {
+    std::memcpy(p, &v, sizeof(V));
+  }
+};
 
-// g (T,T) the gradient of out. Accumulates dq (T,d), dkTp (d, T+2M) and daT (d, R).
+// out[i][i+rr-M] = Σ_m x[i][m] a[rr][m] y[i+rr-M][m] for every i < T and rr < R whose key is in
+// the sequence (out (T,T) row-major; assigned, so whatever the clipped blocks wrote into the band
+// is replaced).
 template <class S>
-inline __attribute__((always_inline)) void band_backward_body(const S* q, const S* kTp,
-                                                              const S* aT, const S* g, S* dq,
-                                                              S* dkTp, S* daT, int64_t T,
-                                                              int64_t d, int64_t M, S* gb) {
-  const int64_t R = 2 * M + 1, P = T + 2 * M;
-  constexpr int kLanes = 16;
-  for (int64_t i = 0; i < T; ++i) {
-    // The band of row i of g, zero where j falls outside the sequence.
-    std::fill(gb, gb + R, S(0));
-    const int64_t lo = std::max<int64_t>(0, M - i), hi = std::min<int64_t>(R, T + M - i);
-    const S* grow = g + i * T + (i - M);
-    for (int64_t rr = lo; rr < hi; ++rr) gb[rr] = grow[rr];
-    const S* qi = q + i * d;
-    S* dqi = dq + i * d;
-    for (int64_t m = 0; m < d; ++m) {
-      const S c = qi[m];
-      const S* ar = aT + m * R;
-      const S* kr = kTp + m * P + i;
-      S* dkr = dkTp + m * P + i;
-      S* dar = daT + m * R;
-      for (int64_t rr = 0; rr < R; ++rr) {
-        const S ga = gb[rr] * ar[rr];
-        dkr[rr] += ga * c;
-        dar[rr] += gb[rr] * c * kr[rr];
+inline __attribute__((always_inline)) void band_forward_body(const S* x, const S* yTp, const S* aT,
+                                                             S* out, int64_t T, int64_t d,
+                                                             int64_t M, int64_t Rs, int64_t P) {
+  using V = typename Simd<S>::V;
+  constexpr int W = Simd<S>::kLanes, NV = kDist / W;
+  const int64_t R = 2 * M + 1;
+  for (int64_t i0 = 0; i0 < T; i0 += kRows) {
+    for (int64_t r0 = 0; r0 < R; r0 += kDist) {
+      V acc[kRows][NV] = {};
+      for (int64_t m = 0; m < d; ++m) {
+        const S* ar = aT + m * Rs + r0;
+        const S* yr = yTp + m * P + i0 + r0;
+        V av[NV];
+        for (int v = 0; v < NV; ++v) av[v] = Simd<S>::load(ar + v * W);
+        for (int t = 0; t < kRows; ++t) {
+          const S c = x[(i0 + t) * d + m];
+          for (int v = 0; v < NV; ++v) acc[t][v] += (c * av[v]) * Simd<S>::load(yr + t + v * W);
+        }
       }
-      // dq[i][m] = sum_rr g a k, in kLanes independent partial sums so that it vectorises
-      // without reassociating one long float sum.
-      S acc[kLanes] = {};
-      int64_t rr = 0;
-      for (; rr + kLanes <= R; rr += kLanes)
-        for (int l = 0; l < kLanes; ++l) acc[l] += gb[rr + l] * ar[rr + l] * kr[rr + l];
-      S s = 0;
-      for (; rr < R; ++rr) s += gb[rr] * ar[rr] * kr[rr];
-      for (int l = 0; l < kLanes; ++l) s += acc[l];
-      dqi[m] += s;
+      for (int64_t t = 0; t < kRows && i0 + t < T; ++t) {
+        S sums[kDist];
+        for (int v = 0; v < NV; ++v) Simd<S>::store(sums + v * W, acc[t][v]);
+        const int64_t i = i0 + t;
+        const int64_t lo = std::max<int64_t>(r0, M - i);
+        const int64_t hi = std::min<int64_t>(std::min<int64_t>(r0 + kDist, R), T + M - i);
+        S* row = out + i * T + (i - M);
+        for (int64_t rr = lo; rr < hi; ++rr) row[rr] = sums[rr - r0];
+      }
     }
   }
 }
 
-RELPOS_SIMD_CLONES void band_forward_slice(const float* q, const float* kTp, const float* aT,
-                                           float* out, int64_t T, int64_t d, int64_t M, float* e) {
-  band_forward_body(q, kTp, aT, out, T, d, M, e);
+// dx[i][m] += Σ_rr gb[i][rr] a[rr][m] y[i+rr-M][m] for i < Tp, and with kWithTable also
+// daT[m][rr] += Σ_i gb[i][rr] x[i][m] y[i+rr-M][m]. gb (Tp,Rs): a band of the gradient, zero
+// where the key is outside the sequence or rr >= R. Gradient of q (y = k, gb the band of g)
+// with the table's, and of k (y = q, the band of gᵀ, the table reversed) without.
+template <bool kWithTable, class S>
+inline __attribute__((always_inline)) void band_contract_body(const S* x, const S* yTp, const S* aT,
+                                                              const S* gb, S* dx, S* daT,
+                                                              int64_t Tp, int64_t d, int64_t Rp,
+                                                              int64_t Rs, int64_t P) {
+  using V = typename Simd<S>::V;
+  constexpr int W = Simd<S>::kLanes, NV = kDist / W;
+  for (int64_t i0 = 0; i0 < Tp; i0 += kRows) {
+    const S* gt = gb + i0 * Rs;
+    for (int64_t m = 0; m < d; ++m) {
+      const S* ar = aT + m * Rs;
+      const S* yr = yTp + m * P + i0;
+      S c[kRows] = {};
+      if (kWithTable)
+        for (int t = 0; t < kRows; ++t) c[t] = x[(i0 + t) * d + m];
+      V acc[kRows][NV] = {};
+      for (int64_t r0 = 0; r0 < Rp; r0 += kDist) {
+        for (int v = 0; v < NV; ++v) {
+          const V av = Simd<S>::load(ar + r0 + v * W);
+          V da = {};
+          for (int t = 0; t < kRows; ++t) {
+            const V gy =
+                Simd<S>::load(gt + t * Rs + r0 + v * W) * Simd<S>::load(yr + t + r0 + v * W);
+            acc[t][v] += gy * av;
+            if (kWithTable) da += gy * c[t];
+          }
+          if (kWithTable) {
+            S* dar = daT + m * Rs + r0 + v * W;
+            Simd<S>::store(dar, Simd<S>::load(dar) + da);
+          }
+        }
+      }
+      for (int t = 0; t < kRows; ++t) {
+        V sum = acc[t][0];
+        for (int v = 1; v < NV; ++v) sum += acc[t][v];
+        S lanes[W];
+        Simd<S>::store(lanes, sum);
+        S s = 0;
+        for (int l = 0; l < W; ++l) s += lanes[l];
+        dx[(i0 + t) * d + m] += s;
+      }
+    }
+  }
 }
-RELPOS_SIMD_CLONES void band_forward_slice(const double* q, const double* kTp, const double* aT,
-                                           double* out, int64_t T, int64_t d, int64_t M,
-                                           double* e) {
-  band_forward_body(q, kTp, aT, out, T, d, M, e);
+
+RELPOS_SIMD_CLONES void band_forward_slice(const float* x, const float* yTp, const float* aT,
+                                           float* out, int64_t T, int64_t d, int64_t M, int64_t Rs,
+                                           int64_t P) {
+  band_forward_body(x, yTp, aT, out, T, d, M, Rs, P);
 }
-RELPOS_SIMD_CLONES void band_backward_slice(const float* q, const float* kTp, const float* aT,
-                                            const float* g, float* dq, float* dkTp, float* daT,
-                                            int64_t T, int64_t d, int64_t M, float* gb) {
-  band_backward_body(q, kTp, aT, g, dq, dkTp, daT, T, d, M, gb);
+RELPOS_SIMD_CLONES void band_forward_slice(const double* x, const double* yTp, const double* aT,
+                                           double* out, int64_t T, int64_t d, int64_t M, int64_t Rs,
+                                           int64_t P) {
+  band_forward_body(x, yTp, aT, out, T, d, M, Rs, P);
 }
-RELPOS_SIMD_CLONES void band_backward_slice(const double* q, const double* kTp, const double* aT,
-                                            const double* g, double* dq, double* dkTp,
-                                            double* daT, int64_t T, int64_t d, int64_t M,
-                                            double* gb) {
-  band_backward_body(q, kTp, aT, g, dq, dkTp, daT, T, d, M, gb);
+RELPOS_SIMD_CLONES void band_contract_slice(const float* x, const float* yTp, const float* aT,
+                                            const float* gb, float* dx, float* daT, int64_t Tp,
+                                            int64_t d, int64_t Rp, int64_t Rs, int64_t P) {
+  if (daT) {
+    band_contract_body<true>(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
+  } else {
+    band_contract_body<false>(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
+  }
 }
+RELPOS_SIMD_CLONES void band_contract_slice(const double* x, const double* yTp, const double* aT,
+                                            const double* gb, double* dx, double* daT, int64_t Tp,
+                                            int64_t d, int64_t Rp, int64_t Rs, int64_t P) {
+  if (daT) {
+    band_contract_body<true>(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
+  } else {
+    band_contract_body<false>(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
+  }
+}
+
+#pragma GCC diagnostic pop
 
 bool use_cpu_kernel(const Tensor& q) {
   return q.device().is_cpu() &&
          (q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kDouble);
 }
 
-// (B,H,d,T+2M): keys transposed and zero-padded by M on both sides along T.
-Tensor padded_keys_t(const Tensor& k, int64_t M) {
-  namespace F = torch::nn::functional;
-  return F::pad(k.transpose(-1, -2), F::PadFuncOptions({M, M})).contiguous();  // (B,H,d,T+2M)
+// The sizes of the kernels' padded layouts for T queries and band radius M. Row strides are an
+// odd number of 16-element groups: with an even number of 64-byte lines (P = 640 floats at
+// T = 512) the d rows a tile reads share a fraction of the cache sets and evict one another.
+int64_t odd_groups(int64_t n) {
+  const int64_t g = round_up(n, 16) / 16;
+  return (g % 2 ? g : g + 1) * 16;
 }
+struct BandLayout {
+  int64_t T, M, R, Tp, Rp, Rs, P;
+  BandLayout(int64_t T_, int64_t M_)
+      : T(T_),
+        M(M_),
+        R(2 * M_ + 1),
+        Tp(round_up(T_, kRows)),
+        Rp(round_up(2 * M_ + 1, kDist)),
+        Rs(odd_groups(Rp)),
+        P(odd_groups(Tp + Rp)) {}
+  // (B,H,Tp,d): y with zero rows past T.
+  Tensor rows(const Tensor& y) const {
+    namespace F = torch::nn::functional;
+    return F::pad(y, F::PadFuncOptions({0, 0, 0, Tp - T})).contiguous();
+  }
+  // (B,H,d,P): y transposed and shifted, yTp[m][c] = y[c - M][m], zero outside the sequence.
+  Tensor shifted_t(const Tensor& y) const {
+    namespace F = torch::nn::functional;
+    return F::pad(y.transpose(-1, -2), F::PadFuncOptions({M, P - T - M})).contiguous();
+  }
+  // (d,Rs): the band's table (R,d) transposed, zero columns past R; reversed along the distances.
+  Tensor table_t(const Tensor& a, bool reversed) const {
+    namespace F = torch::nn::functional;
+    auto t = reversed ? a.flip(0).t() : a.t();                      // (d,R)
+    return F::pad(t, F::PadFuncOptions({0, Rs - R})).contiguous();  // (d,Rs)
+  }
+};
 
 // out (B,H,T,T): band entries |j-i| <= M set to the band of q, k, a (CPU kernel).
 void band_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& a, int64_t M, Tensor& out) {
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3), R = 2 * M + 1;
-  auto qc = q.contiguous();                      // (B,H,T,d)
-  auto kTp = padded_keys_t(k, M);                // (B,H,d,T+2M)
-  auto aT = a.t().contiguous();                  // (d,R)
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
+  const BandLayout L(T, M);
+  auto xq = L.rows(q);            // (B,H,Tp,d)
+  auto kTp = L.shifted_t(k);      // (B,H,d,P)
+  auto aT = L.table_t(a, false);  // (d,Rs)
   TORCH_CHECK(out.is_contiguous(), "band output must be contiguous");
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_qka_forward", [&] {
-    const scalar_t* qp = qc.data_ptr<scalar_t>();
+    const scalar_t* qp = xq.data_ptr<scalar_t>();
     const scalar_t* kp = kTp.data_ptr<scalar_t>();
     const scalar_t* ap = aT.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
     at::parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<scalar_t> e(static_cast<size_t>(R));
       for (int64_t s = b0; s < b1; ++s)
-        band_forward_slice(qp + s * T * d, kp + s * d * (T + 2 * M), ap, op + s * T * T, T, d, M,
-                           e.data());
+        band_forward_slice(qp + s * L.Tp * d, kp + s * d * L.P, ap, op + s * T * T, T, d, M, L.Rs,
+                           L.P);
     });
   });
 }
@@ -157,33 +251,56 @@ void band_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& a, int64_t
 // Gradients of the band term: dq, dk (B,H,T,d), da (R,d), from g (B,H,T,T) (CPU kernel).
 void band_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& a, int64_t M,
                        const Tensor& g, Tensor& dq, Tensor& dk, Tensor& da) {
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3), R = 2 * M + 1;
-  auto qc = q.contiguous();                                  // (B,H,T,d)
-  auto kTp = padded_keys_t(k, M);                            // (B,H,d,T+2M)
-  auto aT = a.t().contiguous();                              // (d,R)
-  auto gc = g.contiguous();                                  // (B,H,T,T)
-  auto dq_c = torch::zeros_like(qc);                         // (B,H,T,d)
-  auto dkTp = torch::zeros_like(kTp);                        // (B,H,d,T+2M)
-  auto daT_parts = torch::zeros({B * H, d, R}, q.options()); // (B·H,d,R) one per slice
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
+  const BandLayout L(T, M);
+  const int64_t R = L.R, Tp = L.Tp, Rp = L.Rp, Rs = L.Rs;
+  auto xq = L.rows(q);                                         // (B,H,Tp,d)
+  auto kTp = L.shifted_t(k), qTp = L.shifted_t(q);             // (B,H,d,P) each
+  auto aT = L.table_t(a, false), aTr = L.table_t(a, true);     // (d,Rs) each
+  auto gc = g.contiguous();                                    // (B,H,T,T)
+  auto dq_p = torch::zeros({B, H, Tp, d}, q.options());        // (B,H,Tp,d)
+  auto dk_p = torch::zeros({B, H, Tp, d}, q.options());        // (B,H,Tp,d)
+  auto daT_parts = torch::zeros({B * H, d, Rs}, q.options());  // (B·H,d,Rs) one per slice
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "band_qka_backward", [&] {
-    const scalar_t* qp = qc.data_ptr<scalar_t>();
+    const scalar_t* qp = xq.data_ptr<scalar_t>();
     const scalar_t* kp = kTp.data_ptr<scalar_t>();
+    const scalar_t* qtp = qTp.data_ptr<scalar_t>();
     const scalar_t* ap = aT.data_ptr<scalar_t>();
+    const scalar_t* arp = aTr.data_ptr<scalar_t>();
     const scalar_t* gp = gc.data_ptr<scalar_t>();
-    scalar_t* dqp = dq_c.data_ptr<scalar_t>();
-    scalar_t* dkp = dkTp.data_ptr<scalar_t>();
+    scalar_t* dqp = dq_p.data_ptr<scalar_t>();
+    scalar_t* dkp = dk_p.data_ptr<scalar_t>();
     scalar_t* dap = daT_parts.data_ptr<scalar_t>();
     at::parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<scalar_t> gb(static_cast<size_t>(R));
-      for (int64_t s = b0; s < b1; ++s)
-        band_backward_slice(qp + s * T * d, kp + s * d * (T + 2 * M), ap, gp + s * T * T,
-                            dqp + s * T * d, dkp + s * d * (T + 2 * M), dap + s * d * R, T, d, M,
-                            gb.data());
+      std::vector<scalar_t> band(static_cast<size_t>(Tp * Rs));  // (Tp,Rs)
+      for (int64_t s = b0; s < b1; ++s) {
+        const scalar_t* gs = gp + s * T * T;
+        // The band of g: band[i][rr] = g[i][i+rr-M].
+        std::fill(band.begin(), band.end(), scalar_t(0));
+        for (int64_t i = 0; i < T; ++i) {
+          const int64_t lo = std::max<int64_t>(0, M - i), hi = std::min<int64_t>(R, T + M - i);
+          std::copy(gs + i * T + (i + lo - M), gs + i * T + (i + hi - M),
+                    band.data() + i * Rs + lo);
+        }
+        band_contract_slice(qp + s * Tp * d, kp + s * d * L.P, ap, band.data(), dqp + s * Tp * d,
+                            dap + s * d * Rs, Tp, d, Rp, Rs, L.P);
+        // The band of gᵀ: band[j][rr] = g[j+rr-M][j], the distance reversed.
+        std::fill(band.begin(), band.end(), scalar_t(0));
+        for (int64_t i = 0; i < T; ++i) {
+          const int64_t lo = std::max<int64_t>(0, M - i), hi = std::min<int64_t>(R, T + M - i);
+          const scalar_t* grow = gs + i * T + (i - M);
+          for (int64_t rr = lo; rr < hi; ++rr)  // j = i + rr - M, reversed distance 2M - rr
+            band[(i + rr - M) * Rs + (2 * M - rr)] = grow[rr];
+        }
+        band_contract_slice(static_cast<const scalar_t*>(nullptr), qtp + s * d * L.P, arp,
+                            band.data(), dkp + s * Tp * d, static_cast<scalar_t*>(nullptr), Tp, d,
+                            Rp, Rs, L.P);
+      }
     });
   });
-  dq = dq_c;
-  dk = dkTp.narrow(-1, M, T).transpose(-1, -2);  // (B,H,T,d)
-  da = daT_parts.sum(0).t();                     // (R,d)
+  dq = dq_p.narrow(2, 0, T);
+  dk = dk_p.narrow(2, 0, T);
+  da = daT_parts.sum(0).narrow(1, 0, R).t();  // (R,d)
 }
 
 // ---- tensor-op band, for devices and dtypes without a kernel -----------------------------------
