@@ -37,6 +37,12 @@ torch::Tensor visibility_mask(int64_t T, bool causal, torch::Device device) {
 
 namespace {
 
+// (B,H,T,T) zeros without storage, for hooks that read the content scores for their shape, dtype
+// and device only, where attention forms none.
+torch::Tensor content_stand_in(const torch::Tensor& q, int64_t B, int64_t H, int64_t T) {
+  return torch::zeros({1, 1, 1, 1}, q.options()).expand({B, H, T, T});
+}
+
 // The encoding that computes the whole score in its own term (can_include_content), when every
 // other encoding reads the content scores for their shape only; nullptr otherwise.
 const PositionEncodingImpl* content_includer(const EncodingList& encodings) {
@@ -72,7 +78,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
   if (fused_ && !record) {
     // The content scores are never formed: a stand-in without storage gives the hooks their
     // shape, dtype and device (the encodings allowed here read nothing else of them).
-    const auto stand_in = torch::zeros({1, 1, 1, 1}, q.options()).expand({B, heads_, T, T});
+    const auto stand_in = content_stand_in(q, B, heads_, T);
     torch::Tensor bias;  // (1|B,H,T,T) the stacked encodings' terms, or undefined
     for (const auto& e : encodings) {
       auto term = e->score_term(stand_in, q, k, ctx);
@@ -92,7 +98,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x,
   // An encoding whose term contains the content product computes the whole score; the others
   // then get a stand-in for the content scores' shape (as on the fused path).
   const PositionEncodingImpl* includer = record ? nullptr : content_includer(encodings);
-  auto content = includer ? torch::zeros({1, 1, 1, 1}, q.options()).expand({B, heads_, T, T})
+  auto content = includer ? content_stand_in(q, B, heads_, T)
                           : torch::matmul(ctx.scaled_query, k.transpose(-1, -2));  // (B,H,T,T)
   torch::Tensor scores = includer ? torch::Tensor() : content;                     // (B,H,T,T)
   if (record) record->terms.clear(), record->content_parts.clear();

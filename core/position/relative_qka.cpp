@@ -166,23 +166,28 @@ RELPOS_SIMD_CLONES void band_forward_slice(const double* x, const double* yTp, c
                                            int64_t P) {
   band_forward_body(x, yTp, aT, out, T, d, M, Rs, P);
 }
-RELPOS_SIMD_CLONES void band_contract_slice(const float* x, const float* yTp, const float* aT,
-                                            const float* gb, float* dx, float* daT, int64_t Tp,
-                                            int64_t d, int64_t Rp, int64_t Rs, int64_t P) {
+// The table's gradient when daT is given (kWithTable), else dx alone.
+template <class S>
+inline __attribute__((always_inline)) void band_contract_either(const S* x, const S* yTp,
+                                                                const S* aT, const S* gb, S* dx,
+                                                                S* daT, int64_t Tp, int64_t d,
+                                                                int64_t Rp, int64_t Rs, int64_t P) {
   if (daT) {
     band_contract_body<true>(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
   } else {
     band_contract_body<false>(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
   }
 }
+
+RELPOS_SIMD_CLONES void band_contract_slice(const float* x, const float* yTp, const float* aT,
+                                            const float* gb, float* dx, float* daT, int64_t Tp,
+                                            int64_t d, int64_t Rp, int64_t Rs, int64_t P) {
+  band_contract_either(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
+}
 RELPOS_SIMD_CLONES void band_contract_slice(const double* x, const double* yTp, const double* aT,
                                             const double* gb, double* dx, double* daT, int64_t Tp,
                                             int64_t d, int64_t Rp, int64_t Rs, int64_t P) {
-  if (daT) {
-    band_contract_body<true>(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
-  } else {
-    band_contract_body<false>(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
-  }
+  band_contract_either(x, yTp, aT, gb, dx, daT, Tp, d, Rp, Rs, P);
 }
 
 #pragma GCC diagnostic pop
