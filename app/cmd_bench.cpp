@@ -267,17 +267,21 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
                        {"max_memory_mb", plan.max_memory_mb},
                        {"vocab", a.step.vocab},
                        {"optimizer", a.step.optimizer}};
-  std::cout << fmt::format("relpos bench: {} layers, D={}, H={}, ff={}, {} mode, batch {}, "
-                           "device {}, precision {}, threads {}, CPU allocator {}; {} warm-up + {} "
-                           "measured steps, {} repeat(s)\n",
-                           c.model.layers, c.model.width, c.model.heads, c.model.ff_width,
-                           c.model.mode, c.train.batch_size, c.device, c.precision,
-                           c.threads == 0 ? std::string("auto") : std::to_string(c.threads),
-                           c.cpu_allocator, a.step.warmup, a.step.steps, plan.repeats)
-            << fmt::format("machine: {} ({} CPUs available), LibTorch {}; attention: {}\n",
-                           header["machine"]["cpu"].get<std::string>(),
-                           header["machine"]["available_cpus"].get<int>(), TORCH_VERSION,
-                           fused_attention_status())
+  std::cout << fmt::format(
+                   "relpos bench: {} layers, D={}, H={}, ff={}, {} mode, batch {}, "
+                   "device {}, precision {}, threads {}, CPU allocator {}; {} warm-up + {} "
+                   "measured steps, {} repeat(s)\n",
+                   c.model.layers, c.model.width, c.model.heads, c.model.ff_width, c.model.mode,
+                   c.train.batch_size, c.device, c.precision,
+                   c.threads == 0 ? std::string("auto") : std::to_string(c.threads),
+                   c.cpu_allocator, a.step.warmup, a.step.steps, plan.repeats)
+            << fmt::format(
+                   "machine: {} ({} CPUs available, transparent huge pages: {}), "
+                   "LibTorch {}; attention: {}\n",
+                   header["machine"]["cpu"].get<std::string>(),
+                   header["machine"]["available_cpus"].get<int>(),
+                   header["machine"]["transparent_huge_pages"].get<std::string>(), TORCH_VERSION,
+                   fused_attention_status())
             << blas_line(header["blas"]) << "\n"
             << std::flush;
 

@@ -357,7 +357,8 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"device=cuda:+1"}, "device: unknown device (got 'cuda:+1'; expected cpu, cuda or cuda:N"},
       {{"device=CPU"}, "device: unknown device (got 'CPU'; expected cpu, cuda or cuda:N"},
       {{"cpu_allocator=jemalloc"},
-       "cpu_allocator: unknown CPU allocator (got 'jemalloc'; expected cache or system)"},
+       "cpu_allocator: unknown CPU allocator (got 'jemalloc'; expected cache, cache_small_pages or "
+       "system)"},
       {{"precision=fp16"}, "precision: unknown value (got 'fp16'; expected one of fp32 | bf16)"},
   };
   for (const auto& c : cases) {

@@ -1,10 +1,15 @@
 // The CPU block cache (core/util/cpu_block_cache.h): blocks are reused, never shared by two
-// live tensors, idle memory stays bounded, and training gives the same losses with and without
-// it. Each ctest case is its own process, so installing the cache here touches no other test.
+// live tensors, idle memory stays bounded, large blocks carry the kernel's huge page advice, and
+// training gives the same losses with and without it. Each test case here is its own ctest entry
+// and process (tests/CMakeLists.txt), so installing the cache touches no other test.
 #include <doctest/doctest.h>
 #include <torch/types.h>
 
+#include <cstdint>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 
 #include "core/util/cpu_block_cache.h"
 #include "tests/tiny_run.h"
@@ -26,6 +31,53 @@ bool fresh_process() {
 // A float tensor of `bytes` bytes filled with `value`.
 torch::Tensor block_of(int64_t bytes, float value) {
   return torch::full({bytes / 4}, value, torch::kFloat);
+}
+
+// The kernel's own account of the mapping that contains `p` (/proc/self/smaps): its VmFlags
+// line, and its AnonHugePages in kB. Empty flags when /proc has no such mapping.
+struct MappingFacts {
+  std::string flags;
+  int64_t anon_huge_kb = 0;
+};
+
+MappingFacts mapping_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  MappingFacts facts;
+  bool inside = false;
+  std::string line;
+  while (std::getline(smaps, line)) {
+    // A mapping's header: "start-end perms offset dev inode [path]", addresses in hex.
+    const size_t dash = line.find('-');
+    if (dash != std::string::npos && dash > 0 &&
+        line.find_first_not_of("0123456789abcdef") == dash) {
+      if (inside) break;
+      const uintptr_t start = std::stoull(line.substr(0, dash), nullptr, 16);
+      const uintptr_t end = std::stoull(line.substr(dash + 1), nullptr, 16);
+      inside = start <= addr && addr < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      facts.flags = line;
+    } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
+      std::istringstream(line.substr(14)) >> facts.anon_huge_kb;
+    }
+  }
+  return facts;
+}
+
+bool has_flag(const std::string& vm_flags, const std::string& flag) {
+  return (vm_flags + " ").find(" " + flag + " ") != std::string::npos;
+}
+
+// The huge page size read from sysfs here, independently of the cache: 0 where the kernel
+// offers none for anonymous memory.
+int64_t kernel_huge_page_bytes() {
+  std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(mode, line) || line.find("[never]") != std::string::npos) return 0;
+  std::ifstream size("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+  int64_t bytes = 0;
+  size >> bytes;
+  return bytes;
 }
 
 }  // namespace
@@ -122,4 +174,45 @@ TEST_CASE("cpu block cache: the config key installs it or leaves LibTorch's allo
   CHECK_THROWS_AS(apply_cpu_allocator("tcmalloc"), ConfigError);
   apply_cpu_allocator("cache");
   CHECK(cpu_block_cache_installed());
+}
+
+TEST_CASE(
+    "cpu block cache: blocks of a huge page or more start on one and are advised to use them") {
+  if (!fresh_process()) return;
+  const int64_t huge = kernel_huge_page_bytes();
+  if (huge <= 0 || huge > 32 * kMiB) {
+    MESSAGE("not run: this kernel offers no transparent huge pages ("
+            << transparent_huge_pages_mode() << ")");
+    return;
+  }
+  REQUIRE(install_cpu_block_cache(kMiB));
+  CHECK(cpu_block_cache_huge_page_bytes() == huge);
+  // Not a multiple of the huge page: the whole huge pages inside get them, the rest stays small.
+  const int64_t bytes = 2 * huge + 3 * 4096;
+  torch::Tensor a = block_of(bytes, 7.f);
+  const auto addr = reinterpret_cast<uintptr_t>(a.data_ptr());
+  CHECK(addr % static_cast<uintptr_t>(huge) == 0);
+  CHECK(cpu_block_cache_stats().huge_advised == 1);
+  const MappingFacts m = mapping_of(a.data_ptr());
+  REQUIRE_MESSAGE(!m.flags.empty(), "no /proc/self/smaps entry holds the block");
+  CHECK_MESSAGE(has_flag(m.flags, "hg"), m.flags);
+  // Whether the kernel found free huge pages depends on the machine's memory: reported only.
+  MESSAGE("AnonHugePages of the block's mapping: " << m.anon_huge_kb << " kB");
+  CHECK(a.eq(7.f).all().item<bool>());
+  // Below a huge page: no advice.
+  torch::Tensor b = block_of(huge / 2, 1.f);
+  CHECK(cpu_block_cache_stats().huge_advised == 1);
+  CHECK_FALSE(has_flag(mapping_of(b.data_ptr()).flags, "hg"));
+}
+
+TEST_CASE("cpu block cache: cache_small_pages maps blocks without huge page advice") {
+  if (!fresh_process()) return;
+  apply_cpu_allocator("cache_small_pages");
+  REQUIRE(cpu_block_cache_installed());
+  CHECK(cpu_block_cache_huge_page_bytes() == 0);
+  torch::Tensor a = block_of(8 * kMiB, 2.f);
+  CHECK(cpu_block_cache_stats().huge_advised == 0);
+  const MappingFacts m = mapping_of(a.data_ptr());
+  if (!m.flags.empty()) CHECK_FALSE(has_flag(m.flags, "hg"));
+  CHECK(a.eq(2.f).all().item<bool>());
 }

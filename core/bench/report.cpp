@@ -10,8 +10,9 @@
 #include <fstream>
 #include <thread>
 
-#include "core/util/threads.h"
+#include "core/util/cpu_block_cache.h"
 #include "core/util/system.h"
+#include "core/util/threads.h"
 
 namespace relpos {
 namespace {
@@ -188,6 +189,7 @@ nlohmann::ordered_json machine_info() {
   j["cpu"] = cpu_model();
   j["hardware_threads"] = std::thread::hardware_concurrency();
   j["available_cpus"] = available_cpus();
+  j["transparent_huge_pages"] = transparent_huge_pages_mode();
   j["git_commit"] = git_commit();
   j["libtorch"] = TORCH_VERSION;
   j["blas_library"] = blas_library();

@@ -235,9 +235,10 @@ void validate(const Config& c, const SourceMap* src) {
   }
 
   k.at_least("threads", c.threads, 0);
-  if (c.cpu_allocator != "cache" && c.cpu_allocator != "system")
+  if (c.cpu_allocator != "cache" && c.cpu_allocator != "cache_small_pages" &&
+      c.cpu_allocator != "system")
     config_fail(src, "cpu_allocator", "unknown CPU allocator", "'" + c.cpu_allocator + "'",
-                "cache or system");
+                "cache, cache_small_pages or system");
   // cuda:N with N a GPU index: digits only ("cuda:abc" and "cuda:-1" used to pass here and
   // reach LibTorch's parser). Whether GPU N exists is checked where the device is opened.
   const bool gpu_index = c.device.size() > 5 && c.device.rfind("cuda:", 0) == 0 &&

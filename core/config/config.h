@@ -260,7 +260,7 @@ struct Config : ConfigSection {
   int64_t seed = 1;
   std::string device = "cpu";      // cpu | cuda | cuda:N
   int64_t threads = 0;             // intra-op threads; 0 = automatic
-  std::string cpu_allocator = "cache";  // cache | system (core/util/cpu_block_cache.h)
+  std::string cpu_allocator = "cache";  // cache | cache_small_pages | system (cpu_block_cache.h)
   // Compute precision of forward passes in training and evaluation: fp32, or bf16 autocast
   // (matrix products in bfloat16; parameters, optimizer state and snapshots stay float32).
   std::string precision = "fp32";
@@ -279,7 +279,7 @@ struct Config : ConfigSection {
     v("seed", seed, "random seed");
     v("device", device, "cpu, cuda or cuda:N");
     v("threads", threads, "intra-op threads, 0 = automatic");
-    v("cpu_allocator", cpu_allocator, "cache or system");
+    v("cpu_allocator", cpu_allocator, "cache, cache_small_pages or system");
     v.choice("precision", precision, {"fp32", "bf16"}, "compute precision");
     v("model", model);
     v("position", position);
