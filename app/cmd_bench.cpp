@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "analysis/inference.h"
 #include "app/commands.h"
 #include "core/bench/bench.h"
 #include "core/bench/measure.h"
@@ -101,6 +103,7 @@ struct BenchArgs {
     if (!device.empty()) s += " --device " + device;
     if (!attention.empty()) s += fmt::format(" --attention {}", fmt::join(attention, ","));
     if (repeats != 1) s += fmt::format(" --repeat {}", repeats);
+    if (step.paired > 0) s += fmt::format(" --paired {}", step.paired);
     if (step.vocab != 256) s += fmt::format(" --vocab {}", step.vocab);
     if (step.optimizer) s += " --optimizer";
     for (const auto& f : config.configs) s += " --config " + f;
@@ -148,6 +151,11 @@ nlohmann::ordered_json measurement_json(const StepMeasurement& m, const Config& 
   j["position_parameters"] = m.position_parameters;
   j["torch_threads"] = m.torch_threads;
   j["blas_threads"] = m.blas_threads;
+  if (!m.paired_baseline.empty())
+    j["paired"] = {{"baseline", m.paired_baseline},
+                   {"order", "ABBA: the baseline first in rounds 1, 3, ..."},
+                   {"baseline_ms", m.paired_baseline_ms},
+                   {"variant_ms", m.paired_variant_ms}};
   return j;
 }
 
@@ -185,6 +193,18 @@ std::string two_path_variants() {
   const std::string last = names.back();
   names.pop_back();
   return names.empty() ? last : fmt::format("{} and {}", fmt::join(names, ", "), last);
+}
+
+// --paired: each case's ratio to `none` from its paired rounds, as the geometric mean with the
+// 95% t-interval of the mean log ratio (rounds pooled over repeats), exponentiated.
+void add_paired_intervals(std::vector<CaseSummary>& cases) {
+  for (auto& c : cases) {
+    if (c.paired_log_ratios.size() < 2) continue;
+    const analysis::MeanCI ci = analysis::mean_ci(c.paired_log_ratios);
+    c.paired_ratio = std::exp(ci.mean);
+    c.paired_lo = std::exp(ci.lo);
+    c.paired_hi = std::exp(ci.hi);
+  }
 }
 
 int run_parent(const BenchArgs& a, const std::string& command_line) {
@@ -231,6 +251,7 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
     (void)a.load({}, {{"model.attention_impl=" + v, "command line (--attention " + v + ")"}});
   plan.attention = a.attention;
   plan.repeats = a.repeats;
+  plan.paired = static_cast<int>(a.step.paired);
   plan.timeout_s = a.timeout_s;
   plan.max_memory_mb = a.max_memory_mb >= 0 ? a.max_memory_mb : 0.75 * physical_memory_mb();
   plan.program = self_executable();
@@ -263,6 +284,7 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
                        {"steps", a.step.steps},
                        {"warmup", a.step.warmup},
                        {"repeats", plan.repeats},
+                       {"paired", plan.paired},
                        {"timeout_s", plan.timeout_s},
                        {"max_memory_mb", plan.max_memory_mb},
                        {"vocab", a.step.vocab},
@@ -289,7 +311,8 @@ int run_parent(const BenchArgs& a, const std::string& command_line) {
     std::cerr << fmt::format("[{}/{}] {} {} T={}: {}\n", done, total, k.variant, k.impl, k.length,
                              line);
   };
-  const auto cases = run_bench(plan, progress);
+  auto cases = run_bench(plan, progress);
+  add_paired_intervals(cases);
   const auto fits = growth_fits(cases);
   std::cout << "\n" << bench_table(cases, fits);
   if (!a.json.empty()) {
@@ -336,6 +359,11 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--repeat", a->repeats, "run every configuration this many times, interleaved")
       ->capture_default_str()
       ->check(integer_in(1, 1000));
+  cmd->add_option("--paired", a->step.paired,
+                  "also time every variant against none in its own process: this many rounds of "
+                  "one step of each, alternating which goes first; the table's `paired` column is "
+                  "the geometric mean ratio with its 95% interval (default: off)")
+      ->check(integer_in(2, 1000));
   cmd->add_option("--timeout", a->timeout_s, "seconds per configuration before it is stopped")
       ->capture_default_str()
       ->check(integer_in(1));

@@ -69,6 +69,58 @@ TEST_CASE("bench: one tiny configuration writes valid JSON with positive numbers
   std::remove(json.c_str());
 }
 
+TEST_CASE("bench: --paired times each variant against none in its own process") {
+  const std::string json = temp_path("paired.json");
+  std::vector<std::string> args = {"bench", "--variants", "none,tisa", "--direct",
+                                   "none",  "--paired",   "3",         "--repeat",
+                                   "2",     "--json",     json};
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("paired xnone [95% CI]") != std::string::npos);
+
+  const auto j = test::read_json(json);
+  CHECK(j.at("options").at("paired") == 3);
+  CHECK(j.at("command").get<std::string>().find("--paired 3") != std::string::npos);
+  const auto& cases = j.at("cases");
+  REQUIRE(cases.size() == 2);
+  CHECK_FALSE(cases[0].contains("paired_vs_none"));  // none is not paired with itself
+  const auto& tisa = cases[1];
+  REQUIRE(tisa.at("variant") == "tisa");
+  // The pooled rounds of both repeats (n = 2 x 3), the last three being the last child's own
+  // times; the ratio and interval recomputed here from them: exp(mean ± t sd/√n) of the log
+  // ratios with the table value t(0.975, 5) = 2.570582.
+  const auto& p = tisa.at("paired_vs_none");
+  const auto logs = p.at("log_ratios").get<std::vector<double>>();
+  REQUIRE(logs.size() == 6);
+  CHECK(p.at("n") == 6);
+  const auto& child = tisa.at("child").at("paired");
+  CHECK(child.at("baseline") == "none");
+  const auto base = child.at("baseline_ms").get<std::vector<double>>();
+  const auto mine = child.at("variant_ms").get<std::vector<double>>();
+  REQUIRE(base.size() == 3);
+  REQUIRE(mine.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(base[i] > 0);
+    CHECK(mine[i] > 0);
+    CHECK(logs[3 + i] == doctest::Approx(std::log(mine[i] / base[i])).epsilon(1e-12));
+  }
+  double mean = 0, ss = 0;
+  for (double x : logs) mean += x / 6.0;
+  for (double x : logs) ss += (x - mean) * (x - mean);
+  const double half = 2.570582 * std::sqrt(ss / 5.0) / std::sqrt(6.0);
+  CHECK(p.at("ratio").get<double>() == doctest::Approx(std::exp(mean)).epsilon(1e-9));
+  CHECK(p.at("ci95")[0].get<double>() == doctest::Approx(std::exp(mean - half)).epsilon(1e-6));
+  CHECK(p.at("ci95")[1].get<double>() == doctest::Approx(std::exp(mean + half)).epsilon(1e-6));
+
+  // One round has no interval: refused before any child runs.
+  const ChildResult one = run_child(RELPOS_BINARY, {"bench", "--paired", "1"}, {60, 0});
+  CHECK(one.exit_code != 0);
+  CHECK(one.err.find("--paired") != std::string::npos);
+  std::remove(json.c_str());
+}
+
 TEST_CASE("bench: a configuration that fails is reported, not a crash") {
   // At T = 16384 one layer's attention scores alone take 2·2·16384²·4 B = 4 GB, more than the
   // smallest --max-memory (2048 MB) allows: the child's allocation fails, a measurement (a FAILED row),

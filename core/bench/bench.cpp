@@ -23,6 +23,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 struct RunRecord {
   double step_ms = kNaN, cpu_ms = kNaN, tokens_per_s = kNaN, peak_mb = kNaN, base_mb = kNaN,
          cuda_peak_mb = -1;
+  std::vector<double> paired_log_ratios;  // the child's paired rounds, log(variant / baseline)
   nlohmann::ordered_json child;
   std::string error;
   bool ok = false;
@@ -49,6 +50,10 @@ RunRecord run_one(const BenchPlan& plan, const BenchCase& c) {
   for (const std::string& s : sets) {
     args.push_back("--set");
     args.push_back(s);
+  }
+  if (plan.paired > 0 && c.variant != Registry::get().baseline()) {
+    args.push_back("--paired");
+    args.push_back(std::to_string(plan.paired));
   }
   // A table whose rows bound the length (VariantInfo::length_key) must cover the benchmarked
   // length.
@@ -84,6 +89,13 @@ RunRecord run_one(const BenchPlan& plan, const BenchCase& c) {
   rec.tokens_per_s = rec.child.at("tokens_per_s").get<double>();
   rec.base_mb = rec.child.at("base_rss_mb").get<double>();
   rec.cuda_peak_mb = rec.child.at("cuda_peak_mb").get<double>();
+  if (rec.child.contains("paired")) {
+    const auto& p = rec.child.at("paired");
+    const auto base = p.at("baseline_ms").get<std::vector<double>>();
+    const auto mine = p.at("variant_ms").get<std::vector<double>>();
+    for (size_t i = 0; i < std::min(base.size(), mine.size()); ++i)
+      rec.paired_log_ratios.push_back(std::log(mine[i] / base[i]));
+  }
   rec.peak_mb = r.max_rss_mb;  // the parent's view: ru_maxrss from wait4()
   rec.child["ru_maxrss_mb"] = r.max_rss_mb;
   rec.child["child_wall_s"] = r.wall_s;
@@ -183,6 +195,8 @@ std::vector<CaseSummary> run_bench(
       base.push_back(x.base_mb);
       stepmb.push_back(x.peak_mb - x.base_mb);
       cuda.push_back(x.cuda_peak_mb);
+      s.paired_log_ratios.insert(s.paired_log_ratios.end(), x.paired_log_ratios.begin(),
+                                 x.paired_log_ratios.end());
       const RunRecord& n = none[r];  // the `none` run of the same repeat
       rt.push_back(n.ok ? x.step_ms / n.step_ms : kNaN);
       rp.push_back(n.ok ? x.peak_mb / n.peak_mb : kNaN);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,13 @@ struct CaseSummary {
   // failed at this T.
   double time_ratio = 0, peak_ratio = 0, step_mb_ratio = 0;
   double cuda_ratio = 0;    // cuda_peak_mb over none's (GPU runs; NaN on CPU)
+  // --paired: log(step time / baseline's step time) of every paired round of every repeat
+  // (StepOptions::paired), and what the caller makes of them: the geometric mean ratio and its
+  // 95% interval (the command fills these in: the t quantile lives in the analysis layer).
+  std::vector<double> paired_log_ratios;
+  double paired_ratio = std::numeric_limits<double>::quiet_NaN();
+  double paired_lo = std::numeric_limits<double>::quiet_NaN();
+  double paired_hi = std::numeric_limits<double>::quiet_NaN();
   bool gpu() const { return cuda_peak_mb >= 0; }
   nlohmann::ordered_json child;  // the last successful child's own report
   bool ok() const { return runs > 0; }
@@ -64,6 +72,7 @@ struct BenchPlan {
   // model.attention_impl values every case is measured with (--attention); empty: the config's
   std::vector<std::string> attention;
   int repeats = 1;                    // every configuration this many times, interleaved
+  int paired = 0;                     // paired rounds against `none` in each child (StepOptions)
   int timeout_s = 0;                  // per child; 0 = none
   double max_memory_mb = 0;           // per child address-space limit; 0 = none
   std::string program;                // the relpos executable

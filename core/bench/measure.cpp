@@ -15,6 +15,7 @@
 
 #include "core/bench/tensor_memory.h"
 #include "core/model/model.h"
+#include "core/position/registry.h"
 #include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
 #include "core/util/precision.h"
@@ -69,20 +70,29 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   const ThreadSettings threads = configure_threads(cfg.threads);
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
 
-  Model model(cfg, opts.vocab);
-  if (model->kind() != HeadKind::Lm)
-    throw ConfigError("bench: task.type '" + cfg.task.type +
-                      "' has no language-model head (expected mlm, clm or a synthetic task)");
-  model->to(device);
-  model->train();
+  // A model of `c` on the device in training mode, with its optimizer when asked for.
+  struct Trainee {
+    Model model;
+    std::unique_ptr<torch::optim::AdamW> optimizer;
+  };
+  auto make_trainee = [&](const Config& c) {
+    Trainee t{Model(c, opts.vocab), nullptr};
+    if (t.model->kind() != HeadKind::Lm)
+      throw ConfigError("bench: task.type '" + c.task.type +
+                        "' has no language-model head (expected mlm, clm or a synthetic task)");
+    t.model->to(device);
+    t.model->train();
+    if (opts.optimizer)
+      t.optimizer = std::make_unique<torch::optim::AdamW>(t.model->parameters(),
+                                                          torch::optim::AdamWOptions(c.train.lr));
+    return t;
+  };
+  Trainee main = make_trainee(cfg);
+  Model& model = main.model;
   const int64_t B = cfg.train.batch_size, T = cfg.task.seq_len, V = opts.vocab;
   auto long_opts = torch::TensorOptions().dtype(torch::kLong).device(device);
   auto tokens = torch::randint(V, {B, T}, long_opts);   // (B,T)
   auto targets = torch::randint(V, {B, T}, long_opts);  // (B,T)
-  std::unique_ptr<torch::optim::AdamW> optimizer;
-  if (opts.optimizer)
-    optimizer = std::make_unique<torch::optim::AdamW>(
-        model->parameters(), torch::optim::AdamWOptions(cfg.train.lr));
 
   StepMeasurement m;
   m.device = device.str();
@@ -102,34 +112,39 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
 #endif
 
-  std::vector<double> wall, cpu;
   torch::Tensor loss;
-  auto step = [&] {
-    model->zero_grad(/*set_to_none=*/true);
+  auto step = [&](Trainee& t) {
+    t.model->zero_grad(/*set_to_none=*/true);
     {
       const PrecisionScope precision(cfg.precision, device);
-      auto logits = model->lm_logits(model->hidden(tokens));  // (B,T,V)
+      auto logits = t.model->lm_logits(t.model->hidden(tokens));  // (B,T,V)
       loss = torch::nn::functional::cross_entropy(logits.view({B * T, V}), targets.view({B * T}));
     }
     loss.backward();
-    if (optimizer) optimizer->step();
+    if (t.optimizer) t.optimizer->step();
   };
-  for (int64_t s = 0; s < opts.warmup + opts.steps; ++s) {
+  // Wall and CPU milliseconds of one step.
+  auto timed_step = [&](Trainee& t) {
     sync(device);
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = process_cpu_ms();
-    step();
+    step(t);
     sync(device);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return std::make_pair(ms, process_cpu_ms() - c0);
+  };
+  std::vector<double> wall, cpu;
+  for (int64_t s = 0; s < opts.warmup + opts.steps; ++s) {
+    const auto [ms, cpu_ms] = timed_step(main);
     if (s >= opts.warmup) {
       wall.push_back(ms);
-      cpu.push_back(process_cpu_ms() - c0);
+      cpu.push_back(cpu_ms);
     }
   }
   if (!opts.profile.empty()) {
     torch::autograd::profiler::RecordProfile guard(opts.profile);
-    step();
+    step(main);
     sync(device);
   }
   m.loss = loss.item<double>();
@@ -151,6 +166,25 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
     m.cuda_reserved_mb = static_cast<double>(stats.reserved_bytes[0].peak) / (1024.0 * 1024.0);
   }
 #endif
+  const std::string baseline = Registry::get().baseline();
+  if (opts.paired > 0 && cfg.position.types != std::vector<std::string>{baseline}) {
+    Config base_cfg = cfg;
+    base_cfg.position.types = {baseline};
+    torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+    Trainee base = make_trainee(base_cfg);
+    for (int64_t s = 0; s < std::max<int64_t>(opts.warmup, 1); ++s) step(base);
+    m.paired_baseline = baseline;
+    for (int64_t r = 0; r < opts.paired; ++r) {
+      // ABBA: rounds alternate which model goes first, so a steady drift cancels in pairs.
+      const bool base_first = r % 2 == 0;
+      const double first = timed_step(base_first ? base : main).first;
+      const double second = timed_step(base_first ? main : base).first;
+      m.paired_baseline_ms.push_back(base_first ? first : second);
+      m.paired_variant_ms.push_back(base_first ? second : first);
+    }
+    if (!std::isfinite(loss.item<double>()))
+      throw RunError("bench: a paired step's loss is not finite");
+  }
   return m;
 }
 

@@ -17,6 +17,12 @@ struct StepOptions {
   int64_t vocab = 256;     // random tokens and targets in [0, vocab)
   bool optimizer = false;  // also take an AdamW step (a full training step)
   std::string profile;     // when set: one more step under the autograd profiler, chrome trace
+  // When > 0: after the measured steps, the baseline model (position.type = the registry's
+  // baseline, everything else the same) is built in the same process and this many rounds of one
+  // step of each model are timed, alternating which goes first (ABBA), so that both see the
+  // same machine speed: on a machine whose speed drifts between processes and over minutes,
+  // the ratio of two processes' times can be off by 30%.
+  int64_t paired = 0;
 };
 
 struct StepMeasurement {
@@ -39,11 +45,16 @@ struct StepMeasurement {
   int blas_threads = -1;
   std::string device;
   std::string attention;      // the attention path the steps ran: fused | eager
+  // StepOptions::paired: per round, the baseline's and this model's step time (ms); empty when
+  // not asked for or when this model is the baseline.
+  std::string paired_baseline;
+  std::vector<double> paired_baseline_ms, paired_variant_ms;
 };
 
 // Builds the model of `cfg` (task head from cfg.task, T = cfg.task.seq_len, B =
 // cfg.train.batch_size, device and threads from cfg) and times `opts.steps` MLM-like steps:
-// random tokens, cross-entropy against random targets at every position, backward.
+// random tokens, cross-entropy against random targets at every position, backward. Every
+// memory figure is taken before the paired rounds (StepOptions::paired) build a second model.
 StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts);
 
 // Wall time of a 1024x1024x1024 float32 matmul on the CPU (median of `repeats`), as GFLOP/s.

@@ -47,10 +47,19 @@ bool gpu_run(const std::vector<CaseSummary>& cases) {
   return std::any_of(cases.begin(), cases.end(), [](const CaseSummary& c) { return c.ok() && c.gpu(); });
 }
 
+// "1.07 [1.05, 1.09]": a paired ratio and its interval; "" when the case has none.
+std::string paired_cell(const CaseSummary& c) {
+  if (std::isnan(c.paired_ratio)) return "";
+  return fmt::format("  {:.3f} [{:.3f}, {:.3f}] n={}", c.paired_ratio, c.paired_lo, c.paired_hi,
+                     c.paired_log_ratios.size());
+}
+
 }  // namespace
 
 std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector<GrowthFit>& fits) {
   std::string out;
+  const bool paired = std::any_of(cases.begin(), cases.end(),
+                                  [](const CaseSummary& c) { return !std::isnan(c.paired_ratio); });
   // A GPU run's memory is the GPU's (the CUDA caching allocator's peak); the host's RSS is
   // shown beside it. A CPU run shows the child's peak RSS and what its steps added.
   const bool gpu = gpu_run(cases);
@@ -62,6 +71,7 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
     out += fmt::format("{:<15} {:<12} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}\n",
                        "variant", "impl", "T", "ms/step", "xnone", "cpu ms", "tok/s", "peak MB",
                        "xnone", "step MB", "xnone");
+  if (paired) out.insert(out.size() - 1, "  paired xnone [95% CI]");
   int64_t last_T = -1;
   for (const auto& c : cases) {
     if (last_T >= 0 && c.key.length != last_T) out += "\n";
@@ -77,18 +87,23 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
                          c.key.variant, c.key.impl, c.key.length, num(c.step_ms, "{:.1f}"),
                          num(c.time_ratio), num(c.cpu_ms, "{:.1f}"), num(c.tokens_per_s, "{:.0f}"),
                          num(c.cuda_peak_mb, "{:.0f}"), num(c.cuda_ratio), num(c.peak_mb, "{:.0f}"),
-                         failed);
+                         paired_cell(c) + failed);
     else
       out += fmt::format("{:<15} {:<12} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8} {:>6}{}\n",
                          c.key.variant, c.key.impl, c.key.length, num(c.step_ms, "{:.1f}"),
                          num(c.time_ratio), num(c.cpu_ms, "{:.1f}"), num(c.tokens_per_s, "{:.0f}"),
                          num(c.peak_mb, "{:.0f}"), num(c.peak_ratio), num(c.step_mb, "{:.0f}"),
-                         num(c.step_mb_ratio), failed);
+                         num(c.step_mb_ratio), paired_cell(c) + failed);
   }
   out += gpu ? "xnone: ratio to `none` at the same T, per repeat, then the median. GPU MB: peak "
                "bytes allocated by the CUDA caching allocator; host MB: ru_maxrss of the child.\n"
              : "xnone: ratio to `none` at the same T, per repeat, then the median. peak MB: ru_maxrss "
                "of the child; step MB: peak minus the RSS before the first step.\n";
+  if (paired)
+    out +=
+        "paired xnone: step time over none's, both models in one process, one step of each "
+        "per round, alternating which goes first; geometric mean over the rounds (n, all "
+        "repeats) with its 95% t-interval.\n";
 
   std::string direct;
   for (const auto& c : cases) {
@@ -164,6 +179,11 @@ nlohmann::ordered_json bench_json(nlohmann::ordered_json doc,
       j["time_ratio_vs_none"] = json_num(c.time_ratio);
       j["peak_ratio_vs_none"] = json_num(c.peak_ratio);
       j["step_mb_ratio_vs_none"] = json_num(c.step_mb_ratio);
+      if (!c.paired_log_ratios.empty())
+        j["paired_vs_none"] = {{"n", c.paired_log_ratios.size()},
+                               {"ratio", json_num(c.paired_ratio)},
+                               {"ci95", {json_num(c.paired_lo), json_num(c.paired_hi)}},
+                               {"log_ratios", c.paired_log_ratios}};
       j["child"] = c.child;
     }
     arr.push_back(std::move(j));
