@@ -88,6 +88,13 @@ TEST_CASE("bench: --paired times each variant against none in its own process") 
   CHECK_FALSE(cases[0].contains("paired_vs_none"));  // none is not paired with itself
   const auto& tisa = cases[1];
   REQUIRE(tisa.at("variant") == "tisa");
+  // Peaks are the children's own from before the paired rounds built the second model (the
+  // summary is the median of two repeats whose peaks differ by a few kB).
+  for (const auto& c : cases)
+    CHECK(c.at("peak_rss_mb").get<double>() ==
+          doctest::Approx(c.at("child").at("peak_rss_mb").get<double>()).epsilon(0.01));
+  CHECK(tisa.at("child").at("ru_maxrss_mb").get<double>() >=
+        tisa.at("child").at("peak_rss_mb").get<double>());
   // The pooled rounds of both repeats (n = 2 x 3), the last three being the last child's own
   // times; the ratio and interval recomputed here from them: exp(mean ± t sd/√n) of the log
   // ratios with the table value t(0.975, 5) = 2.570582.

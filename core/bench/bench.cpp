@@ -89,6 +89,11 @@ RunRecord run_one(const BenchPlan& plan, const BenchCase& c) {
   rec.tokens_per_s = rec.child.at("tokens_per_s").get<double>();
   rec.base_mb = rec.child.at("base_rss_mb").get<double>();
   rec.cuda_peak_mb = rec.child.at("cuda_peak_mb").get<double>();
+  // The parent's view, ru_maxrss from wait4(); with --paired, whose second model raises it, the
+  // child's high-water mark from before that model was built (for every case, `none` included,
+  // so that the ratios compare like with like; without --paired the two agree to the kB at the
+  // bench model's sizes).
+  rec.peak_mb = plan.paired > 0 ? rec.child.at("peak_rss_mb").get<double>() : r.max_rss_mb;
   if (rec.child.contains("paired")) {
     const auto& p = rec.child.at("paired");
     const auto base = p.at("baseline_ms").get<std::vector<double>>();
@@ -96,7 +101,6 @@ RunRecord run_one(const BenchPlan& plan, const BenchCase& c) {
     for (size_t i = 0; i < std::min(base.size(), mine.size()); ++i)
       rec.paired_log_ratios.push_back(std::log(mine[i] / base[i]));
   }
-  rec.peak_mb = r.max_rss_mb;  // the parent's view: ru_maxrss from wait4()
   rec.child["ru_maxrss_mb"] = r.max_rss_mb;
   rec.child["child_wall_s"] = r.wall_s;
   return rec;

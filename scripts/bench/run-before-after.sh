@@ -11,6 +11,9 @@
 # OUTDIR/NAME-{before,after}-rK.json, then the paired per-round comparison with its 95% interval
 # (scripts/bench/compare_rounds.py) into OUTDIR/NAME-rounds.txt: on a machine whose speed drifts
 # between processes, the change a single pair of invocations shows can be noise.
+# BEFORE_ARGS: more options for BEFORE's invocations only, e.g. the same executable with
+#   BEFORE_ARGS="--set cpu_allocator=cache_small_pages"; METRIC=step_ms compares every variant's
+#   step time itself (none included) instead of its ratio to none.
 set -euo pipefail
 if [ $# -lt 3 ]; then
   echo "usage: $0 BEFORE NAME VARIANTS [OUTDIR]" >&2
@@ -26,8 +29,11 @@ case $rounds in '' | *[!0-9]*) echo "$0: ROUNDS=$rounds: expected a whole number
 run() {
   local exe=$relpos
   [ "$1" = before ] && exe=$before
+  local extra=()
+  # shellcheck disable=SC2206  # BEFORE_ARGS is split into options on purpose
+  [ "$1" = before ] && extra=(${BEFORE_ARGS:-})
   "$exe" bench --variants "$variants" --lengths 512 --steps 3 --warmup 1 --direct none \
-    --repeat "$3" --json "$2"
+    --repeat "$3" --json "$2" "${extra[@]}"
 }
 if [ "$rounds" -le 1 ]; then
   for which in before after; do
@@ -47,4 +53,5 @@ for r in $(seq 1 "$rounds"); do
     run "$which" "$out/$name-$which-r$r.json" 1 | tee -a "$out/$name-$which.txt"
   done
 done
-"$(dirname "$0")/compare_rounds.py" "$out" "$name" "$rounds" | tee "$out/$name-rounds.txt"
+"$(dirname "$0")/compare_rounds.py" "$out" "$name" "$rounds" "${METRIC:-ratio}" |
+  tee "$out/$name-rounds.txt"
