@@ -320,6 +320,14 @@ void check_fast_direct(const VariantCase& vc, int64_t K, bool causal) {
 
 }  // namespace
 
+// cope's fast term on a GPU (and in float32 there) is tensor ops in one autograd node rather than
+// the CPU row kernels: the same comparison with the CPU kernels turned off.
+TEST_CASE("relative variants: cope's tensor-op fast path agrees with the direct one") {
+  relpos::detail::SkewTensorOpsScope tensor_ops;
+  for (int64_t K : {2, 5, 8})
+    for (bool causal : {false, true}) check_fast_direct({"cope", "{n_pos: {K}}"}, K, causal);
+}
+
 TEST_CASE("relative variants: fast and direct agree in scores, outputs and gradients") {
   const std::vector<VariantCase> cases = {
       {"shaw", "{clip: {K}}"},

@@ -10,19 +10,265 @@
 // forwards, p_ij = Σ_{t=i..j} g_it for j > i, and read a second table E' (n_pos × d), so the
 // direction stays known: e_ij += q_i·e'(p_ij) for j > i.
 // Hook: score term (3). Fast path: q·E for the n_pos rows, (B,H,T,n_pos), and its step to the
-// next row, both gathered at ⌊p⌋, then q·e(p) = q·E[⌊p⌋] + w·step: no [T,T,d] tensor. Direct
+// next row, both gathered at ⌊p⌋, then q·e(p) = q·E[⌊p⌋] + w·step: no [T,T,d] tensor. In float32
+// and float64 one autograd node (CopeFastTerm) keeps only q/√d and k, which the content product
+// keeps anyway, and q·E, and recomputes the content scores, gates, positions and weights in
+// backward, where autograd's own graph would keep five (B,H,T,T) tensors per layer. Direct
 // path (reference, tests): interpolate e(p_ij) as (B,H,T,T,d) first, then the dot product with q.
 // Parameters per layer: E (n_pos·d), plus E' (n_pos·d) in encoder mode. Init N(0, init_std²).
 // Translation invariant: positions come from the gates, not from token indices.
 // Beyond the training length: p counts gated tokens, so it grows only as fast as the gates
 // fire; past n_pos - 1 every position reads the last row.
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
 #include <cmath>
 #include <vector>
 
 #include "core/position/position_encoding.h"
+#include "core/position/relative_ops.h"
 
 namespace relpos {
 namespace {
+
+using torch::Tensor;
+
+// The quantities of the fast path that follow from the content scores (B,H,T,T) alone.
+struct CopeLayout {
+  Tensor g;   // gates σ(content), float32 or float64
+  Tensor p;   // contextual positions before the clamp
+  Tensor lo;  // ⌊min(p, n-1)⌋ as row indices into q·E (+n for keys after the query), int64
+  Tensor w;   // min(p, n-1) - ⌊min(p, n-1)⌋, the weight of the next row
+};
+
+// (T,T) masks: t <= i (lower, keys up to the query) and t >= i (upper).
+Tensor cope_lower_mask(int64_t T, const torch::Device& device) {
+  return torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
+}
+
+CopeLayout cope_layout(const Tensor& content, int64_t n, bool causal) {
+  const int64_t T = content.size(-1);
+  // float32 at least: under bfloat16 a count of 40 gates would keep ~0.1 of resolution.
+  const auto dt = content.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  CopeLayout l;
+  l.g = torch::sigmoid(content.to(dt));                       // (B,H,T,T)
+  const Tensor lower = cope_lower_mask(T, content.device());  // (T,T) t <= i
+  // Σ_{t=j..i} g_it: the suffix sum over t >= j of the gates with t <= i.
+  Tensor before = l.g.masked_fill(lower.logical_not(), 0.0).flip(-1).cumsum(-1).flip(-1);
+  l.p = before;  // (B,H,T,T)
+  if (!causal) {
+    const Tensor upper = lower.transpose(0, 1);                           // (T,T) t >= i
+    Tensor after = l.g.masked_fill(upper.logical_not(), 0.0).cumsum(-1);  // (B,H,T,T)
+    l.p = torch::where(lower, before, after);                             // (B,H,T,T)
+  }
+  const Tensor pc = l.p.clamp_max(static_cast<double>(n - 1));              // (B,H,T,T)
+  const Tensor lo = pc.floor();                                             // (B,H,T,T)
+  l.w = pc - lo;                                                            // (B,H,T,T)
+  l.lo = lo.to(torch::kLong);                                               // (B,H,T,T)
+  if (!causal) l.lo.add_(torch::ones({T, T}, l.lo.options()).triu(1) * n);  // keys after: table 2
+  return l;
+}
+
+// Per row of q·E, the step to the next row of the same table; 0 after each table's last row.
+Tensor cope_row_steps(const Tensor& logits, int64_t n) {
+  std::vector<Tensor> steps;
+  for (int64_t part = 0; part < logits.size(-1) / n; ++part) {
+    auto l = logits.narrow(-1, part * n, n);                           // (B,H,T,n)
+    steps.push_back(l.narrow(-1, 1, n - 1) - l.narrow(-1, 0, n - 1));  // (B,H,T,n-1)
+    steps.push_back(torch::zeros_like(l.narrow(-1, 0, 1)));            // (B,H,T,1)
+  }
+  return torch::cat(steps, -1);  // (B,H,T,n|2n)
+}
+
+// CPU row kernels for the fast path: every (batch, head, query) row is independent, and a row's
+// positions are running sums of its gates, so one pass over the row's T keys gives its term, and
+// one more (with two scans) its gradients; no (B,H,T,T) intermediate is formed. Sums in double,
+// as LibTorch's CPU cumsum accumulates, so the kernel and the tensor ops agree to rounding.
+struct CopeRow {
+  int64_t T, n, m;  // keys, rows per table, rows of q·E (n causal, 2n encoder)
+  bool causal;
+};
+
+// Positions of row i: p[j] for every key, from its gates g = σ(content) (computed by
+// torch::sigmoid for the whole tensor: vectorized, and the same values as the tensor ops). Keys
+// up to the query count back to it (Σ_{t=j..i} g_t); after it, forwards from it (Σ_{t=i..j}
+// g_t); a causal row's keys after the query have p = 0 (the tensor ops' masked sums: the scores
+// mask them).
+template <typename scalar_t>
+void cope_row_positions(const CopeRow& r, int64_t i, const scalar_t* g, scalar_t* p) {
+  double acc = 0;
+  for (int64_t j = i; j >= 0; --j) p[j] = static_cast<scalar_t>(acc += g[j]);
+  acc = g[i];
+  for (int64_t j = i + 1; j < r.T; ++j)
+    p[j] = r.causal ? scalar_t(0) : static_cast<scalar_t>(acc += g[j]);
+}
+
+// Row of q·E at ⌊min(p, n-1)⌋ (in the second table for keys after the query), whether that is its
+// table's last row, and the weight w of the next row. p >= 0 (a sum of gates), so the
+// conversion to an integer is the floor.
+template <typename scalar_t>
+struct CopeIndex {
+  int64_t row;
+  bool last;
+  scalar_t w;
+};
+template <typename scalar_t>
+inline CopeIndex<scalar_t> cope_index(const CopeRow& r, int64_t table_offset, scalar_t p) {
+  const scalar_t pc = std::min(p, static_cast<scalar_t>(r.n - 1));
+  const int64_t lo = static_cast<int64_t>(pc);
+  return {lo + table_offset, lo == r.n - 1, pc - static_cast<scalar_t>(lo)};
+}
+
+template <typename scalar_t>
+void cope_rows_forward(const CopeRow& r, const scalar_t* gates, const scalar_t* logits,
+                       scalar_t* out, int64_t rows) {
+  at::parallel_for(0, rows, 16, [&](int64_t r0, int64_t r1) {
+    std::vector<scalar_t> p(r.T);
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t i = row % r.T;
+      const scalar_t* L = logits + row * r.m;
+      cope_row_positions(r, i, gates + row * r.T, p.data());
+      scalar_t* o = out + row * r.T;
+      for (int64_t j = 0; j < r.T; ++j) {
+        const auto x = cope_index(r, !r.causal && j > i ? r.n : 0, p[j]);
+        o[j] = x.w > 0 ? L[x.row] + x.w * (L[x.row + 1] - L[x.row]) : L[x.row];
+      }
+    }
+  });
+}
+
+// grad: dterm (rows,T); writes dcontent (rows,T) and dlogits (rows,m).
+template <typename scalar_t>
+void cope_rows_backward(const CopeRow& r, const scalar_t* gates, const scalar_t* logits,
+                        const scalar_t* grad, scalar_t* dcontent, scalar_t* dlogits, int64_t rows) {
+  at::parallel_for(0, rows, 16, [&](int64_t r0, int64_t r1) {
+    std::vector<scalar_t> p(r.T), dp(r.T);
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t i = row % r.T;
+      const scalar_t* L = logits + row * r.m;
+      const scalar_t* G = grad + row * r.T;
+      const scalar_t* g = gates + row * r.T;
+      scalar_t* dL = dlogits + row * r.m;
+      cope_row_positions(r, i, g, p.data());
+      std::fill(dL, dL + r.m, scalar_t(0));
+      const scalar_t top = static_cast<scalar_t>(r.n - 1);
+      // (1 - w)·L[lo] + w·L[lo+1] -> dL; the step to the next row (0 after a table's last row,
+      // as the tensor ops define it) -> dp, as w = min(p, n-1) - ⌊.⌋ has dw/dp = 1 where
+      // p <= n-1 (clamp_max's rule). A causal row's keys after the query depend on no gate.
+      auto key = [&](int64_t j, int64_t table_offset, bool live) {
+        const auto x = cope_index(r, table_offset, p[j]);
+        const scalar_t gj = G[j];
+        dL[x.row] += gj * (1 - x.w);
+        if (x.w > 0) dL[x.row + 1] += gj * x.w;
+        dp[j] = (live && !x.last && p[j] <= top) ? gj * (L[x.row + 1] - L[x.row]) : scalar_t(0);
+      };
+      for (int64_t j = 0; j <= i; ++j) key(j, 0, true);
+      for (int64_t j = i + 1; j < r.T; ++j) key(j, r.causal ? 0 : r.n, !r.causal);
+      scalar_t* dc = dcontent + row * r.T;
+      // Keys up to the query: p_j = Σ_{t=j..i} g_t, so dg_t = Σ_{j<=t} dp_j for t <= i.
+      double acc = 0;
+      for (int64_t t = 0; t <= i; ++t) {
+        acc += dp[t];
+        dc[t] = static_cast<scalar_t>(acc * g[t] * (1 - g[t]));
+      }
+      // Keys after it: p_j = Σ_{t=i..j} g_t, so dg_t = Σ_{j>=max(t,i+1)} dp_j for t >= i.
+      acc = 0;
+      for (int64_t t = r.T - 1; t > i; --t) {
+        acc += dp[t];
+        dc[t] = static_cast<scalar_t>(acc * g[t] * (1 - g[t]));
+      }
+      dc[i] = static_cast<scalar_t>(dc[i] + acc * g[i] * (1 - g[i]));
+    }
+  });
+}
+
+// CPU float32/float64, unless a test asks for the tensor ops (detail::SkewTensorOpsScope).
+bool cope_cpu_kernel(const Tensor& t) {
+  return !detail::tensor_ops_forced() && t.device().is_cpu() &&
+         (t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble);
+}
+
+// The fast-path term q·e(p) = q·E[⌊p⌋] + w·(q·E[⌊p⌋+1] - q·E[⌊p⌋]) from the content scores and
+// q·E (logits). Keeps q/√d, k and logits; backward recomputes content = (q/√d)·kᵀ (as
+// core/model/attention.cpp forms it, so the same positions come out) and everything after it.
+struct CopeFastTerm : public torch::autograd::Function<CopeFastTerm> {
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& content,
+                        const Tensor& logits, const Tensor& qs, const Tensor& k, int64_t n,
+                        bool causal) {
+    ctx->save_for_backward({logits, qs, k});
+    ctx->saved_data["n"] = n;
+    ctx->saved_data["causal"] = causal;
+    if (cope_cpu_kernel(content)) {
+      const Tensor g = torch::sigmoid(content).contiguous(), L = logits.contiguous();  // (B,H,T,T)
+      auto out = torch::empty_like(g);                                                 // (B,H,T,T)
+      const CopeRow r{g.size(-1), n, L.size(-1), causal};
+      AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "cope_forward", [&] {
+        cope_rows_forward<scalar_t>(r, g.data_ptr<scalar_t>(), L.data_ptr<scalar_t>(),
+                                    out.data_ptr<scalar_t>(), g.numel() / r.T);
+      });
+      return out;
+    }
+    const CopeLayout l = cope_layout(content, n, causal);
+    auto at_lo = logits.gather(-1, l.lo);                         // (B,H,T,T)
+    auto rise = cope_row_steps(logits, n).gather(-1, l.lo);       // (B,H,T,T)
+    return at_lo.add_(rise.mul_(l.w)).to(content.scalar_type());  // (B,H,T,T)
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const Tensor &logits = saved[0], &qs = saved[1], &k = saved[2];
+    const int64_t n = ctx->saved_data["n"].toInt();
+    const bool causal = ctx->saved_data["causal"].toBool();
+    const Tensor content = torch::matmul(qs, k.transpose(-1, -2));  // (B,H,T,T)
+    if (cope_cpu_kernel(content)) {
+      const Tensor g = content.contiguous().sigmoid_(), L = logits.contiguous();  // gates
+      const Tensor G = grads[0].to(g.scalar_type()).contiguous();                 // (B,H,T,T)
+      auto dc = torch::empty_like(g);                                             // (B,H,T,T)
+      auto dL = torch::empty_like(L);                                             // (B,H,T,n|2n)
+      const CopeRow r{g.size(-1), n, L.size(-1), causal};
+      AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "cope_backward", [&] {
+        cope_rows_backward<scalar_t>(r, g.data_ptr<scalar_t>(), L.data_ptr<scalar_t>(),
+                                     G.data_ptr<scalar_t>(), dc.data_ptr<scalar_t>(),
+                                     dL.data_ptr<scalar_t>(), g.numel() / r.T);
+      });
+      return {dc, dL, Tensor(), Tensor(), Tensor(), Tensor()};
+    }
+    const CopeLayout l = cope_layout(content, n, causal);
+    const Tensor G = grads[0].to(l.w.scalar_type());  // (B,H,T,T)
+    Tensor grad_logits, grad_content;
+    if (ctx->needs_input_grad(1)) {
+      // at_lo + w·(L[lo+1] - L[lo]) = (1 - w)·L[lo] + w·L[lo+1]; w > 0 only below a table's
+      // last row, so lo + 1 stays in the same table wherever it carries weight.
+      auto gw = G * l.w;                                       // (B,H,T,T)
+      auto hi = l.lo + (l.w > 0).to(torch::kLong);             // (B,H,T,T)
+      grad_logits = torch::zeros_like(logits, l.w.options());  // (B,H,T,n|2n)
+      grad_logits.scatter_add_(-1, l.lo, G - gw).scatter_add_(-1, hi, gw);
+      grad_logits = grad_logits.to(logits.scalar_type());
+    }
+    if (ctx->needs_input_grad(0)) {
+      // d/dp: the step read at ⌊p⌋, where p is not clamped (clamp_max passes p <= n-1).
+      auto dp =
+          cope_row_steps(logits.to(l.w.scalar_type()), n).gather(-1, l.lo).mul_(G);  // (B,H,T,T)
+      dp.masked_fill_(l.p > static_cast<double>(n - 1), 0.0);
+      const int64_t T = content.size(-1);
+      const Tensor lower = cope_lower_mask(T, content.device());  // (T,T) t <= i, also j <= i
+      // before[i,j] = Σ_{t>=j} g_it [t<=i] -> d g_it = Σ_{j<=t} dbefore_ij, for t <= i.
+      auto dg = dp.masked_fill(lower.logical_not(), 0.0)
+                    .cumsum(-1)
+                    .masked_fill_(lower.logical_not(), 0.0);  // (B,H,T,T)
+      if (!causal) {
+        // after[i,j] = Σ_{t<=j} g_it [t>=i], used for j > i -> d g_it = Σ_{j>=t, j>i} dafter_ij.
+        const Tensor upper = lower.transpose(0, 1);                         // (T,T) t >= i
+        auto da = dp.masked_fill(lower, 0.0).flip(-1).cumsum(-1).flip(-1);  // (B,H,T,T)
+        dg.add_(da.masked_fill_(upper.logical_not(), 0.0));
+      }
+      grad_content = dg.mul_(l.g).mul_(1.0 - l.g).to(content.scalar_type());  // σ' = g(1 - g)
+    }
+    return {grad_content, grad_logits, Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
 
 struct CopeParams : ParamsOf<CopeParams> {
   int64_t n_pos = 64;
@@ -44,67 +290,38 @@ class CopeImpl : public PositionEncodingImpl {
   }
   std::string type() const override { return "cope"; }
 
-  // Contextual positions p (B,H,T,T) from the content scores, clamped to n_pos - 1.
-  torch::Tensor positions(const torch::Tensor& content, bool causal) {
-    const int64_t T = content.size(-1);
-    // float32 at least: under bfloat16 a count of 40 gates would keep ~0.1 of resolution.
-    const auto dt = content.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
-    auto g = torch::sigmoid(content.to(dt));                                // (B,H,T,T)
-    auto lower = torch::ones({T, T}, content.options().dtype(torch::kBool)).tril();  // (T,T) t <= i
-    // Σ_{t=j..i} g_it: the suffix sum over t >= j of the gates with t <= i.
-    auto before = g.masked_fill(lower.logical_not(), 0.0).flip(-1).cumsum(-1).flip(-1);  // (B,H,T,T)
-    torch::Tensor p = before;
-    if (!causal) {
-      auto upper = torch::ones({T, T}, lower.options()).triu();                     // (T,T) t >= i
-      auto after = g.masked_fill(upper.logical_not(), 0.0).cumsum(-1);             // (B,H,T,T)
-      p = torch::where(lower, before, after);                                       // (B,H,T,T)
-    }
-    return p.clamp_max(static_cast<double>(n_ - 1));                               // (B,H,T,T)
-  }
-
   torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor& q,
-                           const torch::Tensor&, const AttentionContext& ctx) override {
+                           const torch::Tensor& k, const AttentionContext& ctx) override {
     const int64_t T = q.size(2);
     const bool causal = ctx.causal;
     TORCH_CHECK(causal || table_after.defined(),
                 "cope: built for a causal model (no table for keys after the query) but used "
                 "bidirectionally");
-    auto p = positions(content, causal);                  // (B,H,T,T)
-    auto lo = p.detach().floor();                          // (B,H,T,T)
-    auto w = p - lo;                                       // (B,H,T,T) weight of E[⌈p⌉]
     // Keys after the query read the second table: rows n .. 2n-1 of the concatenation.
-    torch::Tensor E = table[ctx.layer];                    // (n,d)
-    auto lo_i = lo.to(torch::kLong);                       // (B,H,T,T)
-    if (!causal) {
-      E = torch::cat({E, table_after[ctx.layer]}, 0);      // (2n,d)
-      auto shift = (torch::ones({T, T}, p.options().dtype(torch::kLong)).triu(1) * n_);  // (T,T)
-      lo_i = lo_i + shift;
+    torch::Tensor E = table[ctx.layer];                           // (n,d)
+    if (!causal) E = torch::cat({E, table_after[ctx.layer]}, 0);  // (2n,d)
+    const auto dt = content.scalar_type();
+    if (!direct_ && (dt == torch::kFloat || dt == torch::kDouble) && q.scalar_type() == dt) {
+      auto logits = torch::matmul(q, E.to(q.dtype()).t());  // (B,H,T,n|2n)
+      return CopeFastTerm::apply(content, logits, scaled_query(q, ctx), k, n_, causal);
     }
+    // The same term through autograd's own graph (bfloat16 autocast) or the direct path.
+    const CopeLayout l = cope_layout(content, n_, causal);
     if (direct_) {
       // ⌈p⌉: the same row as ⌊p⌋ when p is a whole number (w = 0 there).
-      auto hi_i = lo_i + (w.detach() > 0).to(torch::kLong);  // (B,H,T,T)
+      auto hi_i = l.lo + (l.w.detach() > 0).to(torch::kLong);  // (B,H,T,T)
       const int64_t d = E.size(1);
-      auto e_lo = E.index_select(0, lo_i.reshape({-1})).view({-1, d});  // (BHTT,d)
+      auto e_lo = E.index_select(0, l.lo.reshape({-1})).view({-1, d});  // (BHTT,d)
       auto e_hi = E.index_select(0, hi_i.reshape({-1})).view({-1, d});  // (BHTT,d)
-      auto wf = w.reshape({-1, 1});                                      // (BHTT,1)
+      auto wf = l.w.reshape({-1, 1});                                   // (BHTT,1)
       auto e = (e_lo * (1.0 - wf) + e_hi * wf).view({q.size(0), q.size(1), T, T, d});  // (B,H,T,T,d)
-      return (q.unsqueeze(3) * e).sum(-1).to(content.scalar_type());    // (B,H,T,T)
+      return (q.unsqueeze(3) * e).sum(-1).to(dt);                                      // (B,H,T,T)
     }
-    // q·E per row, and the step to the next row of the same table (0 after a table's last row,
-    // where w = 0): e(p)·q = q·E[⌊p⌋] + w·(q·E[⌊p⌋+1] - q·E[⌊p⌋]), one index for both gathers,
-    // fewer (B,H,T,T) tensors kept for the backward pass than two gathers and two products.
     auto logits = torch::matmul(q, E.to(q.dtype()).t());  // (B,H,T,n|2n)
-    std::vector<torch::Tensor> steps;
-    for (int64_t part = 0; part < logits.size(-1) / n_; ++part) {
-      auto l = logits.narrow(-1, part * n_, n_);                                   // (B,H,T,n)
-      steps.push_back(l.narrow(-1, 1, n_ - 1) - l.narrow(-1, 0, n_ - 1));          // (B,H,T,n-1)
-      steps.push_back(torch::zeros_like(l.narrow(-1, 0, 1)));                      // (B,H,T,1)
-    }
-    auto step = torch::cat(steps, -1);                      // (B,H,T,n|2n)
-    auto at_lo = logits.gather(-1, lo_i);                   // (B,H,T,T)
-    auto rise = step.gather(-1, lo_i);                      // (B,H,T,T)
+    auto at_lo = logits.gather(-1, l.lo);                 // (B,H,T,T)
+    auto rise = cope_row_steps(logits, n_).gather(-1, l.lo);  // (B,H,T,T)
     // In the scores' dtype: w is float32 under bfloat16 autocast.
-    return (at_lo + w * rise).to(content.scalar_type());   // (B,H,T,T)
+    return (at_lo + l.w * rise).to(dt);  // (B,H,T,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {

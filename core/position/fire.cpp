@@ -3,30 +3,71 @@
 // Formula (causal, the paper's): e_ij += f_θ(ψ(i - j) / ψ(max(L, i))), ψ(x) = log(c·x + 1),
 // i the query's position, j <= i; f_θ: R -> R^H an MLP with one hidden ReLU layer of width W
 // (one output per head, no output bias: a constant per head shifts every score of a query
-// alike and leaves attention unchanged), c > 0 and the threshold L learned. Dividing by ψ(max(L, i)) maps every
-// visible distance into [0, 1] whatever the length ("progressive interpolation"); L keeps short
-// prefixes from being stretched over the whole range.
-// Encoder form (our choice; the paper is causal only): keys after the query get the mirror
-// image, the distance normalized by the query's reach to the right:
+// alike and leaves attention unchanged), c > 0 and the threshold L learned. Dividing by ψ(max(L,
+// i)) maps every visible distance into [0, 1] whatever the length ("progressive interpolation"); L
+// keeps short prefixes from being stretched over the whole range. Encoder form (our choice; the
+// paper is causal only): keys after the query get the mirror image, the distance normalized by the
+// query's reach to the right:
 //   x_ij = ψ(i - j) / ψ(max(L, i))                  for j <= i
 //   x_ij = -ψ(j - i) / ψ(max(L, T - 1 - t_i))       for j > i   (t_i the query's row 0..T-1)
 // so x ∈ [-1, 1] in both modes, and e_ij += f_θ(x_ij).
 // Positions: i = offset + t_i (ForwardOptions.offset, 0 in training and evaluation). The
 // normalizer max(L, i) (and T - 1 - t_i) is floored at 1, so the first query is defined.
-// c = softplus(γ) and L = |λ| with γ, λ the stored parameters (init c = init_c, L = init_threshold).
-// MLP init: w1, b1 ~ U(-1, 1), w2 ~ U(-1/√W, 1/√W) (PyTorch's Linear init for fan-in 1 and W).
-// Hook: score term (3), a bias (H,T,T) independent of content; not a function of j - i alone, so
-// not translation invariant (the normalizer depends on i).
-// Parameters per layer: w1, b1 (W), w2 (H×W), γ, λ: (H+2)·W + 2.
-// Memory: the hidden layer is evaluated at every (i, j): a (T,T,W) tensor per layer.
-// Beyond the training length: inputs stay in [-1, 1]; for i > L a longer context is squeezed
-// into the same range, which is what lets FIRE interpolate rather than extrapolate.
+// c = softplus(γ) and L = |λ| with γ, λ the stored parameters (init c = init_c, L =
+// init_threshold). MLP init: w1, b1 ~ U(-1, 1), w2 ~ U(-1/√W, 1/√W) (PyTorch's Linear init for
+// fan-in 1 and W). Hook: score term (3), a bias (H,T,T) independent of content; not a function of j
+// - i alone, so not translation invariant (the normalizer depends on i). Parameters per layer: w1,
+// b1 (W), w2 (H×W), γ, λ: (H+2)·W + 2. Memory: the hidden layer is evaluated at every (i, j), a
+// (T,T,W) tensor per layer; one autograd node (FireMlp) keeps only the (T,T) inputs and recomputes
+// the hidden layer in backward. Beyond the training length: inputs stay in [-1, 1]; for i > L a
+// longer context is squeezed into the same range, which is what lets FIRE interpolate rather than
+// extrapolate.
+#include <torch/autograd.h>
+
 #include <cmath>
 
 #include "core/position/position_encoding.h"
 
 namespace relpos {
 namespace {
+
+using torch::Tensor;
+
+// f = relu(x ⊗ w1 + b1) · w2ᵀ for the (T,T) inputs x: (T,T,H). Autograd's own graph would keep
+// the (T,T,W) hidden layer (32 MiB per layer at T=512, W=32) until backward; this node keeps x
+// and the weights and recomputes it there.
+struct FireMlp : public torch::autograd::Function<FireMlp> {
+  static Tensor hidden_pre(const Tensor& x, const Tensor& w1, const Tensor& b1) {
+    return x.unsqueeze(-1) * w1 + b1;  // (T,T,W)
+  }
+
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, const Tensor& w1,
+                        const Tensor& b1, const Tensor& w2) {
+    ctx->save_for_backward({x, w1, b1, w2});
+    auto h = torch::relu(hidden_pre(x, w1, b1));  // (T,T,W)
+    return torch::matmul(h, w2.t());              // (T,T,H)
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const Tensor &x = saved[0], &w1 = saved[1], &b1 = saved[2], &w2 = saved[3];
+    const int64_t W = w1.size(0), H = w2.size(0);
+    // In x's dtype: under bfloat16 autocast the forward product, and so its gradient, is bf16.
+    const Tensor df = grads[0].to(x.scalar_type()).reshape({-1, H});  // (TT,H)
+    auto pre = hidden_pre(x, w1, b1).reshape({-1, W});                // (TT,W)
+    auto active = pre > 0;                                            // (TT,W)
+    Tensor grad_w2;
+    if (ctx->needs_input_grad(3)) grad_w2 = torch::matmul(df.t(), torch::relu(pre));  // (H,W)
+    auto dpre = torch::matmul(df, w2).mul_(active);                                   // (TT,W)
+    auto xf = x.reshape({-1, 1});                                                     // (TT,1)
+    Tensor grad_x, grad_w1, grad_b1;
+    if (ctx->needs_input_grad(0)) grad_x = torch::matmul(dpre, w1).view(x.sizes());  // (T,T)
+    if (ctx->needs_input_grad(1)) grad_w1 = (dpre * xf).sum(0);                      // (W)
+    if (ctx->needs_input_grad(2)) grad_b1 = dpre.sum(0);                             // (W)
+    return {grad_x, grad_w1, grad_b1, grad_w2};
+  }
+};
 
 struct FireParams : ParamsOf<FireParams> {
   int64_t mlp_width = 32;
@@ -72,10 +113,9 @@ class FireImpl : public PositionEncodingImpl {
     auto num = psi(diff.abs());                                                         // (T,T)
     auto den = torch::where(past, psi(left).unsqueeze(1), psi(right).unsqueeze(1));    // (T,T)
     auto x = torch::where(past, num, -num) / den;                                       // (T,T)
-    auto h = torch::relu(x.unsqueeze(-1) * w1[layer].to(o.dtype()) +
-                         b1[layer].to(o.dtype()));                                      // (T,T,W)
-    auto f = torch::matmul(h, w2[layer].to(o.dtype()).t());                            // (T,T,H)
-    return f.permute({2, 0, 1});                                                        // (H,T,T)
+    auto f = FireMlp::apply(x, w1[layer].to(o.dtype()), b1[layer].to(o.dtype()),
+                            w2[layer].to(o.dtype()));  // (T,T,H)
+    return f.permute({2, 0, 1});                       // (H,T,T)
   }
 
   torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor&,

@@ -71,8 +71,8 @@ torch::Tensor relative_qka_term_tensor_ops(const torch::Tensor& q, const torch::
                                            const torch::Tensor& table, int64_t K);
 
 // While one lives (on this thread), relative_expand, relative_expand_keys and relative_reduce
-// and their gradients take the gather / scatter_add path that CUDA and bfloat16 take, so that
-// tests can check that path against the formula in float64 on the CPU.
+// and their gradients, and cope's fast term, take the tensor-op path that CUDA and bfloat16 take
+// instead of their CPU row kernels, so that tests can check that path in float64 on the CPU.
 class SkewTensorOpsScope {
  public:
   SkewTensorOpsScope();
@@ -83,6 +83,8 @@ class SkewTensorOpsScope {
  private:
   bool previous_;
 };
+// True while a SkewTensorOpsScope lives on this thread.
+bool tensor_ops_forced();
 }  // namespace detail
 
 }  // namespace relpos

@@ -268,6 +268,7 @@ torch::autograd::variable_list SkewExpand::backward(torch::autograd::AutogradCon
 namespace detail {
 SkewTensorOpsScope::SkewTensorOpsScope() : previous_(force_tensor_ops) { force_tensor_ops = true; }
 SkewTensorOpsScope::~SkewTensorOpsScope() { force_tensor_ops = previous_; }
+bool tensor_ops_forced() { return force_tensor_ops; }
 }  // namespace detail
 
 Tensor relative_expand(const Tensor& x, int64_t Tk, int64_t offset) {
