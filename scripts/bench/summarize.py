@@ -4,7 +4,8 @@
 Usage: scripts/bench/summarize.py RESULTS.json [MORE.json ...]
        scripts/bench/summarize.py --growth RESULTS.json [MORE.json ...]   (exponents over all files)
 Every number comes from the JSON: wall and CPU step time, peak RSS and the child's exact tensor
-peak, each also as a ratio to `none` from the same file (same invocation); the fast/direct
+peak, each also as a ratio to `none` from the same file (same invocation), and with `--paired`
+the paired ratio to `none` with its 95% interval (first column after impl); the fast/direct
 comparison; the log-log growth exponents relpos bench fitted. Several files are not mixed: each
 gets its own tables (ratios are only meaningful within one invocation).
 """
@@ -31,9 +32,11 @@ def loglog_slope(xs, ys):
 def table(doc):
     cases = [c for c in doc["cases"] if c["status"] == "ok"]
     none = {c["length"]: c for c in cases if c["variant"] == "none" and c["impl"] == "fast"}
-    print("| variant | impl | T | ms/step | x none | CPU ms/step | x none | tok/s | peak RSS MB "
+    paired = any("paired_vs_none" in c for c in cases)
+    print("| variant | impl | T |" + (" paired x none [95% CI] |" if paired else "")
+          + " ms/step | x none | CPU ms/step | x none | tok/s | peak RSS MB "
           "| x none | tensor peak MB | x none |")
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    print("|---|---|--:|" + ("--:|" if paired else "") + "--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for c in doc["cases"]:
         if c["status"] != "ok":
             print(f"| {c['variant']} | {c['impl']} | {c['length']} | failed: {c.get('error','')} |")
@@ -41,8 +44,14 @@ def table(doc):
         n = none.get(c["length"])
         tp = c["child"].get("tensor_peak_mb", -1)
         ntp = n["child"].get("tensor_peak_mb", -1) if n else -1
-        print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-            c["variant"], c["impl"], c["length"], fmt(c["step_ms"], "{:.0f}"),
+        cell = ""
+        if paired:
+            p = c.get("paired_vs_none")
+            cell = " {} |".format("-" if not p or p["ratio"] is None else "{:.3f} [{:.3f}, {:.3f}]".format(
+                p["ratio"], p["ci95"][0], p["ci95"][1]))
+        print("| {} | {} | {} |".format(c["variant"], c["impl"], c["length"]) + cell
+              + " {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            fmt(c["step_ms"], "{:.0f}"),
             fmt(c["time_ratio_vs_none"]), fmt(c["cpu_ms"], "{:.0f}"),
             fmt(c["cpu_ms"] / n["cpu_ms"] if n else None), fmt(c["tokens_per_s"], "{:.0f}"),
             fmt(c["peak_rss_mb"], "{:.0f}"), fmt(c["peak_ratio_vs_none"]),
