@@ -42,7 +42,7 @@ struct CopeLayout {
   Tensor w;   // min(p, n-1) - ⌊min(p, n-1)⌋, the weight of the next row
 };
 
-// (T,T) masks: t <= i (lower, keys up to the query) and t >= i (upper).
+// (T,T) mask t <= i: keys up to the query (its transpose: t >= i).
 Tensor cope_lower_mask(int64_t T, const torch::Device& device) {
   return torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril();
 }
@@ -83,8 +83,9 @@ Tensor cope_row_steps(const Tensor& logits, int64_t n) {
 
 // CPU row kernels for the fast path: every (batch, head, query) row is independent, and a row's
 // positions are running sums of its gates, so one pass over the row's T keys gives its term, and
-// one more (with two scans) its gradients; no (B,H,T,T) intermediate is formed. Sums in double,
-// as LibTorch's CPU cumsum accumulates, so the kernel and the tensor ops agree to rounding.
+// one more (with two scans) its gradients; of the (B,H,T,T) intermediates only the gates are
+// formed. Running sums in double, as LibTorch's CPU cumsum accumulates, so the kernels and the
+// tensor ops agree to rounding.
 struct CopeRow {
   int64_t T, n, m;  // keys, rows per table, rows of q·E (n causal, 2n encoder)
   bool causal;
