@@ -87,8 +87,8 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
                                                           torch::optim::AdamWOptions(c.train.lr));
     return t;
   };
-  Trainee main = make_trainee(cfg);
-  Model& model = main.model;
+  Trainee measured = make_trainee(cfg);
+  Model& model = measured.model;
   const int64_t B = cfg.train.batch_size, T = cfg.task.seq_len, V = opts.vocab;
   auto long_opts = torch::TensorOptions().dtype(torch::kLong).device(device);
   auto tokens = torch::randint(V, {B, T}, long_opts);   // (B,T)
@@ -136,7 +136,7 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   };
   std::vector<double> wall, cpu;
   for (int64_t s = 0; s < opts.warmup + opts.steps; ++s) {
-    const auto [ms, cpu_ms] = timed_step(main);
+    const auto [ms, cpu_ms] = timed_step(measured);
     if (s >= opts.warmup) {
       wall.push_back(ms);
       cpu.push_back(cpu_ms);
@@ -144,7 +144,7 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
   }
   if (!opts.profile.empty()) {
     torch::autograd::profiler::RecordProfile guard(opts.profile);
-    step(main);
+    step(measured);
     sync(device);
   }
   m.loss = loss.item<double>();
@@ -177,8 +177,8 @@ StepMeasurement measure_step_time(const Config& cfg, const StepOptions& opts) {
     for (int64_t r = 0; r < opts.paired; ++r) {
       // ABBA: rounds alternate which model goes first, so a steady drift cancels in pairs.
       const bool base_first = r % 2 == 0;
-      const double first = timed_step(base_first ? base : main).first;
-      const double second = timed_step(base_first ? main : base).first;
+      const double first = timed_step(base_first ? base : measured).first;
+      const double second = timed_step(base_first ? measured : base).first;
       m.paired_baseline_ms.push_back(base_first ? first : second);
       m.paired_variant_ms.push_back(base_first ? second : first);
     }
