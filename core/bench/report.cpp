@@ -97,12 +97,10 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
   }
   out += gpu ? "xnone: ratio to `none` at the same T, per repeat, then the median. GPU MB: peak "
                "bytes allocated by the CUDA caching allocator; host MB: ru_maxrss of the child.\n"
-         : paired ? "xnone: ratio to `none` at the same T, per repeat, then the median. peak MB: "
-                    "the child's VmHWM before its paired rounds; step MB: peak minus the RSS "
-                    "before the first step.\n"
-                  : "xnone: ratio to `none` at the same T, per repeat, then the median. peak MB: "
-                    "ru_maxrss of the child; step MB: peak minus the RSS before the first "
-                    "step.\n";
+         : fmt::format("xnone: ratio to `none` at the same T, per repeat, then the median. peak "
+                       "MB: {}; step MB: peak minus the RSS before the first step.\n",
+                       paired ? "the child's VmHWM before its paired rounds"
+                              : "ru_maxrss of the child");
   if (paired)
     out +=
         "paired xnone: step time over none's, both models in one process, one step of each "

@@ -74,9 +74,8 @@ void note_mapped(CacheState& s) {
 // memory ("never"), or where the size is not a power of two of at most 32 MiB (aligning blocks
 // to larger pages would waste address space for little gain).
 size_t transparent_huge_page_bytes() {
-  std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  if (!std::getline(mode, line) || line.find("[never]") != std::string::npos) return 0;
+  const std::string mode = transparent_huge_pages_mode();
+  if (mode != "always" && mode != "madvise") return 0;
   std::ifstream size("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
   size_t bytes = 0;
   if (!(size >> bytes) || bytes == 0 || (bytes & (bytes - 1)) != 0 || bytes > (size_t{32} << 20))

@@ -13,7 +13,7 @@
 //
 // Where the kernel offers transparent huge pages (Linux THP in `always` or `madvise` mode), blocks
 // of a huge page or more are mapped on a huge page boundary and advised to use them: fewer TLB
-// misses made a bench step at T=512 ~1.35x faster on a 2-CPU VM and removed most of the speed
+// misses made a bench step at T=512 take 0.63x the time on a 2-CPU VM and removed most of the speed
 // difference between processes (docs/performance.md). The memory used is the same.
 //
 // Installed by `train`, `eval` and `bench` unless the config says `cpu_allocator: system`
