@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/position/relative_ops.h"
@@ -203,6 +204,46 @@ TEST_CASE("relative kernels: long unclipped query term (query blocks) equals the
       auto gd = torch::autograd::grad({(direct * g).sum()}, {q, table});
       CHECK(test::max_abs_diff(gf[0], gd[0]) < 1e-10);
       CHECK(test::max_abs_diff(gf[1], gd[1]) < 1e-10);
+    }
+  }
+}
+
+TEST_CASE("relative kernels: Transformer-XL's one-pass query term equals its terms added up") {
+  // base + (q + v)·a_{j-i} + c_j from unclipped_query_term (the CPU node at T = 7, one block,
+  // and T = 130, four uneven blocks; the tensor-op route other devices take) against the direct
+  // einsum of q + v plus c and base added here, values and the gradients of all five inputs.
+  const int64_t B = 2, H = 3, d = 4;
+  for (int64_t T : {7, 130}) {
+    for (bool tensor_ops : {false, true}) {
+      for (bool extras : {true, false}) {
+        CAPTURE(T);
+        CAPTURE(tensor_ops);
+        CAPTURE(extras);
+        auto q = torch::randn({B, T, H, d}, torch::kDouble).transpose(1, 2).requires_grad_(true);
+        auto table = torch::randn({H, 2 * T - 1, d}, torch::kDouble).requires_grad_(true);
+        auto v = torch::randn({H, d}, torch::kDouble).requires_grad_(true);
+        auto col = torch::randn({B, H, 1, T}, torch::kDouble).requires_grad_(true);
+        auto base = torch::randn({B, H, T, T}, torch::kDouble).requires_grad_(true);
+        torch::Tensor fast;
+        {
+          std::optional<relpos::detail::SkewTensorOpsScope> scope;
+          if (tensor_ops) scope.emplace();
+          fast = extras ? unclipped_query_term(q, table, v, col, base)
+                        : unclipped_query_term(q, table, {}, {}, {});  // (B,H,T,T)
+        }
+        auto ref = extras ? relative_query_term(q + v.unsqueeze(1), table, T - 1, true) + col + base
+                          : relative_query_term(q, table, T - 1, true);  // (B,H,T,T)
+        CHECK(test::max_abs_diff(fast, ref) < 1e-10);
+        auto g = torch::randn(fast.sizes(), torch::kDouble);
+        std::vector<torch::Tensor> inputs = {q, table};
+        if (extras) inputs.insert(inputs.end(), {v, col, base});
+        auto gf = torch::autograd::grad({(fast * g).sum()}, inputs);
+        auto gr = torch::autograd::grad({(ref * g).sum()}, inputs);
+        for (size_t n = 0; n < inputs.size(); ++n) {
+          CAPTURE(n);
+          CHECK(test::max_abs_diff(gf[n], gr[n]) < 1e-9);
+        }
+      }
     }
   }
 }

@@ -373,8 +373,9 @@ TEST_CASE("naive: huang presets m1..m4") {
   });
 }
 
-// huang_m3's term includes the content product: without a snapshot record attention forms no
-// content scores and the term is the whole score (position_encoding.h, can_include_content). The
+// huang_m3's and transformer_xl's terms include the content product: without a snapshot record
+// attention forms no content scores and the term is the whole score (position_encoding.h,
+// can_include_content). The
 // record path, checked against the naive loop above, forms content and the term apart; both
 // routes must give the same layer output and gradients, alone, before or after another
 // encoding's bias, and in stacks where attention must fall back (shaw's values, a second
@@ -385,7 +386,11 @@ TEST_CASE("attention: a term that includes the content product, alone and stacke
                                                                  {"huang_m3", "tisa"},
                                                                  {"huang_m3", "shaw"},
                                                                  {"huang_m3", "huang_m4"},
-                                                                 {"huang", "huang_m3"}}) {
+                                                                 {"huang", "huang_m3"},
+                                                                 {"transformer_xl"},
+                                                                 {"alibi", "transformer_xl"},
+                                                                 {"transformer_xl", "huang_m3"},
+                                                                 {"shaw", "transformer_xl"}}) {
     for (bool causal : {false, true}) {
       CAPTURE(stack.size());
       CAPTURE(stack.front());
@@ -400,7 +405,8 @@ TEST_CASE("attention: a term that includes the content product, alone and stacke
       EncodingList encodings;
       for (const auto& type : stack) {
         const std::string yaml = type == "huang" ? "{terms: [ka, qka], clip: 2}" : "{clip: 2}";
-        auto enc = make_variant(type, dims, type == "alibi" || type == "tisa" ? "{}" : yaml);
+        const bool no_clip = type == "alibi" || type == "tisa" || type == "transformer_xl";
+        auto enc = make_variant(type, dims, no_clip ? "{}" : yaml);
         randomize(*enc, 0.7);
         encodings.push_back(enc);
       }

@@ -1,5 +1,9 @@
 #include "core/position/relative_ops.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -64,10 +68,162 @@ std::pair<Tensor, int64_t> reachable_rows(const Tensor& table, int64_t K, int64_
 // Unclipped and long: the product with all 2T-1 distances does twice the work of q·kᵀ, though
 // each query row reaches only T of them. Query blocks of P rows reach T+P-1 distances, so
 // kBlocks blocks do (1 + 1/kBlocks)x the work of q·kᵀ and never hold a (T, 2T-1) product.
-constexpr int64_t kBlocks = 4;
+// Eight rather than four since the blocks go through UnclippedQueryTerm: transformer_xl at
+// T=512 on the bench model 48 ms (2%) faster per step, 95% CI [8, 88] ms, n = 6
+// (results/bench/txl-blocks-8-2026-11-28-rounds-step-ms.txt).
+constexpr int64_t kBlocks = 8;
 constexpr int64_t kMinBlockedLength = 128;
 
+int64_t query_block_rows(int64_t T) {
+  return T < kMinBlockedLength ? T : (T + kBlocks - 1) / kBlocks;
+}
+
+bool unclipped_cpu_kernel(const Tensor& q) {
+  return !detail::tensor_ops_forced() && q.device().is_cpu() &&
+         (q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kDouble);
+}
+
+// Queries s .. s+n-1 of every batch element as one matrix per head, plus v: (H, B·n, d). One
+// product per head over the whole batch (B·n rows) instead of B products of n rows each.
+Tensor block_queries(const Tensor& q, const Tensor& v, int64_t s, int64_t n) {
+  const int64_t B = q.size(0), H = q.size(1), d = q.size(3);
+  auto qb = q.narrow(2, s, n).permute({1, 0, 2, 3}).reshape({H, B * n, d});  // (H,B·n,d)
+  return v.defined() ? qb + v.unsqueeze(1) : qb;  // out of place: qb may be a view of q
+}
+
+// out_ij = base_ij + (q_i + v)·a_{j-i} + c_j over query blocks, every output row written once.
+// In block [s, s+n) the product of query s+i' with the table rows T-s-n .. 2T-2-s holds key j
+// at column w = j - i' + n - 1 (see relative_query_term), so row i' of the scores is the
+// product row's T values from column n - 1 - i', with c and base added in the same pass. Backward
+// lays each gradient row back at that offset (zeros elsewhere) and takes two products per block:
+// the gradient of q + v
+// (-> q, and summed over batch and queries -> v) and of the table's rows. Saves q, v and the
+// table only; the product is recomputed in neither direction. An absent v, c or base is an
+// empty tensor (autograd functions take no undefined inputs).
+struct UnclippedQueryTerm : public torch::autograd::Function<UnclippedQueryTerm> {
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& q, const Tensor& table,
+                        const Tensor& v, const Tensor& col, const Tensor& base) {
+    ctx->save_for_backward({q, table, v});
+    ctx->saved_data["col"] = col.numel() > 0;
+    ctx->saved_data["base"] = base.numel() > 0;
+    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = query_block_rows(T);
+    auto out = torch::empty({B, H, T, T}, q.options());                // (B,H,T,T)
+    const Tensor c = col.numel() > 0 ? col.contiguous() : Tensor();    // (B,H,T)
+    const Tensor e = base.numel() > 0 ? base.contiguous() : Tensor();  // (B,H,T,T)
+    const Tensor vq = v.numel() > 0 ? v : Tensor();                    // (H,d)
+    for (int64_t s = 0; s < T; s += P) {
+      const int64_t n = std::min(P, T - s), W = T + n - 1;
+      auto rows = table.narrow(1, T - s - n, W);  // (H,W,d)
+      auto qa =
+          torch::bmm(block_queries(q, vq, s, n), rows.transpose(1, 2)).contiguous();  // (H,B·n,W)
+      AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "unclipped_query_term", [&] {
+        const scalar_t* qp = qa.data_ptr<scalar_t>();
+        const scalar_t* cp = c.defined() ? c.data_ptr<scalar_t>() : nullptr;
+        const scalar_t* ep = e.defined() ? e.data_ptr<scalar_t>() : nullptr;
+        scalar_t* op = out.data_ptr<scalar_t>();
+        at::parallel_for(0, H * B * n, 16, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const int64_t h = r / (B * n), b = (r / n) % B, i = r % n;
+            const int64_t slice = b * H + h, row = (slice * T + s + i) * T;
+            const scalar_t* src = qp + r * W + (n - 1 - i);
+            scalar_t* dst = op + row;
+            std::copy(src, src + T, dst);
+            if (cp != nullptr) {
+              const scalar_t* cr = cp + slice * T;
+              for (int64_t j = 0; j < T; ++j) dst[j] += cr[j];
+            }
+            if (ep != nullptr) {
+              const scalar_t* er = ep + row;
+              for (int64_t j = 0; j < T; ++j) dst[j] += er[j];
+            }
+          }
+        });
+      });
+    }
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const Tensor &q = saved[0], &table = saved[1];
+    const Tensor v = saved[2].numel() > 0 ? saved[2] : Tensor();  // (H,d)
+    const Tensor g = grads[0].contiguous();                       // (B,H,T,T)
+    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3),
+                  P = query_block_rows(T);
+    const bool want_q = ctx->needs_input_grad(0) || (v.defined() && ctx->needs_input_grad(2));
+    const bool want_table = ctx->needs_input_grad(1);
+    Tensor gq = want_q ? torch::empty({B, H, T, d}, q.options()) : Tensor();           // (B,H,T,d)
+    Tensor gt = want_table ? torch::zeros(table.sizes(), table.options()) : Tensor();  // (H,2T-1,d)
+    for (int64_t s = 0; s < T && (want_q || want_table); s += P) {
+      const int64_t n = std::min(P, T - s), W = T + n - 1;
+      auto rows = table.narrow(1, T - s - n, W);           // (H,W,d)
+      auto gb = torch::empty({H, B * n, W}, q.options());  // (H,B·n,W)
+      AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "unclipped_query_term_backward", [&] {
+        const scalar_t* gp = g.data_ptr<scalar_t>();
+        scalar_t* bp = gb.data_ptr<scalar_t>();
+        at::parallel_for(0, H * B * n, 16, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const int64_t h = r / (B * n), b = (r / n) % B, i = r % n;
+            const scalar_t* src = gp + ((b * H + h) * T + s + i) * T;
+            scalar_t* dst = bp + r * W;
+            const int64_t lo = n - 1 - i;
+            std::fill(dst, dst + lo, scalar_t(0));
+            std::copy(src, src + T, dst + lo);
+            std::fill(dst + lo + T, dst + W, scalar_t(0));
+          }
+        });
+      });
+      if (want_q) {
+        auto gqb = torch::bmm(gb, rows);                                         // (H,B·n,d)
+        gq.narrow(2, s, n).copy_(gqb.view({H, B, n, d}).permute({1, 0, 2, 3}));  // (B,H,n,d)
+      }
+      if (want_table)
+        gt.narrow(1, T - s - n, W).add_(torch::bmm(gb.transpose(1, 2), block_queries(q, v, s, n)));
+    }
+    Tensor gv = v.defined() && ctx->needs_input_grad(2) ? gq.sum(at::IntArrayRef{0, 2})
+                                                        : Tensor();  // (H,d)
+    Tensor gc = ctx->saved_data["col"].toBool() && ctx->needs_input_grad(3) ? g.sum(2)
+                                                                            : Tensor();  // (B,H,T)
+    Tensor ge = ctx->saved_data["base"].toBool() && ctx->needs_input_grad(4) ? g : Tensor();
+    return {ctx->needs_input_grad(0) ? gq : Tensor(), gt, gv, gc, ge};
+  }
+};
+
 }  // namespace
+
+Tensor unclipped_query_term(const Tensor& q, const Tensor& table, const Tensor& v,
+                            const Tensor& col, const Tensor& base) {
+  TORCH_CHECK(q.dim() == 4, "unclipped_query_term: expected q (B,H,T,d), got ", q.sizes());
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
+  TORCH_CHECK(
+      table.dim() == 3 && table.size(0) == H && table.size(1) == 2 * T - 1 && table.size(2) == d,
+      "unclipped_query_term: expected a table (", H, ",", 2 * T - 1, ",", d, "), got ",
+      table.sizes());
+  TORCH_CHECK(!v.defined() || v.sizes() == torch::IntArrayRef({H, d}),
+              "unclipped_query_term: expected v (", H, ",", d, "), got ", v.sizes());
+  TORCH_CHECK(!col.defined() || col.sizes() == torch::IntArrayRef({B, H, 1, T}),
+              "unclipped_query_term: expected c (", B, ",", H, ",1,", T, "), got ", col.sizes());
+  TORCH_CHECK(!base.defined() || base.sizes() == torch::IntArrayRef({B, H, T, T}),
+              "unclipped_query_term: expected base (", B, ",", H, ",", T, ",", T, "), got ",
+              base.sizes());
+  if (unclipped_cpu_kernel(q)) {
+    auto present = [&](const Tensor& t) {
+      return t.defined() ? t : torch::empty({0}, q.options());
+    };
+    return UnclippedQueryTerm::apply(q, table, present(v),
+                                     present(col.defined() ? col.view({B, H, T}) : col),
+                                     present(base));  // (B,H,T,T)
+  }
+  // Other devices and dtypes: the blocked product and its skew, then the extras in place
+  // (v·a depends on the distance only: a Toeplitz bias).
+  auto term = relative_query_term(q, table, T - 1, false);  // (B,H,T,T)
+  if (v.defined())
+    term.add_(toeplitz_bias(torch::bmm(v.unsqueeze(1), table.transpose(1, 2)).squeeze(1), T));
+  if (col.defined()) term.add_(col);
+  if (base.defined()) term.add_(base);
+  return term;  // (B,H,T,T)
+}
 
 Tensor relative_query_term(const Tensor& q, const Tensor& table_in, int64_t K_in, bool direct) {
   check_relative_table(q, table_in, K_in);
@@ -78,6 +234,10 @@ Tensor relative_query_term(const Tensor& q, const Tensor& table_in, int64_t K_in
                                : torch::einsum("bhid,hijd->bhij", {q, A});  // (B,H,T,T)
   }
   auto [table, K] = reachable_rows(table_in, K_in, T);
+  if (K == T - 1 && unclipped_cpu_kernel(q)) {
+    const Tensor per_head = table.dim() == 3 ? table : table.expand({q.size(1), -1, -1});
+    return unclipped_query_term(q, per_head, Tensor(), Tensor(), Tensor());  // (B,H,T,T)
+  }
   if (K < T - 1 || T < kMinBlockedLength) {
     auto qa = head_matmul(q, table_t(table));    // (B,H,T,R)
     return relative_expand(qa, T, K);            // (B,H,T,T)

@@ -30,6 +30,15 @@ torch::Tensor relative_index(int64_t T, int64_t K, torch::Device device);
 torch::Tensor relative_query_term(const torch::Tensor& q, const torch::Tensor& table, int64_t K,
                                   bool direct);
 
+// Unclipped, with Transformer-XL's extras: base_ij + (q_i + v)·a_{j-i} + c_j -> (B,H,T,T).
+// q (B,H,T,d); table (H,2T-1,d), row r + T - 1 for r = j - i; v (H,d), c (B,H,1,T) and base
+// (B,H,T,T) each optional (undefined). On the CPU (float32, float64) one autograd node writes
+// each score row once from query-block products (over the whole batch per head) and keeps q,
+// v and the table only; elsewhere relative_query_term and in-place adds.
+torch::Tensor unclipped_query_term(const torch::Tensor& q, const torch::Tensor& table,
+                                   const torch::Tensor& v, const torch::Tensor& col,
+                                   const torch::Tensor& base);
+
 // sum_m k_jm a_{c(j-i),m} -> (B,H,T,T). k (B,H,T,d); table (R,d) or (H,R,d).
 torch::Tensor relative_key_term(const torch::Tensor& k, const torch::Tensor& table, int64_t K,
                                 bool direct);

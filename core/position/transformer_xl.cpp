@@ -40,6 +40,8 @@ class TransformerXLImpl : public PositionEncodingImpl {
   std::string type() const override { return "transformer_xl"; }
   // Terms of q and k only (content is read for nothing).
   FusedScores fused_scores() const override { return FusedScores::content_bias; }
+  // The content q·k/√d goes into the same pass that writes the relative term (score_term).
+  bool can_include_content() const override { return true; }
 
   // Projected relative vectors, one per distance r = j - i in [-(T-1), T-1]: (H,2T-1,d).
   torch::Tensor relative_vectors(int64_t layer, int64_t T, const torch::TensorOptions& opts) {
@@ -53,13 +55,22 @@ class TransformerXLImpl : public PositionEncodingImpl {
                            const AttentionContext& ctx) override {
     const int64_t T = q.size(2);
     auto rel = relative_vectors(ctx.layer, T, q.options());  // (H,2T-1,d)
-    // (q_i + v)·r = q_i·r + v·r: the product with q/√d keeps the storage the content matmul
-    // keeps (scaled_query) instead of a (B,H,T,d) q + v of its own, and v·r/√d depends on the
-    // distance only, a Toeplitz bias. 1/√d goes on (B,H,T,d) and smaller inputs, not on (B,H,T,T).
-    auto vr = torch::bmm(v[ctx.layer].unsqueeze(1), rel.transpose(1, 2)).squeeze(1) * scale_;
-    auto term = relative_query_term(scaled_query(q, ctx), rel, T - 1, direct_);  // (B,H,T,T)
-    // In place: neither the product nor the skew keeps its output for backward.
-    return term.add_(toeplitz_bias(vr, T)).add_(content_part(q, k, ctx));  // (B,H,T,T)
+    // q/√d is the content matmul's own tensor; 1/√d goes on (B,H,T,d) and smaller inputs, not
+    // on (B,H,T,T). With ctx.include_content attention formed no content: it is formed here and
+    // added in the same pass as the other terms.
+    const torch::Tensor qs = scaled_query(q, ctx);  // (B,H,T,d)
+    const torch::Tensor base = ctx.include_content ? torch::matmul(qs, k.transpose(-1, -2))
+                                                   : torch::Tensor();  // (B,H,T,T)
+    const torch::Tensor vs = v[ctx.layer] * scale_;                    // (H,d)
+    if (direct_) {
+      // The reference: (q_i + v)·r_{j-i} over the gathered [T,T,d] table, as the formula reads.
+      auto term = relative_query_term(qs + vs.unsqueeze(1), rel, T - 1, true)  // (B,H,T,T)
+                      .add_(content_part(q, k, ctx));
+      return base.defined() ? term.add_(base) : term;
+    }
+    // One pass writes every score: the products of q/√d + v/√d with r in query blocks, u·k/√d
+    // and the content (unclipped_query_term, core/position/relative_ops.h).
+    return unclipped_query_term(qs, rel, vs, content_part(q, k, ctx), base);  // (B,H,T,T)
   }
 
   // u·k_j/√d: a bias toward some keys whatever their position, so it is no part of the
