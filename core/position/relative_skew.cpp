@@ -132,13 +132,18 @@ Tensor reduce_impl(const Tensor& g, int64_t W, int64_t o) {
 Tensor expand_keys_impl(const Tensor& x, int64_t o) {
   const int64_t T = x.size(-2), W = x.size(-1);
   if (!cpu_kernel_ok(x)) {
-    // out[i,j] = x[j, idx[i,j]]: gather along key rows with the transposed index, then turn
-    // (j,i) into (i,j). (expand_impl(x).transpose would read x[j, clamp(i - j + o)], the
-    // opposite distance.)
+    // out[i,j] = x[j, idx[i,j]] = the flattened slice at j·W + idx[i,j], gathered in the (i,j)
+    // layout from the slice broadcast over the rows i. The output is a tensor of its own, not a
+    // transposed view: a term added to in place (huang's sum of terms) may not be a view made
+    // inside an autograd function. (expand_impl(x).transpose would read x[j, clamp(i - j + o)],
+    // the opposite distance.)
     auto sizes = x.sizes().vec();
     sizes.back() = T;
-    auto idx = skew_index(T, T, W, o, x.device()).t().expand(sizes);  // (...,T,T) [j,i]
-    return x.gather(-1, idx).transpose(-1, -2);                      // (...,T,T) [i,j]
+    const auto opts = torch::TensorOptions().dtype(torch::kLong).device(x.device());
+    auto flat = skew_index(T, T, W, o, x.device()) + torch::arange(T, opts).unsqueeze(0) * W;
+    auto rows = sizes;
+    rows.back() = T * W;
+    return x.flatten(-2).unsqueeze(-2).expand(rows).gather(-1, flat.expand(sizes));  // (...,T,T)
   }
   auto xc = x.contiguous();
   auto sizes = x.sizes().vec();
