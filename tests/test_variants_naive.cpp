@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/model/attention.h"
+#include "core/position/relative_ops.h"
 #include "tests/naive_attention.h"
 #include "tests/naive_variant_check.h"
 #include "tests/variant_helpers.h"
@@ -373,13 +375,12 @@ TEST_CASE("naive: huang presets m1..m4") {
   });
 }
 
-// huang_m3's and transformer_xl's terms include the content product: without a snapshot record
-// attention forms no content scores and the term is the whole score (position_encoding.h,
-// can_include_content). The
-// record path, checked against the naive loop above, forms content and the term apart; both
-// routes must give the same layer output and gradients, alone, before or after another
-// encoding's bias, and in stacks where attention must fall back (shaw's values, a second
-// includer).
+// huang_m3's, transformer_xl's and cope's terms can include the content product: without a
+// snapshot record attention forms no content scores and the term is the whole score
+// (position_encoding.h, can_include_content). The record path, checked against the naive loops,
+// forms content and the term apart; both routes must give the same layer output and gradients,
+// alone, before or after another encoding's bias, and in stacks where attention must fall back
+// (shaw's values, a second includer), with the CPU kernels and with the tensor ops.
 TEST_CASE("attention: a term that includes the content product, alone and stacked") {
   for (const auto& stack : std::vector<std::vector<std::string>>{{"huang_m3"},
                                                                  {"alibi", "huang_m3"},
@@ -390,50 +391,63 @@ TEST_CASE("attention: a term that includes the content product, alone and stacke
                                                                  {"transformer_xl"},
                                                                  {"alibi", "transformer_xl"},
                                                                  {"transformer_xl", "huang_m3"},
-                                                                 {"shaw", "transformer_xl"}}) {
+                                                                 {"shaw", "transformer_xl"},
+                                                                 {"cope"},
+                                                                 {"alibi", "cope"},
+                                                                 {"cope", "tisa"},
+                                                                 {"cope", "huang_m3"}}) {
     for (bool causal : {false, true}) {
-      CAPTURE(stack.size());
-      CAPTURE(stack.front());
-      CAPTURE(stack.back());
-      CAPTURE(causal);
-      torch::manual_seed(31);
-      const int64_t B = 2, H = 2, d = 3, T = 7;
-      auto dims = tiny_dims(H, d, causal);
-      MultiHeadAttention attn(dims.width, H, 0.0);
-      attn->to(torch::kDouble);
-      randomize(*attn, 0.5);
-      EncodingList encodings;
-      for (const auto& type : stack) {
-        const std::string yaml = type == "huang" ? "{terms: [ka, qka], clip: 2}" : "{clip: 2}";
-        const bool no_clip = type == "alibi" || type == "tisa" || type == "transformer_xl";
-        auto enc = make_variant(type, dims, no_clip ? "{}" : yaml);
-        randomize(*enc, 0.7);
-        encodings.push_back(enc);
-      }
-      auto x = torch::randn({B, T, dims.width}, torch::kDouble);  // (B,T,D)
-      auto w = torch::randn({B, T, dims.width}, torch::kDouble);  // (B,T,D)
-      AttentionContext ctx;
-      ctx.length = T;
-      ctx.causal = causal;
-      std::vector<torch::Tensor> params;
-      for (const auto& e : encodings)
-        for (const auto& p : e->parameters()) params.push_back(p);
-      for (const auto& p : attn->parameters()) params.push_back(p);
-      auto route = [&](bool record) {
-        auto xr = x.clone().requires_grad_(true);
-        AttentionRecord rec;
-        auto y = attn->forward(xr, ctx, encodings, {}, record ? &rec : nullptr);  // (B,T,D)
-        auto inputs = params;
-        inputs.push_back(xr);
-        auto grads = torch::autograd::grad({(y * w).sum()}, inputs);
-        grads.push_back(y.detach());
-        return grads;
-      };
-      auto with_record = route(true), plain = route(false);
-      REQUIRE(with_record.size() == plain.size());
-      for (size_t i = 0; i < plain.size(); ++i) {
-        CAPTURE(i);
-        CHECK(max_abs_diff(plain[i], with_record[i]) < kNaiveTol);
+      for (bool tensor_ops : {false, true}) {
+        // cope's node and the skew kernels also as tensor ops (the route of other devices).
+        std::optional<relpos::detail::SkewTensorOpsScope> scope;
+        if (tensor_ops) scope.emplace();
+        CAPTURE(tensor_ops);
+        CAPTURE(stack.size());
+        CAPTURE(stack.front());
+        CAPTURE(stack.back());
+        CAPTURE(causal);
+        torch::manual_seed(31);
+        const int64_t B = 2, H = 2, d = 3, T = 7;
+        auto dims = tiny_dims(H, d, causal);
+        MultiHeadAttention attn(dims.width, H, 0.0);
+        attn->to(torch::kDouble);
+        randomize(*attn, 0.5);
+        EncodingList encodings;
+        for (const auto& type : stack) {
+          const std::string yaml = type == "huang" ? "{terms: [ka, qka], clip: 2}" : "{clip: 2}";
+          const bool no_clip = type == "alibi" || type == "tisa" || type == "transformer_xl";
+          auto enc = make_variant(type, dims,
+                                  no_clip          ? "{}"
+                                  : type == "cope" ? "{n_pos: 4}"
+                                                   : yaml);
+          randomize(*enc, 0.7);
+          encodings.push_back(enc);
+        }
+        auto x = torch::randn({B, T, dims.width}, torch::kDouble);  // (B,T,D)
+        auto w = torch::randn({B, T, dims.width}, torch::kDouble);  // (B,T,D)
+        AttentionContext ctx;
+        ctx.length = T;
+        ctx.causal = causal;
+        std::vector<torch::Tensor> params;
+        for (const auto& e : encodings)
+          for (const auto& p : e->parameters()) params.push_back(p);
+        for (const auto& p : attn->parameters()) params.push_back(p);
+        auto route = [&](bool record) {
+          auto xr = x.clone().requires_grad_(true);
+          AttentionRecord rec;
+          auto y = attn->forward(xr, ctx, encodings, {}, record ? &rec : nullptr);  // (B,T,D)
+          auto inputs = params;
+          inputs.push_back(xr);
+          auto grads = torch::autograd::grad({(y * w).sum()}, inputs);
+          grads.push_back(y.detach());
+          return grads;
+        };
+        auto with_record = route(true), plain = route(false);
+        REQUIRE(with_record.size() == plain.size());
+        for (size_t i = 0; i < plain.size(); ++i) {
+          CAPTURE(i);
+          CHECK(max_abs_diff(plain[i], with_record[i]) < kNaiveTol);
+        }
       }
     }
   }
