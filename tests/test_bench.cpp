@@ -233,6 +233,20 @@ TEST_CASE("bench: a GPU run's table and growth fit use the GPU's peak memory, no
   CHECK(table.find("step MB") == std::string::npos);
   // The shaw row at T=512 shows its GPU peak, its ratio to none and the host RSS.
   CHECK(table.find("300   3.00      777") != std::string::npos);
+  CHECK(table.find("host MB: ru_maxrss of the child.") != std::string::npos);
+
+  // With --paired both peaks are taken before the paired rounds, and the footnote says so.
+  auto paired_cases = cases;
+  paired_cases[1].paired_ratio = 1.5;
+  paired_cases[1].paired_lo = 1.4;
+  paired_cases[1].paired_hi = 1.6;
+  paired_cases[1].paired_log_ratios = {0.4, 0.41};
+  const std::string paired_table = bench_table(paired_cases, fits);
+  INFO(paired_table);
+  CHECK(paired_table.find("1.500 [1.400, 1.600] n=2") != std::string::npos);
+  CHECK(paired_table.find("caching allocator before the paired rounds; host MB: the child's "
+                          "VmHWM before its paired rounds.") != std::string::npos);
+  CHECK(paired_table.find("ru_maxrss") == std::string::npos);
 }
 
 TEST_CASE("bench: --attention measures every case with each attention path, ratios within it") {

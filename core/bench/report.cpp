@@ -95,12 +95,18 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
                          num(c.peak_mb, "{:.0f}"), num(c.peak_ratio), num(c.step_mb, "{:.0f}"),
                          num(c.step_mb_ratio), paired_cell(c) + failed);
   }
-  out += gpu ? "xnone: ratio to `none` at the same T, per repeat, then the median. GPU MB: peak "
-               "bytes allocated by the CUDA caching allocator; host MB: ru_maxrss of the child.\n"
-         : fmt::format("xnone: ratio to `none` at the same T, per repeat, then the median. peak "
-                       "MB: {}; step MB: peak minus the RSS before the first step.\n",
-                       paired ? "the child's VmHWM before its paired rounds"
-                              : "ru_maxrss of the child");
+  // With --paired the child takes every peak before its paired rounds build the second model.
+  const std::string host_peak =
+      paired ? "the child's VmHWM before its paired rounds" : "ru_maxrss of the child";
+  out += gpu ? fmt::format(
+                   "xnone: ratio to `none` at the same T, per repeat, then the median. "
+                   "GPU MB: peak bytes allocated by the CUDA caching allocator{}; host "
+                   "MB: {}.\n",
+                   paired ? " before the paired rounds" : "", host_peak)
+             : fmt::format(
+                   "xnone: ratio to `none` at the same T, per repeat, then the median. "
+                   "peak MB: {}; step MB: peak minus the RSS before the first step.\n",
+                   host_peak);
   if (paired)
     out +=
         "paired xnone: step time over none's, both models in one process, one step of each "
