@@ -94,12 +94,12 @@ Tensor block_queries(const Tensor& q, const Tensor& v, int64_t s, int64_t n) {
 // out_ij = base_ij + (q_i + v)·a_{j-i} + c_j over query blocks, every output row written once.
 // In block [s, s+n) the product of query s+i' with the table rows T-s-n .. 2T-2-s holds key j
 // at column w = j - i' + n - 1 (see relative_query_term), so row i' of the scores is the
-// product row's T values from column n - 1 - i', with c and base added in the same pass. Backward
-// lays each gradient row back at that offset (zeros elsewhere) and takes two products per block:
-// the gradient of q + v
-// (-> q, and summed over batch and queries -> v) and of the table's rows. Saves q, v and the
-// table only; the product is recomputed in neither direction. An absent v, c or base is an
-// empty tensor (autograd functions take no undefined inputs).
+// product row's T values from column n - 1 - i', with c and base added in the same pass.
+// Backward lays each gradient row back at that offset (zeros elsewhere) and takes two products
+// per block: the gradient of q + v (-> q, and summed over batch and queries -> v) and that of
+// the table's rows. Saves q, v and the table only; the product is recomputed in neither
+// direction. An absent v, c or base is an empty tensor (autograd functions take no undefined
+// inputs).
 struct UnclippedQueryTerm : public torch::autograd::Function<UnclippedQueryTerm> {
   static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& q, const Tensor& table,
                         const Tensor& v, const Tensor& col, const Tensor& base) {
@@ -212,7 +212,7 @@ Tensor unclipped_query_term(const Tensor& q, const Tensor& table, const Tensor& 
       return t.defined() ? t : torch::empty({0}, q.options());
     };
     return UnclippedQueryTerm::apply(q, table, present(v),
-                                     present(col.defined() ? col.view({B, H, T}) : col),
+                                     present(col.defined() ? col.reshape({B, H, T}) : col),
                                      present(base));  // (B,H,T,T)
   }
   // Other devices and dtypes: the blocked product and its skew, then the extras in place
