@@ -184,12 +184,6 @@ void cope_rows_backward(const CopeRow& r, const scalar_t* gates, const scalar_t*
   });
 }
 
-// CPU float32/float64, unless a test asks for the tensor ops (detail::SkewTensorOpsScope).
-bool cope_cpu_kernel(const Tensor& t) {
-  return !detail::tensor_ops_forced() && t.device().is_cpu() &&
-         (t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble);
-}
-
 // The fast-path term q·e(p) = q·E[⌊p⌋] + w·(q·E[⌊p⌋+1] - q·E[⌊p⌋]) from the content scores and
 // q·E (logits). Keeps q/√d, k and logits; backward recomputes content = (q/√d)·kᵀ (as
 // core/model/attention.cpp forms it, so the same positions come out) and everything after it.
@@ -200,7 +194,7 @@ struct CopeFastTerm : public torch::autograd::Function<CopeFastTerm> {
     ctx->save_for_backward({logits, qs, k});
     ctx->saved_data["n"] = n;
     ctx->saved_data["causal"] = causal;
-    if (cope_cpu_kernel(content)) {
+    if (detail::cpu_kernels_take(content)) {
       const Tensor g = torch::sigmoid(content).contiguous(), L = logits.contiguous();  // (B,H,T,T)
       auto out = torch::empty_like(g);                                                 // (B,H,T,T)
       const CopeRow r{g.size(-1), n, L.size(-1), causal};
@@ -223,7 +217,7 @@ struct CopeFastTerm : public torch::autograd::Function<CopeFastTerm> {
     const int64_t n = ctx->saved_data["n"].toInt();
     const bool causal = ctx->saved_data["causal"].toBool();
     const Tensor content = torch::matmul(qs, k.transpose(-1, -2));  // (B,H,T,T)
-    if (cope_cpu_kernel(content)) {
+    if (detail::cpu_kernels_take(content)) {
       const Tensor g = content.contiguous().sigmoid_(), L = logits.contiguous();  // gates
       const Tensor G = grads[0].to(g.scalar_type()).contiguous();                 // (B,H,T,T)
       auto dc = torch::empty_like(g);                                             // (B,H,T,T)

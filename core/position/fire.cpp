@@ -3,25 +3,27 @@
 // Formula (causal, the paper's): e_ij += f_θ(ψ(i - j) / ψ(max(L, i))), ψ(x) = log(c·x + 1),
 // i the query's position, j <= i; f_θ: R -> R^H an MLP with one hidden ReLU layer of width W
 // (one output per head, no output bias: a constant per head shifts every score of a query
-// alike and leaves attention unchanged), c > 0 and the threshold L learned. Dividing by ψ(max(L,
-// i)) maps every visible distance into [0, 1] whatever the length ("progressive interpolation"); L
-// keeps short prefixes from being stretched over the whole range. Encoder form (our choice; the
-// paper is causal only): keys after the query get the mirror image, the distance normalized by the
-// query's reach to the right:
+// alike and leaves attention unchanged), c > 0 and the threshold L learned.
+// Dividing by ψ(max(L, i)) maps every visible distance into [0, 1] whatever the length
+// ("progressive interpolation"); L keeps short prefixes from being stretched over the range.
+// Encoder form (our choice; the paper is causal only): keys after the query get the mirror
+// image, the distance normalized by the query's reach to the right:
 //   x_ij = ψ(i - j) / ψ(max(L, i))                  for j <= i
 //   x_ij = -ψ(j - i) / ψ(max(L, T - 1 - t_i))       for j > i   (t_i the query's row 0..T-1)
 // so x ∈ [-1, 1] in both modes, and e_ij += f_θ(x_ij).
 // Positions: i = offset + t_i (ForwardOptions.offset, 0 in training and evaluation). The
 // normalizer max(L, i) (and T - 1 - t_i) is floored at 1, so the first query is defined.
-// c = softplus(γ) and L = |λ| with γ, λ the stored parameters (init c = init_c, L =
-// init_threshold). MLP init: w1, b1 ~ U(-1, 1), w2 ~ U(-1/√W, 1/√W) (PyTorch's Linear init for
-// fan-in 1 and W). Hook: score term (3), a bias (H,T,T) independent of content; not a function of j
-// - i alone, so not translation invariant (the normalizer depends on i). Parameters per layer: w1,
-// b1 (W), w2 (H×W), γ, λ: (H+2)·W + 2. Memory: the hidden layer is evaluated at every (i, j), a
-// (T,T,W) tensor per layer; one autograd node (FireMlp) keeps only the (T,T) inputs and recomputes
-// the hidden layer in backward. Beyond the training length: inputs stay in [-1, 1]; for i > L a
-// longer context is squeezed into the same range, which is what lets FIRE interpolate rather than
-// extrapolate.
+// c = softplus(γ) and L = |λ| with γ, λ the stored parameters (init c = init_c,
+// L = init_threshold).
+// MLP init: w1, b1 ~ U(-1, 1), w2 ~ U(-1/√W, 1/√W) (PyTorch's Linear init for fan-in 1 and W).
+// Hook: score term (3), a bias (H,T,T) independent of content; not a function of j - i
+// alone, so not translation invariant (the normalizer depends on i).
+// Parameters per layer: w1, b1 (W), w2 (H×W), γ, λ: (H+2)·W + 2.
+// Memory: the hidden layer is evaluated at every (i, j), a (T,T,W) tensor per layer; one
+// autograd node (FireMlp) keeps only the (T,T) inputs and recomputes the hidden layer in
+// backward.
+// Beyond the training length: inputs stay in [-1, 1]; for i > L a longer context is squeezed
+// into the same range, which is what lets FIRE interpolate rather than extrapolate.
 #include <torch/autograd.h>
 
 #include <cmath>

@@ -78,11 +78,6 @@ int64_t query_block_rows(int64_t T) {
   return T < kMinBlockedLength ? T : (T + kBlocks - 1) / kBlocks;
 }
 
-bool unclipped_cpu_kernel(const Tensor& q) {
-  return !detail::tensor_ops_forced() && q.device().is_cpu() &&
-         (q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kDouble);
-}
-
 // Queries s .. s+n-1 of every batch element as one matrix per head, plus v: (H, B·n, d). One
 // product per head over the whole batch (B·n rows) instead of B products of n rows each.
 Tensor block_queries(const Tensor& q, const Tensor& v, int64_t s, int64_t n) {
@@ -207,7 +202,7 @@ Tensor unclipped_query_term(const Tensor& q, const Tensor& table, const Tensor& 
   TORCH_CHECK(!base.defined() || base.sizes() == torch::IntArrayRef({B, H, T, T}),
               "unclipped_query_term: expected base (", B, ",", H, ",", T, ",", T, "), got ",
               base.sizes());
-  if (unclipped_cpu_kernel(q)) {
+  if (detail::cpu_kernels_take(q)) {
     auto present = [&](const Tensor& t) {
       return t.defined() ? t : torch::empty({0}, q.options());
     };
@@ -234,7 +229,7 @@ Tensor relative_query_term(const Tensor& q, const Tensor& table_in, int64_t K_in
                                : torch::einsum("bhid,hijd->bhij", {q, A});  // (B,H,T,T)
   }
   auto [table, K] = reachable_rows(table_in, K_in, T);
-  if (K == T - 1 && unclipped_cpu_kernel(q)) {
+  if (K == T - 1 && detail::cpu_kernels_take(q)) {
     const Tensor per_head = table.dim() == 3 ? table : table.expand({q.size(1), -1, -1});
     return unclipped_query_term(q, per_head, Tensor(), Tensor(), Tensor());  // (B,H,T,T)
   }

@@ -92,8 +92,9 @@ class SkewTensorOpsScope {
  private:
   bool previous_;
 };
-// True while a SkewTensorOpsScope lives on this thread.
-bool tensor_ops_forced();
+// Whether the CPU kernels (the skews, transformer_xl's query term, cope's rows) take t: on the
+// CPU in float32 or float64, and no SkewTensorOpsScope living on this thread.
+bool cpu_kernels_take(const torch::Tensor& t);
 }  // namespace detail
 
 }  // namespace relpos

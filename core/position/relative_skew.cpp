@@ -46,11 +46,6 @@ S row_sum(const S* p, int64_t n) {
 
 thread_local bool force_tensor_ops = false;
 
-bool cpu_kernel_ok(const Tensor& x) {
-  return !force_tensor_ops && x.device().is_cpu() &&
-         (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
-}
-
 // (Tq,Tk) int64: clamp(j - i + o, 0, W-1), for the gather / scatter_add path.
 Tensor skew_index(int64_t Tq, int64_t Tk, int64_t W, int64_t o, torch::Device device) {
   auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
@@ -72,7 +67,7 @@ Tensor expand_impl(const Tensor& x, int64_t Tk, int64_t o) {
   const int64_t Tq = x.size(-2), W = x.size(-1);
   auto sizes = x.sizes().vec();
   sizes.back() = Tk;
-  if (!cpu_kernel_ok(x)) {
+  if (!detail::cpu_kernels_take(x)) {
     auto idx = skew_index(Tq, Tk, W, o, x.device()).expand(sizes);  // (...,Tq,Tk)
     return x.gather(-1, idx);                                        // (...,Tq,Tk)
   }
@@ -101,7 +96,7 @@ Tensor reduce_impl(const Tensor& g, int64_t W, int64_t o) {
   const int64_t Tq = g.size(-2), Tk = g.size(-1);
   auto sizes = g.sizes().vec();
   sizes.back() = W;
-  if (!cpu_kernel_ok(g)) {
+  if (!detail::cpu_kernels_take(g)) {
     auto idx = skew_index(Tq, Tk, W, o, g.device()).expand(g.sizes());  // (...,Tq,Tk)
     return scatter_sum(g, idx, sizes);                                   // (...,Tq,W)
   }
@@ -131,7 +126,7 @@ Tensor reduce_impl(const Tensor& g, int64_t W, int64_t o) {
 // (batch, head) slice x is small (T·W) and stays in cache.
 Tensor expand_keys_impl(const Tensor& x, int64_t o) {
   const int64_t T = x.size(-2), W = x.size(-1);
-  if (!cpu_kernel_ok(x)) {
+  if (!detail::cpu_kernels_take(x)) {
     // out[i,j] = x[j, idx[i,j]] = the flattened slice at j·W + idx[i,j], gathered in the (i,j)
     // layout from the slice broadcast over the rows i. The output is a tensor of its own, not a
     // transposed view: a term added to in place (huang's sum of terms) may not be a view made
@@ -172,7 +167,7 @@ Tensor expand_keys_impl(const Tensor& x, int64_t o) {
 // Adjoint of expand_keys_impl: y[j, w] = sum_i g[i,j] [clamp(j - i + o, 0, W-1) = w].
 Tensor reduce_keys_impl(const Tensor& g, int64_t W, int64_t o) {
   const int64_t T = g.size(-1);
-  if (!cpu_kernel_ok(g)) {
+  if (!detail::cpu_kernels_take(g)) {
     auto gt = g.transpose(-1, -2);                                      // (...,T,T) [j,i]
     auto idx = skew_index(T, T, W, o, g.device()).t().expand(gt.sizes());  // (...,T,T) [j,i]
     auto sizes = g.sizes().vec();
@@ -273,7 +268,10 @@ torch::autograd::variable_list SkewExpand::backward(torch::autograd::AutogradCon
 namespace detail {
 SkewTensorOpsScope::SkewTensorOpsScope() : previous_(force_tensor_ops) { force_tensor_ops = true; }
 SkewTensorOpsScope::~SkewTensorOpsScope() { force_tensor_ops = previous_; }
-bool tensor_ops_forced() { return force_tensor_ops; }
+bool cpu_kernels_take(const Tensor& t) {
+  return !force_tensor_ops && t.device().is_cpu() &&
+         (t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble);
+}
 }  // namespace detail
 
 Tensor relative_expand(const Tensor& x, int64_t Tk, int64_t offset) {
