@@ -375,7 +375,7 @@ TEST_CASE("naive: huang presets m1..m4") {
   });
 }
 
-// huang_m3's and transformer_xl's terms can include the content product: without a
+// huang_m3's, transformer_xl's and cope's terms can include the content product: without a
 // snapshot record attention forms no content scores and the term is the whole score
 // (position_encoding.h, can_include_content). The record path, checked against the naive loops,
 // forms content and the term apart; both routes must give the same layer output and gradients,
@@ -391,10 +391,15 @@ TEST_CASE("attention: a term that includes the content product, alone and stacke
                                                                  {"transformer_xl"},
                                                                  {"alibi", "transformer_xl"},
                                                                  {"transformer_xl", "huang_m3"},
-                                                                 {"shaw", "transformer_xl"}}) {
+                                                                 {"shaw", "transformer_xl"},
+                                                                 {"cope"},
+                                                                 {"alibi", "cope"},
+                                                                 {"cope", "tisa"},
+                                                                 {"cope", "huang_m3"}}) {
     for (bool causal : {false, true}) {
       for (bool tensor_ops : {false, true}) {
-        // The skew kernels also as tensor ops (the route of other devices and bfloat16).
+        // cope's node and the skew kernels also as tensor ops (the route of other devices and
+        // bfloat16).
         std::optional<relpos::detail::SkewTensorOpsScope> scope;
         if (tensor_ops) scope.emplace();
         CAPTURE(tensor_ops);

@@ -89,6 +89,7 @@ Tensor cope_row_steps(const Tensor& logits, int64_t n) {
 struct CopeRow {
   int64_t T, n, m;  // keys, rows per table, rows of q·E (n causal, 2n encoder)
   bool causal;
+  bool plus_content;  // the output is content + term (attention formed no content scores)
 };
 
 // Positions of row i: p[j] for every key, from its gates g = σ(content) (computed by
@@ -121,9 +122,10 @@ inline CopeIndex<scalar_t> cope_index(const CopeRow& r, int64_t table_offset, sc
   return {lo + table_offset, lo == r.n - 1, pc - static_cast<scalar_t>(lo)};
 }
 
+// content: (rows,T), read only with r.plus_content (else nullptr).
 template <typename scalar_t>
 void cope_rows_forward(const CopeRow& r, const scalar_t* gates, const scalar_t* logits,
-                       scalar_t* out, int64_t rows) {
+                       const scalar_t* content, scalar_t* out, int64_t rows) {
   at::parallel_for(0, rows, 16, [&](int64_t r0, int64_t r1) {
     std::vector<scalar_t> p(r.T);
     for (int64_t row = r0; row < r1; ++row) {
@@ -134,6 +136,10 @@ void cope_rows_forward(const CopeRow& r, const scalar_t* gates, const scalar_t* 
       for (int64_t j = 0; j < r.T; ++j) {
         const auto x = cope_index(r, !r.causal && j > i ? r.n : 0, p[j]);
         o[j] = x.w > 0 ? L[x.row] + x.w * (L[x.row + 1] - L[x.row]) : L[x.row];
+      }
+      if (r.plus_content) {
+        const scalar_t* c = content + row * r.T;
+        for (int64_t j = 0; j < r.T; ++j) o[j] += c[j];
       }
     }
   });
@@ -196,34 +202,41 @@ void cope_rows_backward(const CopeRow& r, const scalar_t* gates, const scalar_t*
         dc[t] = static_cast<scalar_t>(acc * g[t] * (1 - g[t]));
       }
       dc[i] = static_cast<scalar_t>(dc[i] + acc * g[i] * (1 - g[i]));
+      if (r.plus_content)
+        for (int64_t t = 0; t < r.T; ++t) dc[t] += G[t];
     }
   });
 }
 
 // The fast-path term q·e(p) = q·E[⌊p⌋] + w·(q·E[⌊p⌋+1] - q·E[⌊p⌋]) from the content scores and
-// q·E (logits). Keeps q/√d, k and logits; backward recomputes content = (q/√d)·kᵀ (as
+// q·E (logits), plus the content itself with plus_content (the whole score, in the same pass).
+// Keeps q/√d, k and logits; backward recomputes content = (q/√d)·kᵀ (as
 // core/model/attention.cpp forms it, so the same positions come out) and everything after it.
 struct CopeFastTerm : public torch::autograd::Function<CopeFastTerm> {
   static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& content,
                         const Tensor& logits, const Tensor& qs, const Tensor& k, int64_t n,
-                        bool causal) {
+                        bool causal, bool plus_content) {
     ctx->save_for_backward({logits, qs, k});
     ctx->saved_data["n"] = n;
     ctx->saved_data["causal"] = causal;
+    ctx->saved_data["plus_content"] = plus_content;
     if (detail::cpu_kernels_take(content)) {
-      const Tensor g = torch::sigmoid(content).contiguous(), L = logits.contiguous();  // (B,H,T,T)
-      auto out = torch::empty_like(g);                                                 // (B,H,T,T)
-      const CopeRow r{g.size(-1), n, L.size(-1), causal};
+      const Tensor c = content.contiguous();                        // (B,H,T,T)
+      const Tensor g = torch::sigmoid(c), L = logits.contiguous();  // (B,H,T,T)
+      auto out = torch::empty_like(g);                              // (B,H,T,T)
+      const CopeRow r{g.size(-1), n, L.size(-1), causal, plus_content};
       AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "cope_forward", [&] {
         cope_rows_forward<scalar_t>(r, g.data_ptr<scalar_t>(), L.data_ptr<scalar_t>(),
+                                    plus_content ? c.data_ptr<scalar_t>() : nullptr,
                                     out.data_ptr<scalar_t>(), g.numel() / r.T);
       });
       return out;
     }
     const CopeLayout l = cope_layout(content, n, causal);
-    auto at_lo = logits.gather(-1, l.lo);                         // (B,H,T,T)
-    auto rise = cope_row_steps(logits, n).gather(-1, l.lo);       // (B,H,T,T)
-    return at_lo.add_(rise.mul_(l.w)).to(content.scalar_type());  // (B,H,T,T)
+    auto at_lo = logits.gather(-1, l.lo);                              // (B,H,T,T)
+    auto rise = cope_row_steps(logits, n).gather(-1, l.lo);            // (B,H,T,T)
+    auto term = at_lo.add_(rise.mul_(l.w)).to(content.scalar_type());  // (B,H,T,T)
+    return plus_content ? term + content : term;                       // (B,H,T,T)
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -232,19 +245,20 @@ struct CopeFastTerm : public torch::autograd::Function<CopeFastTerm> {
     const Tensor &logits = saved[0], &qs = saved[1], &k = saved[2];
     const int64_t n = ctx->saved_data["n"].toInt();
     const bool causal = ctx->saved_data["causal"].toBool();
+    const bool plus_content = ctx->saved_data["plus_content"].toBool();
     const Tensor content = torch::matmul(qs, k.transpose(-1, -2));  // (B,H,T,T)
     if (detail::cpu_kernels_take(content)) {
       const Tensor g = content.contiguous().sigmoid_(), L = logits.contiguous();  // gates
       const Tensor G = grads[0].to(g.scalar_type()).contiguous();                 // (B,H,T,T)
       auto dc = torch::empty_like(g);                                             // (B,H,T,T)
       auto dL = torch::empty_like(L);                                             // (B,H,T,n|2n)
-      const CopeRow r{g.size(-1), n, L.size(-1), causal};
+      const CopeRow r{g.size(-1), n, L.size(-1), causal, plus_content};
       AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "cope_backward", [&] {
         cope_rows_backward<scalar_t>(r, g.data_ptr<scalar_t>(), L.data_ptr<scalar_t>(),
                                      G.data_ptr<scalar_t>(), dc.data_ptr<scalar_t>(),
                                      dL.data_ptr<scalar_t>(), g.numel() / r.T);
       });
-      return {dc, dL, Tensor(), Tensor(), Tensor(), Tensor()};
+      return {dc, dL, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
     }
     const CopeLayout l = cope_layout(content, n, causal);
     const Tensor G = grads[0].to(l.w.scalar_type());  // (B,H,T,T)
@@ -276,8 +290,9 @@ struct CopeFastTerm : public torch::autograd::Function<CopeFastTerm> {
         dg.add_(da.masked_fill_(upper.logical_not(), 0.0));
       }
       grad_content = dg.mul_(l.g).mul_(1.0 - l.g).to(content.scalar_type());  // σ' = g(1 - g)
+      if (plus_content) grad_content.add_(grads[0]);
     }
-    return {grad_content, grad_logits, Tensor(), Tensor(), Tensor(), Tensor()};
+    return {grad_content, grad_logits, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -300,8 +315,10 @@ class CopeImpl : public PositionEncodingImpl {
                                        torch::randn({L, n_, d}) * dims.init_std);  // (L,n,d)
   }
   std::string type() const override { return "cope"; }
+  // The gates read the content scores; formed here, they go into the term's own pass.
+  bool can_include_content() const override { return true; }
 
-  torch::Tensor score_term(const torch::Tensor& content, const torch::Tensor& q,
+  torch::Tensor score_term(const torch::Tensor& content_in, const torch::Tensor& q,
                            const torch::Tensor& k, const AttentionContext& ctx) override {
     const int64_t T = q.size(2);
     const bool causal = ctx.causal;
@@ -311,11 +328,20 @@ class CopeImpl : public PositionEncodingImpl {
     // Keys after the query read the second table: rows n .. 2n-1 of the concatenation.
     torch::Tensor E = table[ctx.layer];                           // (n,d)
     if (!causal) E = torch::cat({E, table_after[ctx.layer]}, 0);  // (2n,d)
-    const auto dt = content.scalar_type();
+    const auto dt = content_in.scalar_type();
+    // With ctx.include_content attention formed no content (content_in is a stand-in): the
+    // gates need it, and the term returned is content + term.
+    const torch::Tensor content =
+        ctx.include_content ? torch::matmul(scaled_query(q, ctx), k.transpose(-1, -2)).to(dt)
+                            : content_in;  // (B,H,T,T)
     if (!direct_ && (dt == torch::kFloat || dt == torch::kDouble) && q.scalar_type() == dt) {
       auto logits = torch::matmul(q, E.to(q.dtype()).t());  // (B,H,T,n|2n)
-      return CopeFastTerm::apply(content, logits, scaled_query(q, ctx), k, n_, causal);
+      return CopeFastTerm::apply(content, logits, scaled_query(q, ctx), k, n_, causal,
+                                 ctx.include_content);
     }
+    auto with_content = [&](const torch::Tensor& term) {
+      return ctx.include_content ? term + content : term;  // (B,H,T,T)
+    };
     // The same term through autograd's own graph (bfloat16 autocast) or the direct path.
     const CopeLayout l = cope_layout(content, n_, causal);
     if (direct_) {
@@ -326,13 +352,13 @@ class CopeImpl : public PositionEncodingImpl {
       auto e_hi = E.index_select(0, hi_i.reshape({-1})).view({-1, d});  // (BHTT,d)
       auto wf = l.w.reshape({-1, 1});                                   // (BHTT,1)
       auto e = (e_lo * (1.0 - wf) + e_hi * wf).view({q.size(0), q.size(1), T, T, d});  // (B,H,T,T,d)
-      return (q.unsqueeze(3) * e).sum(-1).to(dt);                                      // (B,H,T,T)
+      return with_content((q.unsqueeze(3) * e).sum(-1).to(dt));                        // (B,H,T,T)
     }
     auto logits = torch::matmul(q, E.to(q.dtype()).t());  // (B,H,T,n|2n)
     auto at_lo = logits.gather(-1, l.lo);                 // (B,H,T,T)
     auto rise = cope_row_steps(logits, n_).gather(-1, l.lo);  // (B,H,T,T)
     // In the scores' dtype: w is float32 under bfloat16 autocast.
-    return (at_lo + l.w * rise).to(dt);  // (B,H,T,T)
+    return with_content((at_lo + l.w * rise).to(dt));  // (B,H,T,T)
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
