@@ -150,44 +150,28 @@ template <typename scalar_t>
 void cope_rows_backward(const CopeRow& r, const scalar_t* gates, const scalar_t* logits,
                         const scalar_t* grad, scalar_t* dcontent, scalar_t* dlogits, int64_t rows) {
   at::parallel_for(0, rows, 16, [&](int64_t r0, int64_t r1) {
-    // d: the row's dlogits with one spare entry after a table's last row (w = 0 there).
-    std::vector<scalar_t> p(r.T), dp(r.T), d(r.m + 1);
+    std::vector<scalar_t> p(r.T), dp(r.T);
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t i = row % r.T;
       const scalar_t* L = logits + row * r.m;
       const scalar_t* G = grad + row * r.T;
       const scalar_t* g = gates + row * r.T;
+      scalar_t* dL = dlogits + row * r.m;
       cope_row_positions(r, i, g, p.data());
-      std::fill(d.begin(), d.end(), scalar_t(0));
+      std::fill(dL, dL + r.m, scalar_t(0));
       const scalar_t top = static_cast<scalar_t>(r.n - 1);
-      // (1 - w)·L[lo] + w·L[lo+1] -> d; the step to the next row (0 after a table's last row,
+      // (1 - w)·L[lo] + w·L[lo+1] -> dL; the step to the next row (0 after a table's last row,
       // as the tensor ops define it) -> dp, as w = min(p, n-1) - ⌊.⌋ has dw/dp = 1 where
       // p <= n-1 (clamp_max's rule). A causal row's keys after the query depend on no gate.
-      // Positions are monotone along the row (falling up to the query, rising after it), so
-      // neighbouring keys mostly share ⌊p⌋: the sums of d[lo] and d[lo+1] stay in registers
-      // while it holds and go back to d when it changes, the same additions in the same order
-      // as adding into d key by key, without a chain through memory from key to key.
-      int64_t at = 0;
-      scalar_t at_lo = 0, at_hi = 0;
       auto key = [&](int64_t j, int64_t table_offset, bool live) {
         const auto x = cope_index(r, table_offset, p[j]);
-        if (x.row != at) {
-          d[at] = at_lo;
-          d[at + 1] = at_hi;
-          at = x.row;
-          at_lo = d[at];
-          at_hi = d[at + 1];
-        }
         const scalar_t gj = G[j];
-        at_lo += gj * (1 - x.w);
-        if (x.w > 0) at_hi += gj * x.w;
+        dL[x.row] += gj * (1 - x.w);
+        if (x.w > 0) dL[x.row + 1] += gj * x.w;
         dp[j] = (live && !x.last && p[j] <= top) ? gj * (L[x.row + 1] - L[x.row]) : scalar_t(0);
       };
       for (int64_t j = 0; j <= i; ++j) key(j, 0, true);
       for (int64_t j = i + 1; j < r.T; ++j) key(j, r.causal ? 0 : r.n, !r.causal);
-      d[at] = at_lo;
-      d[at + 1] = at_hi;
-      std::copy(d.begin(), d.begin() + r.m, dlogits + row * r.m);
       scalar_t* dc = dcontent + row * r.T;
       // Keys up to the query: p_j = Σ_{t=j..i} g_t, so dg_t = Σ_{j<=t} dp_j for t <= i.
       double acc = 0;
