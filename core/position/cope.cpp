@@ -15,6 +15,8 @@
 // keeps anyway, and q·E, and recomputes the content scores, gates, positions and weights in
 // backward, where autograd's own graph would keep five (B,H,T,T) tensors per layer. Direct
 // path (reference, tests): interpolate e(p_ij) as (B,H,T,T,d) first, then the dot product with q.
+// Can include the content (can_include_content): without a snapshot record it forms q·k/√d
+// itself and the row kernels add it in their own passes, forward and backward.
 // Parameters per layer: E (n_pos·d), plus E' (n_pos·d) in encoder mode. Init N(0, init_std²).
 // Translation invariant: positions come from the gates, not from token indices.
 // Beyond the training length: p counts gated tokens, so it grows only as fast as the gates
