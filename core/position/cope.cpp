@@ -317,13 +317,13 @@ class CopeImpl : public PositionEncodingImpl {
     const auto dt = content_in.scalar_type();
     // With ctx.include_content attention formed no content (content_in is a stand-in): the
     // gates need it, and the term returned is content + term.
-    const torch::Tensor content =
-        ctx.include_content ? torch::matmul(scaled_query(q, ctx), k.transpose(-1, -2)).to(dt)
-                            : content_in;  // (B,H,T,T)
+    const torch::Tensor qs = scaled_query(q, ctx);  // (B,H,T,d)
+    const torch::Tensor content = ctx.include_content
+                                      ? torch::matmul(qs, k.transpose(-1, -2)).to(dt)
+                                      : content_in;  // (B,H,T,T)
     if (!direct_ && (dt == torch::kFloat || dt == torch::kDouble) && q.scalar_type() == dt) {
       auto logits = torch::matmul(q, E.to(q.dtype()).t());  // (B,H,T,n|2n)
-      return CopeFastTerm::apply(content, logits, scaled_query(q, ctx), k, n_, causal,
-                                 ctx.include_content);
+      return CopeFastTerm::apply(content, logits, qs, k, n_, causal, ctx.include_content);
     }
     auto with_content = [&](const torch::Tensor& term) {
       return ctx.include_content ? term + content : term;  // (B,H,T,T)
