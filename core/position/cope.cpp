@@ -25,6 +25,7 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -98,14 +99,38 @@ struct CopeRow {
 // torch::sigmoid for the whole tensor: vectorized, and the same values as the tensor ops). Keys
 // up to the query count back to it (Σ_{t=j..i} g_t); after it, forwards from it (Σ_{t=i..j}
 // g_t); a causal row's keys after the query have p = 0 (the tensor ops' masked sums: the scores
-// mask them).
+// mask them). A position is a running sum of gates (each >= 0) away from the query, so once it
+// reaches n-1 every key further away reads its table's last row too, with weight 0 and no
+// gradient to the gates: the sums stop there, and only keys [a, b) get positions; keys before a
+// and from b on are at the last row (for a causal row, b = T).
+struct CopeSpan {
+  int64_t a, b;
+};
 template <typename scalar_t>
-void cope_row_positions(const CopeRow& r, int64_t i, const scalar_t* g, scalar_t* p) {
+CopeSpan cope_row_positions(const CopeRow& r, int64_t i, const scalar_t* g, scalar_t* p) {
+  const scalar_t top = static_cast<scalar_t>(r.n - 1);
+  CopeSpan s{0, r.T};
   double acc = 0;
-  for (int64_t j = i; j >= 0; --j) p[j] = static_cast<scalar_t>(acc += g[j]);
+  for (int64_t j = i; j >= 0; --j) {
+    p[j] = static_cast<scalar_t>(acc += g[j]);
+    if (p[j] >= top) {
+      s.a = j + 1;
+      break;
+    }
+  }
+  if (r.causal) {
+    std::fill(p + i + 1, p + r.T, scalar_t(0));
+    return s;
+  }
   acc = g[i];
-  for (int64_t j = i + 1; j < r.T; ++j)
-    p[j] = r.causal ? scalar_t(0) : static_cast<scalar_t>(acc += g[j]);
+  for (int64_t j = i + 1; j < r.T; ++j) {
+    p[j] = static_cast<scalar_t>(acc += g[j]);
+    if (p[j] >= top) {
+      s.b = j;
+      break;
+    }
+  }
+  return s;
 }
 
 // Row of q·E at ⌊min(p, n-1)⌋ (in the second table for keys after the query), whether that is its
@@ -133,12 +158,14 @@ void cope_rows_forward(const CopeRow& r, const scalar_t* gates, const scalar_t* 
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t i = row % r.T;
       const scalar_t* L = logits + row * r.m;
-      cope_row_positions(r, i, gates + row * r.T, p.data());
+      const CopeSpan s = cope_row_positions(r, i, gates + row * r.T, p.data());
       scalar_t* o = out + row * r.T;
-      for (int64_t j = 0; j < r.T; ++j) {
+      std::fill(o, o + s.a, L[r.n - 1]);
+      for (int64_t j = s.a; j < s.b; ++j) {
         const auto x = cope_index(r, !r.causal && j > i ? r.n : 0, p[j]);
         o[j] = x.w > 0 ? L[x.row] + x.w * (L[x.row + 1] - L[x.row]) : L[x.row];
       }
+      if (s.b < r.T) std::fill(o + s.b, o + r.T, L[2 * r.n - 1]);  // encoder rows only
       if (r.plus_content) {
         const scalar_t* c = content + row * r.T;
         for (int64_t j = 0; j < r.T; ++j) o[j] += c[j];
@@ -159,7 +186,7 @@ void cope_rows_backward(const CopeRow& r, const scalar_t* gates, const scalar_t*
       const scalar_t* G = grad + row * r.T;
       const scalar_t* g = gates + row * r.T;
       scalar_t* dL = dlogits + row * r.m;
-      cope_row_positions(r, i, g, p.data());
+      const CopeSpan s = cope_row_positions(r, i, g, p.data());
       std::fill(dL, dL + r.m, scalar_t(0));
       const scalar_t top = static_cast<scalar_t>(r.n - 1);
       // (1 - w)·L[lo] + w·L[lo+1] -> dL; the step to the next row (0 after a table's last row,
@@ -172,18 +199,30 @@ void cope_rows_backward(const CopeRow& r, const scalar_t* gates, const scalar_t*
         if (x.w > 0) dL[x.row + 1] += gj * x.w;
         dp[j] = (live && !x.last && p[j] <= top) ? gj * (L[x.row + 1] - L[x.row]) : scalar_t(0);
       };
-      for (int64_t j = 0; j <= i; ++j) key(j, 0, true);
-      for (int64_t j = i + 1; j < r.T; ++j) key(j, r.causal ? 0 : r.n, !r.causal);
+      // Keys at a table's last row (before a, from b on) add their whole gradient to that row,
+      // in key order as the other keys do, and give the gates none (dp = 0).
+      scalar_t last = 0;
+      for (int64_t j = 0; j < s.a; ++j) last += G[j];
+      dL[r.n - 1] = last;
+      for (int64_t j = s.a; j <= i; ++j) key(j, 0, true);
+      for (int64_t j = i + 1; j < s.b; ++j) key(j, r.causal ? 0 : r.n, !r.causal);
+      if (s.b < r.T) {
+        last = dL[2 * r.n - 1];
+        for (int64_t j = s.b; j < r.T; ++j) last += G[j];
+        dL[2 * r.n - 1] = last;
+      }
       scalar_t* dc = dcontent + row * r.T;
       // Keys up to the query: p_j = Σ_{t=j..i} g_t, so dg_t = Σ_{j<=t} dp_j for t <= i.
+      std::fill(dc, dc + s.a, scalar_t(0));
       double acc = 0;
-      for (int64_t t = 0; t <= i; ++t) {
+      for (int64_t t = s.a; t <= i; ++t) {
         acc += dp[t];
         dc[t] = static_cast<scalar_t>(acc * g[t] * (1 - g[t]));
       }
       // Keys after it: p_j = Σ_{t=i..j} g_t, so dg_t = Σ_{j>=max(t,i+1)} dp_j for t >= i.
+      std::fill(dc + s.b, dc + r.T, scalar_t(0));
       acc = 0;
-      for (int64_t t = r.T - 1; t > i; --t) {
+      for (int64_t t = s.b - 1; t > i; --t) {
         acc += dp[t];
         dc[t] = static_cast<scalar_t>(acc * g[t] * (1 - g[t]));
       }
