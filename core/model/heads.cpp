@@ -2,6 +2,7 @@
 
 #include <torch/nn/functional/activation.h>
 
+#include "core/model/dropout.h"
 #include "core/model/transformer.h"
 
 namespace relpos {
@@ -17,10 +18,10 @@ LmHeadImpl::LmHeadImpl(int64_t width, int64_t embed_dim, int64_t vocab_size, boo
 
 torch::Tensor LmHeadImpl::forward(const torch::Tensor& hidden,
                                   const torch::Tensor& embedding_weight) {
-  auto h = hidden;                          // (B,T,D)
-  if (dense) h = dense(h);                  // (B,T,E)
+  auto h = hidden;                                                   // (B,T,D)
+  if (dense) h = dense(h);                                           // (B,T,E)
   if (transform_) h = apply_norm(norm, activation(h, activation_));  // (B,T,E)
-  return torch::matmul(h, embedding_weight.t()) + bias;  // (B,T,V)
+  return torch::matmul(h, embedding_weight.t()) + bias;              // (B,T,V)
 }
 
 ClassifierHeadImpl::ClassifierHeadImpl(int64_t width, int64_t num_classes, double p) {
@@ -32,9 +33,9 @@ ClassifierHeadImpl::ClassifierHeadImpl(int64_t width, int64_t num_classes, doubl
 torch::Tensor ClassifierHeadImpl::forward(const torch::Tensor& hidden,
                                           const torch::Tensor& pool_index) {
   const int64_t B = hidden.size(0), D = hidden.size(2);
-  auto idx = pool_index.view({B, 1, 1}).expand({B, 1, D});  // (B,1,D)
-  auto pooled = hidden.gather(1, idx).squeeze(1);            // (B,D)
-  return classifier(dropout(torch::tanh(pooler(pooled))));   // (B,C)
+  auto idx = pool_index.view({B, 1, 1}).expand({B, 1, D});                   // (B,1,D)
+  auto pooled = hidden.gather(1, idx).squeeze(1);                            // (B,D)
+  return classifier(relpos::dropout(torch::tanh(pooler(pooled)), dropout));  // (B,C)
 }
 
 SpanHeadImpl::SpanHeadImpl(int64_t width) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/model/dropout.h"
 #include "core/model/fused_attention.h"
 #include "core/util/errors.h"
 
@@ -71,8 +72,8 @@ torch::nn::LayerNorm layer_norm(int64_t width, double eps) {
 
 BlockImpl::BlockImpl(const ModelConfig& cfg)
     : pre_norm_(cfg.norm == "pre"), activation_(cfg.activation) {
-  attention = register_module(
-      "attention", MultiHeadAttention(cfg.width, cfg.heads, cfg.attention_dropout));
+  attention =
+      register_module("attention", MultiHeadAttention(cfg.width, cfg.heads, cfg.attention_dropout));
   attention_norm = register_module("attention_norm", layer_norm(cfg.width, cfg.norm_eps));
   ff_in = register_module("ff_in", torch::nn::Linear(cfg.width, cfg.ff_width));
   ff_out = register_module("ff_out", torch::nn::Linear(cfg.ff_width, cfg.width));
@@ -83,15 +84,19 @@ BlockImpl::BlockImpl(const ModelConfig& cfg)
 torch::Tensor BlockImpl::forward(torch::Tensor x, const AttentionContext& ctx,
                                  const EncodingList& encodings, const torch::Tensor& key_mask,
                                  AttentionRecord* record) {
-  auto ff = [this](const torch::Tensor& h) {
-    return ff_out(dropout(activation(ff_in(h), activation_)));  // (B,T,D)
+  auto drop = [this](const torch::Tensor& h) { return relpos::dropout(h, dropout); };
+  auto ff = [this, &drop](const torch::Tensor& h) {
+    return ff_out(drop(activation(ff_in(h), activation_)));  // (B,T,D)
+  };
+  auto attend = [&](const torch::Tensor& h) {
+    return attention(h, ctx, encodings, key_mask, record);  // (B,T,D)
   };
   if (pre_norm_) {
-    x = x + dropout(attention(apply_norm(attention_norm, x), ctx, encodings, key_mask, record));  // (B,T,D)
-    x = x + dropout(ff(apply_norm(ff_norm, x)));  // (B,T,D)
+    x = x + drop(attend(apply_norm(attention_norm, x)));  // (B,T,D)
+    x = x + drop(ff(apply_norm(ff_norm, x)));             // (B,T,D)
   } else {
-    x = apply_norm(attention_norm, x + dropout(attention(x, ctx, encodings, key_mask, record)));  // (B,T,D)
-    x = apply_norm(ff_norm, x + dropout(ff(x)));  // (B,T,D)
+    x = apply_norm(attention_norm, x + drop(attend(x)));  // (B,T,D)
+    x = apply_norm(ff_norm, x + drop(ff(x)));             // (B,T,D)
   }
   return x;
 }
@@ -105,16 +110,19 @@ TransformerImpl::TransformerImpl(const ModelConfig& model, const PositionConfig&
   if (model.segments)
     segment_embedding =
         register_module("segment_embedding", torch::nn::Embedding(model.segment_vocab, E));
-  if (E != D) embedding_projection = register_module("embedding_projection", torch::nn::Linear(E, D));
+  if (E != D)
+    embedding_projection = register_module("embedding_projection", torch::nn::Linear(E, D));
   if (model.norm == "post")
-    embedding_norm = register_module(
-        "embedding_norm", layer_norm(model.embedding_norm_before_projection ? E : D, model.norm_eps));
+    embedding_norm =
+        register_module("embedding_norm",
+                        layer_norm(model.embedding_norm_before_projection ? E : D, model.norm_eps));
   embedding_dropout = register_module("embedding_dropout", torch::nn::Dropout(model.dropout));
   position = register_module("position", PositionStack(model_dims(model), position_cfg));
   blocks = register_module("blocks", torch::nn::ModuleList());
   const int64_t distinct = model.share_layers ? 1 : model.layers;
   for (int64_t l = 0; l < distinct; ++l) blocks->push_back(Block(model));
-  if (model.norm == "pre") final_norm = register_module("final_norm", layer_norm(D, model.norm_eps));
+  if (model.norm == "pre")
+    final_norm = register_module("final_norm", layer_norm(D, model.norm_eps));
   // Position encodings initialise their own parameters; everything else gets BERT's init.
   for (auto& child : named_children())
     if (child.key() != "position") init_weights(*child.value(), model.init_std);
@@ -180,12 +188,12 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& tokens, const ForwardO
   }
   if (cfg_.embedding_norm_before_projection) {
     // ALBERT: LayerNorm and dropout on the E-wide embeddings, then the projection to D.
-    x = embedding_dropout(apply_norm(embedding_norm, x));       // (B,T,E)
-    return embedding_projection ? embedding_projection(x) : x;  // (B,T,D)
+    x = relpos::dropout(apply_norm(embedding_norm, x), embedding_dropout);  // (B,T,E)
+    return embedding_projection ? embedding_projection(x) : x;              // (B,T,D)
   }
-  if (embedding_projection) x = embedding_projection(x);   // (B,T,D)
+  if (embedding_projection) x = embedding_projection(x);  // (B,T,D)
   if (embedding_norm) x = apply_norm(embedding_norm, x);  // (B,T,D)
-  return embedding_dropout(x);                             // (B,T,D)
+  return relpos::dropout(x, embedding_dropout);           // (B,T,D)
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, const ForwardOptions& opts) {
@@ -221,8 +229,8 @@ std::vector<torch::Tensor> TransformerImpl::input_position_scores(int64_t T) {
     auto q = torch::matmul(p, attn->query->weight.t());        // (1,T,D)
     auto k = torch::matmul(p, attn->key->weight.t());          // (1,T,D)
     const int64_t H = attn->heads(), d = attn->head_dim();
-    q = q.view({T, H, d}).transpose(0, 1);  // (H,T,d)
-    k = k.view({T, H, d}).transpose(0, 1);  // (H,T,d)
+    q = q.view({T, H, d}).transpose(0, 1);                                               // (H,T,d)
+    k = k.view({T, H, d}).transpose(0, 1);                                               // (H,T,d)
     out[i] = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(d));  // (H,T,T)
   }
   return out;
