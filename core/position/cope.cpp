@@ -133,20 +133,18 @@ CopeSpan cope_row_positions(const CopeRow& r, int64_t i, const scalar_t* g, scal
   return s;
 }
 
-// Row of q·E at ⌊min(p, n-1)⌋ (in the second table for keys after the query), whether that is its
-// table's last row, and the weight w of the next row. p >= 0 (a sum of gates), so the
-// conversion to an integer is the floor.
+// Row of q·E at ⌊min(p, n-1)⌋ (in the second table for keys after the query) and the weight w
+// of the next row. p >= 0 (a sum of gates), so the conversion to an integer is the floor.
 template <typename scalar_t>
 struct CopeIndex {
   int64_t row;
-  bool last;
   scalar_t w;
 };
 template <typename scalar_t>
 inline CopeIndex<scalar_t> cope_index(const CopeRow& r, int64_t table_offset, scalar_t p) {
   const scalar_t pc = std::min(p, static_cast<scalar_t>(r.n - 1));
   const int64_t lo = static_cast<int64_t>(pc);
-  return {lo + table_offset, lo == r.n - 1, pc - static_cast<scalar_t>(lo)};
+  return {lo + table_offset, pc - static_cast<scalar_t>(lo)};
 }
 
 // content: (rows,T), read only with r.plus_content (else nullptr).
@@ -188,16 +186,16 @@ void cope_rows_backward(const CopeRow& r, const scalar_t* gates, const scalar_t*
       scalar_t* dL = dlogits + row * r.m;
       const CopeSpan s = cope_row_positions(r, i, g, p.data());
       std::fill(dL, dL + r.m, scalar_t(0));
-      const scalar_t top = static_cast<scalar_t>(r.n - 1);
-      // (1 - w)·L[lo] + w·L[lo+1] -> dL; the step to the next row (0 after a table's last row,
-      // as the tensor ops define it) -> dp, as w = min(p, n-1) - ⌊.⌋ has dw/dp = 1 where
-      // p <= n-1 (clamp_max's rule). A causal row's keys after the query depend on no gate.
+      // (1 - w)·L[lo] + w·L[lo+1] -> dL; the step to the next row -> dp, as w = p - ⌊p⌋ has
+      // dw/dp = 1 (keys in [a, b) have p < n-1, so lo + 1 is in the same table; the keys at the
+      // last row, below, get dp = 0 as clamp_max's rule gives). A causal row's keys after the
+      // query depend on no gate.
       auto key = [&](int64_t j, int64_t table_offset, bool live) {
         const auto x = cope_index(r, table_offset, p[j]);
         const scalar_t gj = G[j];
         dL[x.row] += gj * (1 - x.w);
         if (x.w > 0) dL[x.row + 1] += gj * x.w;
-        dp[j] = (live && !x.last && p[j] <= top) ? gj * (L[x.row + 1] - L[x.row]) : scalar_t(0);
+        dp[j] = live ? gj * (L[x.row + 1] - L[x.row]) : scalar_t(0);
       };
       // Keys at a table's last row (before a, from b on) add their whole gradient to that row,
       // in key order as the other keys do, and give the gates none (dp = 0).
