@@ -147,6 +147,27 @@ inline CopeIndex<scalar_t> cope_index(const CopeRow& r, int64_t table_offset, sc
   return {lo + table_offset, pc - static_cast<scalar_t>(lo)};
 }
 
+// One row's term at every key, written once: with the content c added (kContent) or alone.
+template <bool kContent, typename scalar_t>
+inline void cope_row_terms(const CopeRow& r, int64_t i, CopeSpan s, const scalar_t* L,
+                           const scalar_t* p, const scalar_t* c, scalar_t* o) {
+  auto put = [&](int64_t j, scalar_t term) {
+    if constexpr (kContent)
+      o[j] = term + c[j];
+    else
+      o[j] = term;
+  };
+  const scalar_t first = L[r.n - 1];
+  for (int64_t j = 0; j < s.a; ++j) put(j, first);
+  for (int64_t j = s.a; j < s.b; ++j) {
+    const auto x = cope_index(r, !r.causal && j > i ? r.n : 0, p[j]);
+    put(j, x.w > 0 ? L[x.row] + x.w * (L[x.row + 1] - L[x.row]) : L[x.row]);
+  }
+  if (s.b == r.T) return;
+  const scalar_t last = L[2 * r.n - 1];  // encoder rows only
+  for (int64_t j = s.b; j < r.T; ++j) put(j, last);
+}
+
 // content: (rows,T), read only with r.plus_content (else nullptr).
 template <typename scalar_t>
 void cope_rows_forward(const CopeRow& r, const scalar_t* gates, const scalar_t* logits,
@@ -158,16 +179,10 @@ void cope_rows_forward(const CopeRow& r, const scalar_t* gates, const scalar_t* 
       const scalar_t* L = logits + row * r.m;
       const CopeSpan s = cope_row_positions(r, i, gates + row * r.T, p.data());
       scalar_t* o = out + row * r.T;
-      std::fill(o, o + s.a, L[r.n - 1]);
-      for (int64_t j = s.a; j < s.b; ++j) {
-        const auto x = cope_index(r, !r.causal && j > i ? r.n : 0, p[j]);
-        o[j] = x.w > 0 ? L[x.row] + x.w * (L[x.row + 1] - L[x.row]) : L[x.row];
-      }
-      if (s.b < r.T) std::fill(o + s.b, o + r.T, L[2 * r.n - 1]);  // encoder rows only
-      if (r.plus_content) {
-        const scalar_t* c = content + row * r.T;
-        for (int64_t j = 0; j < r.T; ++j) o[j] += c[j];
-      }
+      if (r.plus_content)
+        cope_row_terms<true>(r, i, s, L, p.data(), content + row * r.T, o);
+      else
+        cope_row_terms<false>(r, i, s, L, p.data(), content, o);
     }
   });
 }
@@ -211,22 +226,33 @@ void cope_rows_backward(const CopeRow& r, const scalar_t* gates, const scalar_t*
       }
       scalar_t* dc = dcontent + row * r.T;
       // Keys up to the query: p_j = Σ_{t=j..i} g_t, so dg_t = Σ_{j<=t} dp_j for t <= i.
-      std::fill(dc, dc + s.a, scalar_t(0));
+      // With plus_content each key's gradient G also passes to the content, added as the key's
+      // gate gradient is written (the gate gradient of key i is complete only after both scans).
+      const scalar_t* Gc = r.plus_content ? G : nullptr;
+      auto put = [&](int64_t t, double dg) {
+        const auto v = static_cast<scalar_t>(dg);
+        dc[t] = Gc ? v + Gc[t] : v;
+      };
+      for (int64_t t = 0; t < s.a; ++t) put(t, 0);
       double acc = 0;
-      for (int64_t t = s.a; t <= i; ++t) {
-        acc += dp[t];
-        dc[t] = static_cast<scalar_t>(acc * g[t] * (1 - g[t]));
+      // Key i's share from the keys up to it (none when it is at the last row itself).
+      scalar_t before_i = 0;
+      if (s.a <= i) {
+        for (int64_t t = s.a; t < i; ++t) {
+          acc += dp[t];
+          put(t, acc * g[t] * (1 - g[t]));
+        }
+        acc += dp[i];
+        before_i = static_cast<scalar_t>(acc * g[i] * (1 - g[i]));
       }
       // Keys after it: p_j = Σ_{t=i..j} g_t, so dg_t = Σ_{j>=max(t,i+1)} dp_j for t >= i.
-      std::fill(dc + s.b, dc + r.T, scalar_t(0));
+      for (int64_t t = s.b; t < r.T; ++t) put(t, 0);
       acc = 0;
       for (int64_t t = s.b - 1; t > i; --t) {
         acc += dp[t];
-        dc[t] = static_cast<scalar_t>(acc * g[t] * (1 - g[t]));
+        put(t, acc * g[t] * (1 - g[t]));
       }
-      dc[i] = static_cast<scalar_t>(dc[i] + acc * g[i] * (1 - g[i]));
-      if (r.plus_content)
-        for (int64_t t = 0; t < r.T; ++t) dc[t] += G[t];
+      put(i, before_i + acc * g[i] * (1 - g[i]));
     }
   });
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The `relpos bench` step written in plain PyTorch with scaled_dot_product_attention: the peer
-that relpos's step time is compared with on the same device (docs/performance.md, "GPU").
+that relpos's step time is compared with on the same device (docs/performance.md, "Fused attention
+(GPU)").
 
 The model is relpos's bench model (configs/base.yaml + configs/bench.yaml unless told otherwise):
 token embedding, the position variant, L pre-LN blocks (attention with q, k, v and output

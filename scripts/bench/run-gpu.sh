@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU measurements of docs/performance.md ("GPU: fused attention"), in one go for a GPU
+# The GPU measurements of docs/performance.md ("Fused attention (GPU)"), in one go for a GPU
 # machine lent for minutes: build relpos against the machine's PyTorch LibTorch, check the fused
 # attention path against the eager one on the GPU (test_fused_attention), then bench the
 # BERT-base shape (12 layers, width 768, 12 heads, T = 512, batch 32) eager against fused in bf16
