@@ -2,12 +2,13 @@
 
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "core/util/errors.h"
 #include "core/util/paths.h"
+#include "core/util/process.h"
 
 namespace relpos::analysis {
 namespace fs = std::filesystem;
@@ -27,17 +28,20 @@ std::set<std::string> git_ignored(const std::string& repo, const std::vector<std
     std::ofstream l(list);
     for (const auto& r : rel) l << r << '\n';
   }
-  const std::string cmd = "git -C '" + root.string() + "' check-ignore --stdin < '" +
-                          list.string() + "' 2>/dev/null";
+  // Through the process helper (core/util/process.h), as every child of relpos.
   std::set<std::string> ignored;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    std::array<char, 4096> buf{};
-    while (fgets(buf.data(), buf.size(), p)) {
-      std::string line = buf.data();
-      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-      ignored.insert(line);
+  try {
+    const ChildResult r = run_child({"/bin/sh", "-c",
+                                     "git -C '" + root.string() + "' check-ignore --stdin < '" +
+                                         list.string() + "'"},
+                                    SpawnOptions{});
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      while (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) ignored.insert(line);
     }
-    pclose(p);
+  } catch (const RunError&) {
+    // No shell to run git: nothing is known to be ignored (as without a repository).
   }
   fs::remove(list, ec);
   for (size_t k = 0; k < files.size(); ++k)

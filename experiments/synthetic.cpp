@@ -9,6 +9,7 @@
 
 #include "analysis/figures.h"
 #include "analysis/stats.h"
+#include "core/task/registry.h"
 #include "experiments/regime_claim.h"
 #include "experiments/report_util.h"
 
@@ -89,16 +90,9 @@ ExperimentInfo synthetic_experiment() {
                 stage_notes += fmt::format(" {} is trained with {} ({} steps at lr {:g}).", task,
                                            fs::path(stage_config).filename().string(),
                                            sc.train.steps, sc.train.lr);
-              if (task == "recall" && sc.task.recall_queries == 1)
-                stage_notes += " recall asks one query per example.";
-              else if (task == "recall")
-                stage_notes += fmt::format(
-                    " recall asks {} per example, and a sequence counts as right when every "
-                    "value is.",
-                    sc.task.recall_queries == 0
-                        ? std::string("for the value of every key")
-                        : fmt::format("{} queries (every key when n is smaller)",
-                                      sc.task.recall_queries));
+              if (const TaskInfo& info = TaskRegistry::get().at(task); info.scoring_note)
+                if (const std::string note = info.scoring_note(sc); !note.empty())
+                  stage_notes += " " + note;
               // The task's own evaluation lengths (task.eval_lengths, problem sizes) are scored
               // during training as valid seq_accuracy@L; token-length evaluation does not apply.
               // A task may have its own overlay (<scale>-<task>.yaml, e.g. mini-recall.yaml).
@@ -164,7 +158,7 @@ ExperimentInfo synthetic_experiment() {
                                                {task + ": length generalization (trained on lengths " +
                                                     std::to_string(t.min_len) + ".." +
                                                     std::to_string(t.max_len) + ")",
-                                                task == "recall" ? "task length n (key-value pairs)" : "task length n (input symbols)",
+                                                "task length n (" + TaskRegistry::get().at(task).length_unit + ")",
                                                 "longest training length", "", task, ""});
               // N, 2N (where failures usually start) and the longest test length.
               // Per seed: sequence accuracy splits between seeds that solve a task and seeds that

@@ -19,6 +19,8 @@ set(RELPOS_LAYERS
     "core/dist|core/util,core/config,core/data,core/io"
     "core/train|core/util,core/config,core/position,core/data,core/task,core/model,core/io,core/dist"
     "core/bench|core/util,core/config,core/position,core/task,core/model"
+    # Hugging Face import/export: builds run folders (train's checkpoint and snapshot writers).
+    "core/hf|core/util,core/config,core/position,core/data,core/task,core/model,core/io,core/train"
     "analysis|core/util,core/config,core/io,core/task"
     "experiments|core,analysis"
     "app|core,analysis,experiments"

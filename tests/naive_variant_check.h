@@ -70,22 +70,25 @@ inline ScoreFn content_score(const NaiveHeads& x) {
       [x, rsd](int64_t b, int64_t h, int64_t i, int64_t j) { return dot_qk(x, b, h, i, j) * rsd; };
 }
 
-// Runs the real layer with the variant and the naive loop, and compares scores on visible
-// pairs, probabilities and the layer output.
-inline void check_variant(const std::string& type, const std::string& yaml, const Setup& s,
-                   const Formula& f) {
-  CAPTURE(type);
-  CAPTURE(yaml);
-  CAPTURE(s.causal);
-  CAPTURE(s.T);
-  CAPTURE(s.H);
+// One attention layer with the variant on a random input (float64, seeded): its output with a
+// record and without one, and the naive heads of the same input.
+struct LayerRun {
+  MultiHeadAttention attn{nullptr};
+  std::shared_ptr<PositionEncodingImpl> enc;
+  AttentionRecord rec;
+  torch::Tensor y, y_plain;  // (B,T,D) with and without the record
+  NaiveHeads heads;          // q, k, v of the input, before any transform
+};
+
+inline LayerRun run_layer(const std::string& type, const std::string& yaml, const Setup& s) {
   torch::manual_seed(1234);
   auto dims = tiny_dims(s.H, s.d, s.causal);
-  MultiHeadAttention attn(dims.width, s.H, 0.0);
-  attn->to(torch::kDouble);
-  randomize(*attn, 0.5);
-  auto enc = make_variant(type, dims, yaml);
-  randomize(*enc, 1.0);
+  LayerRun r;
+  r.attn = MultiHeadAttention(dims.width, s.H, 0.0);
+  r.attn->to(torch::kDouble);
+  randomize(*r.attn, 0.5);
+  r.enc = make_variant(type, dims, yaml);
+  randomize(*r.enc, 1.0);
 
   auto x = torch::randn({s.B, s.T, dims.width}, torch::kDouble);  // (B,T,D)
   AttentionContext ctx;
@@ -93,32 +96,45 @@ inline void check_variant(const std::string& type, const std::string& yaml, cons
   ctx.length = s.T;
   ctx.offset = s.offset;
   ctx.causal = s.causal;
-  AttentionRecord rec;
-  torch::Tensor y, y_plain;
   {
     torch::NoGradGuard guard;
-    y = attn->forward(x, ctx, {enc}, {}, &rec);  // (B,T,D)
+    r.y = r.attn->forward(x, ctx, {r.enc}, {}, &r.rec);  // (B,T,D)
     // Without a record attention may take another route to the same scores (an encoding that
     // includes the content product, position_encoding.h): the output must be the same.
-    y_plain = attn->forward(x, ctx, {enc}, {}, nullptr);  // (B,T,D)
+    r.y_plain = r.attn->forward(x, ctx, {r.enc}, {}, nullptr);  // (B,T,D)
   }
+  r.heads = {naive_heads(x, r.attn->query, s.H), naive_heads(x, r.attn->key, s.H),
+             naive_heads(x, r.attn->value, s.H)};
+  return r;
+}
 
-  NaiveHeads heads{naive_heads(x, attn->query, s.H), naive_heads(x, attn->key, s.H),
-                   naive_heads(x, attn->value, s.H)};
-  if (f.transform) f.transform(heads);
-  auto score = f.score_with_layer ? f.score_with_layer(heads, *enc, *attn) : f.score(heads, *enc);
-  auto naive = naive_attend(heads, *attn, s.causal, score, f.value ? f.value(*enc) : ValueFn{});
+// Runs the real layer with the variant and the naive loop, and compares scores on visible
+// pairs, probabilities and the layer output.
+inline void check_variant(const std::string& type, const std::string& yaml, const Setup& s,
+                          const Formula& f) {
+  CAPTURE(type);
+  CAPTURE(yaml);
+  CAPTURE(s.causal);
+  CAPTURE(s.T);
+  CAPTURE(s.H);
+  LayerRun r = run_layer(type, yaml, s);
+  if (f.transform) f.transform(r.heads);
+  auto score =
+      f.score_with_layer ? f.score_with_layer(r.heads, *r.enc, *r.attn) : f.score(r.heads, *r.enc);
+  auto naive =
+      naive_attend(r.heads, *r.attn, s.causal, score, f.value ? f.value(*r.enc) : ValueFn{});
 
   // The variant's term is its position contribution: e - q·k/√d (position_encoding.h).
-  REQUIRE(rec.terms.size() == 1);
-  auto scores = rec.terms[0].defined() ? naive.content + rec.terms[0] : naive.content;  // (B,H,T,T)
-  auto visible = torch::ones({s.T, s.T}, torch::kBool);                                 // (T,T)
+  REQUIRE(r.rec.terms.size() == 1);
+  const torch::Tensor& term = r.rec.terms[0];
+  auto scores = term.defined() ? naive.content + term : naive.content;  // (B,H,T,T)
+  auto visible = torch::ones({s.T, s.T}, torch::kBool);                 // (T,T)
   if (s.causal) visible = visible.tril();
   CHECK(max_abs_diff(scores.masked_fill(visible.logical_not(), 0),
                      naive.scores.masked_fill(visible.logical_not(), 0)) < kNaiveTol);
-  CHECK(max_abs_diff(rec.probs, naive.probs) < kNaiveTol);
-  CHECK(max_abs_diff(y, naive.out) < kNaiveTol);
-  CHECK(max_abs_diff(y_plain, naive.out) < kNaiveTol);
+  CHECK(max_abs_diff(r.rec.probs, naive.probs) < kNaiveTol);
+  CHECK(max_abs_diff(r.y, naive.out) < kNaiveTol);
+  CHECK(max_abs_diff(r.y_plain, naive.out) < kNaiveTol);
 }
 
 // Runs `check_variant` bidirectional and causal, with K below T and above T.

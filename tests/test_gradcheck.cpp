@@ -74,52 +74,74 @@ std::vector<Named> parameters_of(torch::nn::Module& m, const std::string& prefix
   return out;
 }
 
+// One attention layer with `name` and the options `sets`, causal or not, on its fast or direct
+// path: gradients w.r.t. the position parameters and the input.
+void gradcheck_layer(const std::string& name, bool causal, const std::string& impl,
+                     const std::vector<std::string>& sets) {
+  const int64_t B = 2, T = 5, D = 8, H = 2;
+  CAPTURE(name);
+  CAPTURE(causal);
+  CAPTURE(impl);
+  std::vector<std::string> all = {"model.width=8", "model.heads=2", "task.seq_len=5",
+                                  "position.relative_impl=" + impl,
+                                  // FIRE's threshold L between the query positions 2..6: both
+                                  // sides of max(L, i).
+                                  "position.fire.init_threshold=4.5"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  const Config cfg = small_config(name, causal, all);
+  torch::manual_seed(3);
+  auto enc = make_position_encoding(name, model_dims(cfg.model), cfg.position);
+  enc->to(torch::kDouble);
+  test::perturb_position(*enc);
+  MultiHeadAttention attn(D, H, 0.0);
+  attn->to(torch::kDouble);
+  attn->eval();
+  const EncodingList encodings = {enc};
+  auto x = torch::randn({B, T, D}, torch::kDouble).requires_grad_(true);  // (B,T,D)
+  auto w = torch::randn({B, T, D}, torch::kDouble);                       // (B,T,D)
+  AttentionContext ctx;
+  ctx.length = T;
+  ctx.offset = 2;
+  ctx.causal = causal;
+  auto loss = [&] {
+    auto h = enc->embed(x, ctx.offset);                                    // (B,T,D)
+    return (attn(h, ctx, encodings, torch::Tensor(), nullptr) * w).sum();  // ()
+  };
+  auto inputs = parameters_of(*enc, name + ".");
+  const bool learnable = !inputs.empty();
+  inputs.push_back({"input", x});
+  check_gradients(loss, inputs);
+  // The registry's word on it is the truth: every variant it calls learnable has its
+  // gradients checked here, and no other has parameters.
+  CHECK(learnable == Registry::get().at(name).learnable());
+}
+
 }  // namespace
 
 TEST_CASE("gradcheck: one attention layer, every variant, w.r.t. position parameters and input") {
-  const int64_t B = 2, T = 5, D = 8, H = 2;
-  for (const auto& name : Registry::get().names()) {
-    for (bool causal : {false, true}) {
+  for (const auto& name : Registry::get().names())
+    for (bool causal : {false, true})
       for (const char* impl : {"fast", "direct"}) {
         // The direct path exists only for the variants that declare one.
-        const VariantInfo& info = Registry::get().at(name);
-        if (impl == std::string("direct") && !info.direct_path) continue;
-        CAPTURE(name);
-        CAPTURE(causal);
-        CAPTURE(impl);
-        const Config cfg = small_config(
-            name, causal,
-            {"model.width=8", "model.heads=2", "task.seq_len=5",
-             std::string("position.relative_impl=") + impl,
-             // FIRE's threshold L between the query positions 2..6: both sides of max(L, i).
-             "position.fire.init_threshold=4.5"});
-        torch::manual_seed(3);
-        auto enc = make_position_encoding(name, model_dims(cfg.model), cfg.position);
-        enc->to(torch::kDouble);
-        test::perturb_position(*enc);
-        MultiHeadAttention attn(D, H, 0.0);
-        attn->to(torch::kDouble);
-        attn->eval();
-        const EncodingList encodings = {enc};
-        auto x = torch::randn({B, T, D}, torch::kDouble).requires_grad_(true);  // (B,T,D)
-        auto w = torch::randn({B, T, D}, torch::kDouble);                        // (B,T,D)
-        AttentionContext ctx;
-        ctx.length = T;
-        ctx.offset = 2;
-        ctx.causal = causal;
-        auto loss = [&] {
-          auto h = enc->embed(x, ctx.offset);                    // (B,T,D)
-          return (attn(h, ctx, encodings, torch::Tensor(), nullptr) * w).sum();  // ()
-        };
-        auto inputs = parameters_of(*enc, name + ".");
-        const bool learnable = !inputs.empty();
-        inputs.push_back({"input", x});
-        check_gradients(loss, inputs);
-        // The registry's word on it is the truth: every variant it calls learnable has its
-        // gradients checked here, and no other has parameters.
-        CHECK(learnable == info.learnable());
+        if (impl == std::string("direct") && !Registry::get().at(name).direct_path) continue;
+        gradcheck_layer(name, causal, impl, {});
       }
-    }
+}
+
+TEST_CASE("gradcheck: options beyond the defaults (per-head tables, deberta's forms)") {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"huang_m4", {"position.huang_m4.per_head=true", "position.huang_m4.clip=2"}},
+      {"shaw", {"position.shaw.per_head=true", "position.shaw.clip=2"}},
+      {"deberta", {"position.deberta.share_projections=true", "position.deberta.clip=2"}},
+      {"deberta", {"position.deberta.table_per_layer=true", "position.deberta.clip=2"}},
+      {"deberta",
+       {"position.deberta.bucketing=log", "position.deberta.clip=4",
+        "position.deberta.max_distance=5"}},
+  };
+  for (const auto& [name, sets] : cases) {
+    CAPTURE(sets.front());
+    for (bool causal : {false, true})
+      for (const char* impl : {"fast", "direct"}) gradcheck_layer(name, causal, impl, sets);
   }
 }
 

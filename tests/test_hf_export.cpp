@@ -181,12 +181,23 @@ TEST_CASE("hf export: runs Hugging Face's BERT cannot express are refused, listi
   };
   const std::vector<Bad> bad = {
       {"rope", {"position.type=rope"}, "position.type rope has no Hugging Face BERT equivalent"},
-      {"clipped", {"position.type=huang_m4", "position.huang_m4.clip=4"},
+      {"clipped",
+       {"position.type=huang_m4", "position.huang_m4.clip=4"},
        "position.huang_m4.clip 4 is below task.seq_len - 1 = 15"},
-      {"shaw_values", {"position.type=shaw", "position.shaw.clip=15"},
+      {"shaw_values",
+       {"position.type=shaw", "position.shaw.clip=15"},
        "shaw with value vectors (position.shaw.values true)"},
-      {"pre_ln", {"position.type=learned", "position.learned.max_len=16", "model.norm=pre"},
+      {"pre_ln",
+       {"position.type=learned", "position.learned.max_len=16", "model.norm=pre"},
        "model.norm pre (BERT is post-LN)"},
+      // One table per head: unclipped (clip 15 = T - 1), so only per_head stands in the way.
+      {"per_head_m4",
+       {"position.type=huang_m4", "position.huang_m4.clip=15", "position.huang_m4.per_head=true"},
+       "position.huang_m4.per_head true: Hugging Face's relative_key_query shares one table"},
+      {"per_head_shaw",
+       {"position.type=shaw", "position.shaw.clip=15", "position.shaw.values=false",
+        "position.shaw.per_head=true"},
+       "position.shaw.per_head true: Hugging Face's relative_key shares one table"},
   };
   for (const auto& c : bad) {
     CAPTURE(c.name);

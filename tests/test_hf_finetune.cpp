@@ -1,9 +1,13 @@
 // An imported run is an ordinary run: `relpos train --init-from` fine-tunes it (span QA on the
-// SQuAD fixture, Huang et al.'s huang_m4 drop-in), `relpos eval --run` evaluates it, and GPT-2
-// and RoBERTa imports train with their byte-level BPE.
+// SQuAD fixture, Huang et al.'s huang_m4 drop-in in both forms, classification on a GLUE-style
+// TSV), `relpos eval --run` evaluates it, and GPT-2 and RoBERTa imports train with their
+// byte-level BPE.
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "core/io/run_file.h"
 #include "core/io/schema.h"
@@ -35,6 +39,14 @@ std::vector<std::string> finetune_args(const std::string& pretrained, const std:
   return a;
 }
 
+// `task` (the task's keys and data) with the settings of a four-step fine-tune.
+std::vector<std::string> four_steps(std::vector<std::string> task, const std::string& cache) {
+  task.insert(task.end(),
+              {"data.cache_dir=" + cache, "train.steps=4", "train.batch_size=2",
+               "train.eval_every=2", "train.lr=1e-4", "snapshots.probe_size=2", "threads=1"});
+  return task;
+}
+
 }  // namespace
 
 TEST_CASE("hf import: a BERT import fine-tunes on the SQuAD fixture, and takes the huang_m4 "
@@ -42,19 +54,12 @@ TEST_CASE("hf import: a BERT import fine-tunes on the SQuAD fixture, and takes t
   TempFolder tmp("hf_finetune");
   const std::string bert = tmp.str("bert");
   import_ok(hf_fixture("bert_absolute"), bert);
-  const std::vector<std::string> squad = {
-      "task.type=span_qa",
-      "task.max_query_len=6",
-      "data.corpus=" + fixture_path("data/squad/good.json"),
-      "data.valid_corpus=" + fixture_path("data/squad/dev.json"),
-      "data.test_corpus=" + fixture_path("data/squad/dev.json"),
-      "data.cache_dir=" + tmp.str("cache"),
-      "train.steps=4",
-      "train.batch_size=2",
-      "train.eval_every=2",
-      "train.lr=1e-4",
-      "snapshots.probe_size=2",
-      "threads=1"};
+  const std::vector<std::string> squad =
+      four_steps({"task.type=span_qa", "task.max_query_len=6",
+                  "data.corpus=" + fixture_path("data/squad/good.json"),
+                  "data.valid_corpus=" + fixture_path("data/squad/dev.json"),
+                  "data.test_corpus=" + fixture_path("data/squad/dev.json")},
+                 tmp.str("cache"));
   const std::string ft = tmp.str("squad");
   ChildResult r = relpos_cli(finetune_args(bert, ft, squad), 600);
   INFO(r.out << r.err);
@@ -75,17 +80,57 @@ TEST_CASE("hf import: a BERT import fine-tunes on the SQuAD fixture, and takes t
   CHECK(cfg.data.tokenizer == "wordpiece");
   CHECK(cfg.data.vocab_file == fs::absolute(bert + "/vocab.txt").lexically_normal().string());
 
-  // Huang et al.'s drop-in: method 4 replaces the absolute table in the pre-trained model.
-  auto dropin = squad;
-  dropin.push_back("position.type=huang_m4");
-  dropin.push_back("position.huang_m4.clip=15");
-  const std::string m4 = tmp.str("squad_m4");
-  r = relpos_cli(finetune_args(bert, m4, dropin), 600);
+  // Huang et al.'s drop-in, both forms (docs/pretrained.md): method 4 replaces the absolute
+  // table of the pre-trained model, or is added to it (the table then stays loaded).
+  auto dropin = [&](const std::string& type, const std::string& name) {
+    auto sets = squad;
+    sets.push_back("position.type=" + type);
+    sets.push_back("position.huang_m4.clip=15");
+    const std::string out = tmp.str(name);
+    const ChildResult c = relpos_cli(finetune_args(bert, out, sets), 600);
+    INFO(c.out << c.err);
+    REQUIRE(c.exit_code == 0);
+    CHECK(
+        has_item(strings_of(out, schema::kInitInitialised), "transformer.position.huang_m4.table"));
+    CHECK(has_item(strings_of(out, schema::kInitLoaded), "transformer.blocks.1.ff_out.weight"));
+    return out;
+  };
+  const std::string m4 = dropin("huang_m4", "squad_m4");
+  CHECK(has_item(strings_of(m4, schema::kInitUnused), "transformer.position.learned.table"));
+  const std::string both = dropin("learned+huang_m4", "squad_learned_m4");
+  CHECK(has_item(strings_of(both, schema::kInitLoaded), "transformer.position.learned.table"));
+}
+
+TEST_CASE("hf import: a BERT import fine-tunes on a GLUE-style TSV (classification)") {
+  TempFolder tmp("hf_classify");
+  const std::string bert = tmp.str("bert");
+  import_ok(hf_fixture("bert_absolute"), bert);
+  // A sentence-label TSV with a header, as GLUE's SST-2 files are.
+  auto write_tsv = [&](const std::string& name, int rows) {
+    const std::string path = tmp.str(name);
+    std::ofstream f(path);
+    f << "sentence\tlabel\n";
+    for (int i = 0; i < rows; ++i)
+      f << (i % 2 ? "the movie was good" : "the movie was bad") << "\t" << (i % 2) << "\n";
+    return path;
+  };
+  const std::vector<std::string> sets = four_steps(
+      {"task.type=classify", "task.num_classes=2", "data.corpus=" + write_tsv("train.tsv", 16),
+       "data.valid_corpus=" + write_tsv("dev.tsv", 6)},
+      tmp.str("cache"));
+  const std::string ft = tmp.str("cls");
+  const ChildResult r = relpos_cli(finetune_args(bert, ft, sets), 600);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(has_item(strings_of(m4, schema::kInitInitialised), "transformer.position.huang_m4.table"));
-  CHECK(has_item(strings_of(m4, schema::kInitUnused), "transformer.position.learned.table"));
-  CHECK(has_item(strings_of(m4, schema::kInitLoaded), "transformer.blocks.1.ff_out.weight"));
+  const auto result = read_json(ft + "/result.json");
+  CHECK(result["steps"] == 4);
+  CHECK(result["valid"].contains("accuracy"));
+  const auto loaded = strings_of(ft, schema::kInitLoaded);
+  CHECK(has_item(loaded, "transformer.token_embedding.weight"));
+  CHECK(has_item(loaded, "transformer.position.learned.table"));
+  CHECK(has_item(loaded, "transformer.blocks.1.ff_out.weight"));
+  CHECK(has_item(strings_of(ft, schema::kInitInitialised), "classifier_head.classifier.weight"));
+  CHECK(load_run_config(ft).config.data.tokenizer == "wordpiece");
 }
 
 TEST_CASE("hf import: relpos eval --run evaluates an imported BERT and ALBERT") {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -290,6 +291,63 @@ TEST_CASE("naive: xpos, full and partial rotary width, fast decay") {
   check_all_modes(
       "xpos", [](int64_t) { return "{rotary_dim: 2, base: 100, scale_base: 3, zeta_offset: 0.2}"; },
       [](const Setup& s) { return xpos_formula(s, 2, 100.0, 3.0, 0.2); });
+}
+
+TEST_CASE("naive: xpos blockwise causal attention hides the keys before the previous block") {
+  // The paper's blockwise causal attention, block_size w: query i (absolute position o + i) sees
+  // key j only when ⌊(o + j)/w⌋ >= ⌊(o + i)/w⌋ - 1. Recomputed here from that rule: the layer's
+  // probabilities and output against the naive loop with the hidden keys left out of the
+  // softmax, and its score term exactly -inf on the hidden keys and 0 elsewhere.
+  struct Case {
+    int64_t offset, w;
+    bool term;   // the sequence reaches past the first block (else the layer adds no term)
+    bool hides;  // some key is before its query's previous block
+  };
+  for (const Case& c : std::vector<Case>{{2, 3, true, true},
+                                         {0, 2, true, true},
+                                         {5, 2, true, true},
+                                         {5, 4, true, false},
+                                         {0, 7, false, false}}) {
+    CAPTURE(c.offset);
+    CAPTURE(c.w);
+    Setup s;
+    s.causal = true;
+    s.offset = c.offset;
+    auto hidden = [&](int64_t i, int64_t j) {
+      return (c.offset + j) / c.w < (c.offset + i) / c.w - 1;  // positions >= 0: / is the floor
+    };
+    LayerRun run = run_layer("xpos", "{block_size: " + std::to_string(c.w) + "}", s);
+    NaiveHeads& heads = run.heads;
+    xpos_formula(s, 0, 10000.0, 512.0, 0.4).transform(heads);
+    const ScoreFn content = content_score(heads);
+    const ScoreFn score = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+      return hidden(i, j) ? -std::numeric_limits<double>::infinity() : content(b, h, i, j);
+    };
+    const NaiveResult naive = naive_attend(heads, *run.attn, true, score, ValueFn{});
+    CHECK(max_abs_diff(run.rec.probs, naive.probs) < kNaiveTol);
+    CHECK(max_abs_diff(run.y, naive.out) < kNaiveTol);
+    CHECK(max_abs_diff(run.y_plain, naive.out) < kNaiveTol);
+
+    REQUIRE(run.rec.terms.size() == 1);
+    CHECK(run.rec.terms[0].defined() == c.term);
+    if (!run.rec.terms[0].defined()) continue;
+    const auto term = run.rec.terms[0].expand({s.B, s.H, s.T, s.T}).contiguous();  // (B,H,T,T)
+    int64_t n_hidden = 0;
+    for (int64_t i = 0; i < s.T; ++i)
+      for (int64_t j = 0; j <= i; ++j) {
+        CAPTURE(i);
+        CAPTURE(j);
+        n_hidden += hidden(i, j);
+        for (int64_t h = 0; h < s.H; ++h) {
+          const double t = term[0][h][i][j].item<double>();
+          if (hidden(i, j))
+            CHECK(t == -std::numeric_limits<double>::infinity());
+          else
+            CHECK(t == 0.0);
+        }
+      }
+    CHECK((n_hidden > 0) == c.hides);
+  }
 }
 
 TEST_CASE("naive: cope, positions clamped and not") {

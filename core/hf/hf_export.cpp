@@ -69,13 +69,21 @@ HfExportReport export_hf_model(const HfExportOptions& opts) {
   const auto& types = cfg.position.types;
   std::string type = types.size() == 1 ? types[0] : "";
   int64_t K = -1;
-  if (type == "huang_m4") K = (p.at("transformer.position.huang_m4.table").size(1) - 1) / 2;
-  if (type == "shaw") {
-    K = (p.at("transformer.position.shaw.keys").size(1) - 1) / 2;
-    if (p.count("transformer.position.shaw.values"))
-      why.push_back("shaw with value vectors (position.shaw.values true): Hugging Face's "
-                    "relative_key has none");
+  if (type == "huang_m4" || type == "shaw") {
+    // (L, 2K+1, d), or (L, H, 2K+1, d) with per_head.
+    const torch::Tensor& table = p.at(type == "huang_m4" ? "transformer.position.huang_m4.table"
+                                                         : "transformer.position.shaw.keys");
+    K = (table.size(-2) - 1) / 2;
+    const char* hf = type == "huang_m4" ? "relative_key_query" : "relative_key";
+    if (table.dim() == 4)
+      why.push_back(fmt::format(
+          "position.{}.per_head true: Hugging Face's {} shares one table across the heads", type,
+          hf));
   }
+  if (type == "shaw" && p.count("transformer.position.shaw.values"))
+    why.push_back(
+        "shaw with value vectors (position.shaw.values true): Hugging Face's "
+        "relative_key has none");
   if (type != "learned" && type != "huang_m4" && type != "shaw")
     why.push_back(fmt::format("position.type {} has no Hugging Face BERT equivalent",
                               join_names(types, "+")));

@@ -73,6 +73,12 @@ struct TaskInfo {
   int64_t min_probe_len = 1;
   std::string probe = "one token";
   LengthEval length_eval = LengthEval::Examples;
+  // With LengthEval::TaskLengths: what a task length counts (a figure's axis: "task length n
+  // (<length_unit>)").
+  std::string length_unit = "input symbols";
+  // How the task is scored under this config, in a sentence for a report's notes ("" = nothing
+  // beyond its metrics); may be empty.
+  std::function<std::string(const Config&)> scoring_note;
   // Rules this task adds to validate() (corpus kind, lengths); may be empty.
   std::function<void(const Config&, const SourceMap*)> validate;
   // Builds the task's data (corpus, split, tokenizer): core/data/tasks.h.

@@ -82,8 +82,18 @@ void register_synthetic(TaskRegistry& r) {
   r.add(synthetic_task("reverse", "output the input reversed", nullptr));
   r.add(synthetic_task("sort", "output the input sorted", nullptr));
   r.add(synthetic_task("shift", "output the input rotated left by task.shift", nullptr));
-  r.add(synthetic_task("recall", "associative recall: the value of each queried key",
-                       check_recall));
+  TaskInfo recall = synthetic_task("recall", "associative recall: the value of each queried key",
+                                   check_recall);
+  recall.length_unit = "key-value pairs";
+  recall.scoring_note = [](const Config& c) {
+    const int64_t q = c.task.recall_queries;
+    if (q == 1) return std::string("recall asks one query per example.");
+    return fmt::format(
+        "recall asks {} per example, and a sequence counts as right when every value is.",
+        q == 0 ? std::string("for the value of every key")
+               : fmt::format("{} queries (every key when n is smaller)", q));
+  };
+  r.add(std::move(recall));
   r.add(synthetic_task("marker_distance", "the distance between two markers",
                        check_marker_distance));
 }
