@@ -107,7 +107,10 @@ std::string claims_markdown(const std::vector<ClaimResult>& claims) {
   for (size_t k = 0; k < claims.size(); ++k)
     if (!claims[k].note.empty()) md << "\nClaim " << k + 1 << ": " << claims[k].note << "\n";
   md << "\nEffects are a − b in the metric's unit (correlation: Pearson r with its Fisher-z "
-        "interval; ratio: b / a). Paired comparisons match runs by seed (same data split). "
+        "interval, the metric oriented so that better is higher: a lower-is-better metric enters "
+        "negated; ratio: b / a); Cohen's d_z is that of the differences oriented the claimed way "
+        "(positive when the effect goes as claimed). Paired comparisons match runs by seed (same "
+        "data split). "
         "p-values are one-sided, in the claimed direction: the paired t-test and the exact "
         "sign-flip test (every pattern of signs of the n differences). Verdict rule "
         "(docs/analysis.md, \"Claims and verdicts\"): **supported** when n ≥ "

@@ -27,10 +27,18 @@ std::vector<analysis::Claim> invariance_claims(const Config& cfg) {
     c.label = std::string(v) + ": last vs first snapshot";
     grows.comparisons.push_back(c);
   }
-  analysis::Claim goes_with{"invariance-goes-with-metric", "correlates positively with model performance",
+  std::string metric =
+      "Pearson r across runs with a learned table: final P·Pᵀ invariance (0–1) "
+      "against the final " +
+      m.words;
+  if (!m.higher_is_better)
+    metric +=
+        " (negated: lower is better, so r > 0 means higher invariance goes with a better "
+        "model)";
+  analysis::Claim goes_with{"invariance-goes-with-metric",
+                            "correlates positively with model performance",
                             source,
-                            "Pearson r across runs with a learned table: final P·Pᵀ invariance "
-                            "(0–1) against the final " + m.words,
+                            metric,
                             {}};
   analysis::Comparison r;
   r.test = analysis::ClaimTest::correlation;

@@ -92,7 +92,8 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor embed(const torch::Tensor& tokens, const ForwardOptions& opts);
 
   // For each stacked encoding that adds to the input (hook 1): its position-only score
-  // (P W_Q^h)(P W_K^h)ᵀ/√d at layer 0, (H,T,T) with P = what the encoding adds at positions
+  // (P W_Q^h)(P W_K^h)ᵀ/√d at layer 0 (the position-only part, before any LayerNorm and
+  // without the projections' biases), (H,T,T) with P = what the encoding adds at positions
   // 0..T-1 (projected to D when embeddings are factorized); undefined for the others.
   std::vector<torch::Tensor> input_position_scores(int64_t T);
 

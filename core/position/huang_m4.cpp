@@ -1,7 +1,7 @@
 // huang_m4 — Huang et al. 2020, method 4 (verified against the first author's code, which is
 // Hugging Face's position_embedding_type="relative_key_query"). The two compute the same scores
 // only when (1) nothing is clipped, K >= T - 1: Hugging Face's table has 2·max_position_embeddings
-// - 1 rows and never clips, ours clips at `clip` (64 by default, 16-32 in the mini configs); and
+// - 1 rows and never clips, ours clips at `clip` (64 by default, 8 or 16 in the mini configs); and
 // (2) our table is read reversed along the distance axis (see the sign convention below).
 // Formula: e_ij = (q_i·k_j + q_i·a_{c(j-i)} + k_j·a_{c(j-i)}) / √d
 //               = ((q_i + a)·(k_j + a) - a·a) / √d.

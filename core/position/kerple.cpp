@@ -2,7 +2,8 @@
 // "KERPLE: Kernelized Relative Positional Embedding for Length Extrapolation".
 // A conditionally positive definite kernel of the distance, negated, is added to the scores:
 //   log:   e_ij += -a_h·log(1 + b_h·|r|)
-//   power: e_ij += -a_h·|r|^{b_h}           (0 < b_h <= 2, the range where |r|^b is CPD)
+//   power: e_ij += -a_h·|r|^{b_h}   (0 < b_h < 2: b_h = 2σ(β_h), inside the paper's 0 < b <= 2,
+//                                    where |r|^b is CPD)
 // with r = j - i and a_h, b_h > 0 learned per head and layer. The kernel is symmetric in r, so
 // the encoder (bidirectional) form is the same formula on both sides; the paper trains causal
 // language models only.
@@ -100,7 +101,7 @@ void register_kerple_kernel(Registry& r, bool power) {
   v.name = power ? "kerple_power" : "kerple_log";
   v.parameters = ParamScope::PerLayer;
   v.exports = {"distances", "a", "b", "bias"};
-  v.summary = power ? "bias -a_h|j-i|^b_h, a_h > 0, 0 < b_h <= 2 learned (Chi et al. 2022)"
+  v.summary = power ? "bias -a_h|j-i|^b_h, a_h > 0, 0 < b_h < 2 learned (Chi et al. 2022)"
                     : "bias -a_h log(1 + b_h|j-i|), a_h, b_h > 0 learned (Chi et al. 2022)";
   v.make_params = [] { return std::make_shared<NoParams>(); };
   v.make = [power](const ModelDims& d, const VariantParams&, const PositionConfig&) {

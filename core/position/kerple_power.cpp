@@ -1,5 +1,5 @@
 // kerple_power — Chi, Fan, Ramadge & Rudnicky 2022 (KERPLE), the power kernel.
-// Formula: e_ij += -a_h·|r|^{b_h}, r = j - i, a_h > 0 and 0 < b_h <= 2 learned per head and layer.
+// Formula: e_ij += -a_h·|r|^{b_h}, r = j - i, a_h > 0 and 0 < b_h < 2 learned per head and layer.
 // Hook: score term (3), via kerple.cpp (positivity, init and export there).
 // Parameters per layer: 2H. Params: none.
 // Encoder form: the same (the kernel is symmetric in r). Beyond the training length: the bias

@@ -3,7 +3,8 @@
 // j·θ_m, θ_m = base^(-2m/rd)), with pair m of q_i scaled by ζ_m^{i/γ} and of k_j by ζ_m^{-j/γ},
 //   ζ_m = (2m/rd + ζ₀) / (1 + ζ₀)  ∈ (0, 1),   γ = scale_base (512), ζ₀ = zeta_offset (0.4),
 // so pair m of q_i·k_j is multiplied by ζ_m^{(i-j)/γ}: in a causal model a decay with the
-// distance, faster for low-frequency pairs.
+// distance, fastest for the high-frequency pairs (small m: θ_0 = 1 and ζ_0 = ζ₀/(1 + ζ₀), the
+// smallest) and slowest for the low-frequency ones (ζ_m -> 1 as 2m/rd -> 1).
 // Numerics: the exponent is taken from the middle of the window, ζ^{(i-c)/γ} and ζ^{-(j-c)/γ}
 // with c = the mean of the first and last position of each sequence; c cancels in q·k and the
 // factors stay near 1 at any length (the paper's code does the same).
