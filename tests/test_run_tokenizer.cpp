@@ -50,6 +50,16 @@ std::vector<std::string> sp_run(const std::string& cache, int64_t steps) {
   return o;
 }
 
+// `relpos train` of `sets` into `out` from the pre-trained run `pre`, with its progress output
+// (not --quiet): the exit code and what it printed.
+auto finetune_cli(const std::vector<std::string>& sets, const std::string& out,
+                  const std::string& pre, const std::string& log) {
+  auto a = test::train_args(sets, out);
+  a.erase(std::find(a.begin(), a.end(), "--quiet"));
+  a.insert(a.end(), {"--init-from", pre});
+  return test::run_relpos(a, log);
+}
+
 TrainOptions run_options(const std::string& out, const std::string& init_from = "") {
   TrainOptions o;
   o.out_dir = out;
@@ -163,14 +173,7 @@ TEST_CASE("--init-from takes the pre-trained run's tokenizer when the config cho
     if (s.rfind("data.tokenizer=", 0) != 0) sets.push_back(s);
   sets.push_back("data.corpus=" + write_other_corpus(tmp.str("other.txt")));
   const std::string ft = tmp.str("ft");
-  auto [code, out] = test::run_relpos(
-      [&] {
-        auto a = test::train_args(sets, ft);
-        a.erase(std::find(a.begin(), a.end(), "--quiet"));
-        a.insert(a.end(), {"--init-from", pre});
-        return a;
-      }(),
-      tmp.str("ft.log"));
+  auto [code, out] = finetune_cli(sets, ft, pre, tmp.str("ft.log"));
   REQUIRE_MESSAGE(code == 0, out);
   CHECK(out.find("tokenizer: sentencepiece from --init-from " + pre) != std::string::npos);
   // The run records the tokenizer it used, and reloads with it.
@@ -180,6 +183,20 @@ TEST_CASE("--init-from takes the pre-trained run's tokenizer when the config cho
   const std::string probe = "The lamp was lit at the usual hour.";
   CHECK(load_run(ft).data->tokenizer().encode(probe) ==
         load_sentencepiece_tokenizer(run_tokenizer_path(pre))->encode(probe));
+  // A config that chooses SentencePiece with other settings still gets the pre-trained model,
+  // and one whole sentence says so.
+  auto sp_sets = sp_run(cache, 2);
+  sp_sets.push_back("data.corpus=" + write_other_corpus(tmp.str("other2.txt")));
+  sp_sets.push_back("data.vocab_size=450");
+  const std::string ft_sp = tmp.str("ft_sp");
+  auto [sp_code, sp_out] = finetune_cli(sp_sets, ft_sp, pre, tmp.str("ft_sp.log"));
+  REQUIRE_MESSAGE(sp_code == 0, sp_out);
+  CHECK(sp_out.find("note: the tokenizer is the pre-trained run's SentencePiece model (vocab_size "
+                    "400, unigram, byte fallback") != std::string::npos);
+  CHECK(sp_out.find("not one with this config's settings (vocab_size 450, unigram, byte "
+                    "fallback") != std::string::npos);
+  CHECK(sp_out.find("; config.yaml and run.h5 record the model's settings\n") != std::string::npos);
+
   // A tokenizer the user chose (here with --set) is not overridden: refused as before.
   sets.push_back("data.tokenizer=bytes");
   const std::string e = config_error_of(sets, run_options(tmp.str("ft2"), pre));
