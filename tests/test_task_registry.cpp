@@ -154,6 +154,28 @@ TEST_CASE("tasks: the model mode, the probe and the default lengths come from th
                   "token) (got 1; expected >= 2, or 0 for task.seq_len)") != std::string::npos);
 }
 
+TEST_CASE(
+    "tasks: recall counts key-value pairs and says how it is scored; the others say nothing") {
+  for (const auto& name : TaskRegistry::get().names()) {
+    CAPTURE(name);
+    const TaskInfo& t = task_info(name);
+    CHECK(t.length_unit == (name == "recall" ? "key-value pairs" : "input symbols"));
+    CHECK(static_cast<bool>(t.scoring_note) == (name == "recall"));
+  }
+  const TaskInfo& recall = task_info("recall");
+  Config c = config_for(recall);
+  c.task.recall_queries = 1;
+  CHECK(recall.scoring_note(c) == "recall asks one query per example.");
+  c.task.recall_queries = 8;
+  CHECK(recall.scoring_note(c) ==
+        "recall asks 8 queries (every key when n is smaller) per example, and a sequence counts "
+        "as right when every value is.");
+  c.task.recall_queries = 0;
+  CHECK(recall.scoring_note(c) ==
+        "recall asks for the value of every key per example, and a sequence counts as right when "
+        "every value is.");
+}
+
 TEST_CASE("tasks: an unknown task lists the known ones, and a name registered twice is refused") {
   std::string known;
   for (const auto& n : TaskRegistry::get().names()) known += (known.empty() ? "" : " | ") + n;
