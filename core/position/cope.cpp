@@ -147,16 +147,11 @@ inline CopeIndex<scalar_t> cope_index(const CopeRow& r, int64_t table_offset, sc
   return {lo + table_offset, pc - static_cast<scalar_t>(lo)};
 }
 
-// One row's term at every key, written once: with the content c added (kContent) or alone.
-template <bool kContent, typename scalar_t>
+// One row's term at every key, written once: with the row's content c added (c may be null).
+template <typename scalar_t>
 inline void cope_row_terms(const CopeRow& r, int64_t i, CopeSpan s, const scalar_t* L,
                            const scalar_t* p, const scalar_t* c, scalar_t* o) {
-  auto put = [&](int64_t j, scalar_t term) {
-    if constexpr (kContent)
-      o[j] = term + c[j];
-    else
-      o[j] = term;
-  };
+  auto put = [&](int64_t j, scalar_t term) { o[j] = c ? term + c[j] : term; };
   const scalar_t first = L[r.n - 1];
   for (int64_t j = 0; j < s.a; ++j) put(j, first);
   for (int64_t j = s.a; j < s.b; ++j) {
@@ -179,10 +174,7 @@ void cope_rows_forward(const CopeRow& r, const scalar_t* gates, const scalar_t* 
       const scalar_t* L = logits + row * r.m;
       const CopeSpan s = cope_row_positions(r, i, gates + row * r.T, p.data());
       scalar_t* o = out + row * r.T;
-      if (r.plus_content)
-        cope_row_terms<true>(r, i, s, L, p.data(), content + row * r.T, o);
-      else
-        cope_row_terms<false>(r, i, s, L, p.data(), content, o);
+      cope_row_terms(r, i, s, L, p.data(), r.plus_content ? content + row * r.T : nullptr, o);
     }
   });
 }

@@ -1,8 +1,8 @@
 // Child processes. Every fork of relpos goes through here: `relpos bench` children (output and
 // resource usage captured), data-parallel ranks and sweep runs (started, then reaped by their
 // launcher's loop), gnuplot (output captured, in a folder of its own), git for the commit a run
-// records and for the files a committed report may link, and the isolated first read of a run file's metadata (a function run in a forked
-// child, no exec).
+// records and for the files a committed report may link, and the isolated first read of a run
+// file's metadata (a function run in a forked child, no exec).
 //
 // Everything a child needs (argv, environment) is built before fork(): after it the child makes
 // only async-signal-safe calls until it execs or leaves with _exit.
