@@ -140,8 +140,14 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables,
     records.push_back(std::move(rec));
   }
   std::vector<ColumnSpec> cols;
+  bool any_per_seed = false;
   for (const auto& m : metrics) {
-    cols.push_back({m, with_unit(m, metric_unit(m, task, tokenizer)), 4});
+    // Outcomes that split between seeds (a synthetic task solved or not): every run's value.
+    const bool seeds = metric_split_outcomes(m, task);
+    std::string unit = metric_unit(m, task, tokenizer);
+    if (seeds) unit += unit.empty() ? "per seed" : ", per seed";
+    cols.push_back({m, with_unit(m, unit), 4, true, seeds});
+    any_per_seed = any_per_seed || seeds;
     // Bits beside every language-model loss (nats / ln 2).
     if (is_loss(m))
       cols.push_back({m + ":bits", with_unit(m, metric_unit(bits_name(tokenizer), task, tokenizer)), 4});
@@ -151,7 +157,8 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables,
   if (params) cols.push_back({"params", "pos. params (count)", 0, false});
   if (time) cols.push_back({"time", "train time (s)", 1});
   Table t = group_table(records, cols, "variant");
-  t.title = "Results (mean over runs)";
+  t.title = any_per_seed ? "Results (mean over runs; per-seed columns: every run's value)"
+                         : "Results (mean over runs)";
   t.note =
       "Metrics: last logged value of each run. inv.: translation invariance (0–1) at the last "
       "snapshot (attention: head-averaged maps, mean over layers; position scores: mean "

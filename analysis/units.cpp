@@ -34,6 +34,12 @@ bool metric_in_percent(const std::string& metric, const std::string& task) {
   return m && m->unit == "%";
 }
 
+bool metric_split_outcomes(const std::string& metric, const std::string& task) {
+  const TaskInfo* t = find_task(task);
+  const MetricInfo* m = t ? t->metric(base_name(metric)) : nullptr;
+  return m && m->split_outcomes;
+}
+
 std::string bits_name(const std::string& tokenizer) {
   return tokenizer == "bytes" ? "bits_per_byte" : "bits_per_token";
 }

@@ -20,10 +20,15 @@ std::string metric_unit(const std::string& metric, const std::string& task,
 // "header (unit)", or the header alone when the unit is empty.
 std::string with_unit(const std::string& header, const std::string& unit);
 
-// "bits_per_byte" (byte tokenizer) or "bits_per_token": the name of a loss given in bits.
 // Whether the task reports `metric` ("valid_em", "f1", ...) in % (span-QA EM and F1), per the
 // task registry.
 bool metric_in_percent(const std::string& metric, const std::string& task);
+
+// Whether `metric` ("valid_seq_accuracy@32", ...) is one whose runs split between seeds
+// (MetricInfo::split_outcomes), so that pooled tables list every run's value.
+bool metric_split_outcomes(const std::string& metric, const std::string& task);
+
+// "bits_per_byte" (byte tokenizer) or "bits_per_token": the name of a loss given in bits.
 std::string bits_name(const std::string& tokenizer);
 
 double nats_to_bits(double nats);

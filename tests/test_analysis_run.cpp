@@ -17,6 +17,7 @@
 #include "analysis/run_analysis.h"
 #include "analysis/run_checks.h"
 #include "analysis/run_source.h"
+#include "analysis/units.h"
 #include "tests/analysis_sample.h"
 #include "tests/text_file.h"
 
@@ -261,6 +262,42 @@ TEST_CASE("an experiment's per-length metric columns are in order of length") {
   CHECK(p8 < p16);
   CHECK(p16 < p32);
   CHECK(p32 < p128);
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "an experiment's sequence accuracy of a synthetic task lists every seed; its loss "
+    "keeps the mean and interval") {
+  // Copy solved by one seed and not by the other: 0.95 and 0.00 (a mean of 0.475 would describe
+  // neither run); the loss is a quantity that pools.
+  const fs::path dir = test::analysis_scratch("split_outcomes");
+  std::vector<MemorySource> srcs;
+  for (int k = 0; k < 2; ++k) {
+    MemorySource s = sample_run(dir / fmt::format("tisa-seed{}", k + 1), 0.1 * k);
+    s.run.seed = k + 1;
+    s.run.group = s.run.position_types = "tisa";
+    s.run.task = "copy";
+    s.run.metrics["valid_seq_accuracy@16"] = {{100}, {k == 0 ? 0.95 : 0.0}};
+    srcs.push_back(std::move(s));
+  }
+  std::vector<const RunSource*> ptrs;
+  for (const auto& s : srcs) ptrs.push_back(&s);
+  AnalyzeOptions o;
+  o.figures = false;
+  analyze_experiment(ptrs, dir.string(), o);
+  const auto results = test::read_lines(dir / "tables" / "results.md");
+  REQUIRE(results.size() >= 7);
+  CHECK(results[0] == "**Results (mean over runs; per-seed columns: every run's value)**");
+  CHECK(results[2].rfind("| variant | runs | valid_loss (nats/target) | "
+                         "valid_seq_accuracy@16 (0–1, per seed) |",
+                         0) == 0);
+  // valid_loss 3.1 and 3.2 -> 3.1500 ± 12.7062 · 0.0707 / √2 = 0.6353.
+  CHECK(results[4].rfind("| tisa | 2 | 3.1500 ± 0.6353 | 0.9500, 0.0000 |", 0) == 0);
+  CHECK(test::contains(results[6], "Per-seed columns list every run's value in run order"));
+  // A task without split outcomes (clm) keeps the mean and interval for every metric.
+  CHECK_FALSE(metric_split_outcomes("valid_accuracy", "clm"));
+  CHECK_FALSE(metric_split_outcomes("valid_accuracy@16", "copy"));
+  CHECK(metric_split_outcomes("test_seq_accuracy", "reverse"));
   fs::remove_all(dir);
 }
 

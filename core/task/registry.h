@@ -45,6 +45,10 @@ struct MetricInfo {
   std::string quantity;      // what it counts, for axis labels: "masked-token accuracy"
   std::string unit;          // "nats", "%"; "" for a fraction in [0, 1], a ratio or a count
   bool higher_is_better = true;
+  // Whether its runs tend to split between seeds: a synthetic task's sequence counts only when
+  // every output token is right, so a seed solves the task or does not, and a mean with its
+  // interval would describe no run. Pooled tables list every run's value instead.
+  bool split_outcomes = false;
   // "masked-token loss (nats)"; the quantity alone without a unit.
   std::string axis_label() const;
 };

@@ -61,7 +61,7 @@ TaskInfo synthetic_task(const std::string& name, const std::string& summary,
   t.summary = summary;
   t.head = HeadKind::Lm;
   t.loss = "cross-entropy over the output positions";
-  t.metrics = {{"seq_accuracy", "sequence accuracy", "", true},
+  t.metrics = {{"seq_accuracy", "sequence accuracy", "", true, /*split_outcomes=*/true},
                {"accuracy", "token accuracy", "", true},
                {"loss", "loss", "nats per target", false}};
   t.per_length_eval = true;
