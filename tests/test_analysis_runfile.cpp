@@ -13,6 +13,7 @@
 #include "core/io/schema.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
+#include "core/util/process.h"
 #include "tests/analysis_sample.h"
 #include "tests/helpers.h"
 #include "tests/text_file.h"
@@ -276,6 +277,12 @@ TEST_CASE("analyze refuses a folder whose runs are of different tasks, naming ea
                                      "their metrics do not share a table";
   CHECK_THROWS_WITH_AS(analyze_folder(dir, o, {}, nullptr), doctest::Contains(expected.c_str()),
                        ConfigError);
+  // The command line: exit 2 (a ConfigError), the message and its hint, no tables.
+  const ChildResult r = run_child(RELPOS_BINARY, {"analyze", dir, "--no-figures"}, {120, 0});
+  CHECK(r.exit_code == 2);
+  CHECK(test::contains(r.err, expected));
+  CHECK(test::contains(r.err, "put the runs of each task in a folder of their own"));
+  CHECK_FALSE(fs::exists(dir + "/tables"));
   // Each run alone is fine, and so is a folder of one task.
   fs::rename(dir + "/b", tmp.str("b"));
   CHECK_NOTHROW(analyze_folder(dir, o, {}, nullptr));

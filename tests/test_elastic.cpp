@@ -1,6 +1,7 @@
-// `relpos train --nproc 2 --max-restarts R` (core/dist/elastic.h): a rank killed mid-run is
-// restarted with the others from the last checkpoint and the run ends where an uninterrupted one
-// ends; the restarts are recorded; R exhausted fails with every attempt's reason; bad values.
+// `relpos train --nproc 2 --max-restarts R` (core/dist/elastic.h): a rank killed mid-run, or one
+// that hangs, is restarted with the others from the last checkpoint and the run ends where an
+// uninterrupted one ends; the restarts are recorded; R exhausted fails with every attempt's
+// reason; bad values.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -84,6 +85,41 @@ TEST_CASE("elastic: a rank killed mid-run is restarted from the checkpoint and e
   CHECK(rec.at("resumed_from_step") == 2);
   CHECK(rec.at("reason") == ev.at("reason"));
   CHECK(rec.at("time") == ev.at("time"));
+}
+
+TEST_CASE(
+    "elastic: a hung rank is stopped and restarted with the others, and the run ends as "
+    "an uninterrupted one") {
+  RELPOS_SKIP_WITHOUT_GLOO();
+  test::TempFolder tmp("elastic_hang");
+  const std::string cache = tmp.str("cache"), dir = tmp.str("dp");
+  train_one_process(tmp.str("one"), cache);
+
+  // Rank 1 stops itself (SIGSTOP) at step 3 on the first attempt: its sockets stay open, so rank
+  // 0 learns of it only from the all-reduce's timeout (3 s); the launcher then kills the stopped
+  // rank and restarts both from step 2's checkpoint.
+  auto args = train_args(dir, cache);
+  args.insert(args.end(), {"--nproc", "2", "--max-restarts", "1"});
+  const ChildResult r =
+      run_child(RELPOS_BINARY, args, {150, 0}, {"RELPOS_FAULT=1:3:hang", "RELPOS_DIST_TIMEOUT=3"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.wall_s < 120);  // liveness only: timeout 3 s, grace 10 s + 5 s, then the restart
+  CHECK(test::contains(r.err,
+                       "attempt 1 failed: rank 0 lost its peer first, while rank 1 "
+                       "still ran (hung?)"));
+  CHECK(test::contains(r.err, "rank 1 killed by SIGKILL"));
+  CHECK(test::contains(r.err, "restart 1 of 1: all ranks resume from the checkpoint of step 2"));
+  REQUIRE(run_finished(dir));
+  const auto one = train_losses(tmp.str("one")), dp = train_losses(dir);
+  REQUIRE(dp.size() == one.size());
+  for (size_t i = 0; i < one.size(); ++i) CHECK(dp[i] == doctest::Approx(one[i]).epsilon(1e-5));
+  CHECK(max_weight_difference(tmp.str("one"), dir) < 2e-5);
+  std::ifstream in(run_result_path(dir));
+  const auto result = nlohmann::json::parse(in);
+  REQUIRE(result.at("restarts").size() == 1);
+  CHECK(result.at("restarts")[0].at("resumed_from_step") == 2);
+  CHECK(test::contains(result.at("restarts")[0].at("reason").get<std::string>(), "(hung?)"));
 }
 
 TEST_CASE("elastic: --max-restarts 0 ends the run at the first failure, as without it") {

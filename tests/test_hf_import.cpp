@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/data/tokenizer.h"
+#include "core/hf/hf_vocab.h"
 #include "core/util/sha256.h"
 #include "tests/hf_test_util.h"
 
@@ -260,4 +261,46 @@ TEST_CASE("sha256: the FIPS 180-4 examples") {
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   CHECK(sha256_hex(std::string(1000000, 'a')) ==
         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE(
+    "hf import: a cased BERT vocabulary keeps its case, told by tokenizer_config.json or "
+    "seen in vocab.txt") {
+  // bert_relative_key has no tokenizer_config.json and an uncased vocab.txt (lower_case true:
+  // the import test above). Here: one line upper-cased ("the" -> "The"), then an uncased
+  // vocabulary whose tokenizer_config.json says do_lower_case false.
+  TempFolder tmp("hf_cased");
+  const fs::path dir = tmp.path / "bert";
+  fs::copy(hf_fixture("bert_relative_key"), dir);
+  const std::string vocab = (dir / "vocab.txt").string();
+  const std::string uncased = read_text(vocab);
+  std::string cased = uncased;
+  const size_t at = cased.find("\nthe\n");
+  REQUIRE(at != std::string::npos);
+  cased[at + 1] = 'T';
+  std::ofstream(vocab, std::ios::binary | std::ios::trunc) << cased;
+
+  ImportedVocab v = import_vocab(read_hf_config(dir.string()));
+  CHECK_FALSE(v.lower_case);
+  REQUIRE(!v.notes.empty());
+  CHECK(contains(v.notes.front(),
+                 "data.lower_case false: no do_lower_case in "
+                 "tokenizer_config.json, and vocab.txt has some upper-case"));
+  // The cased WordPiece keeps "The" and "the" apart: "The" is its own token and "the" has none.
+  const auto tok = make_wordpiece_tokenizer(vocab, false);
+  const auto ids = tok->encode("The the");
+  REQUIRE(ids.size() == 2);
+  CHECK(ids[0] != tok->special().unk);
+  CHECK(ids[1] == tok->special().unk);
+  // `relpos import` writes it into the run's config.
+  import_ok(dir.string(), tmp.str("run_cased"));
+  CHECK_FALSE(load_run_config(tmp.str("run_cased")).config.data.lower_case);
+
+  // tokenizer_config.json overrules what the vocabulary looks like.
+  std::ofstream(vocab, std::ios::binary | std::ios::trunc) << uncased;
+  std::ofstream(dir / "tokenizer_config.json") << "{\"do_lower_case\": false}\n";
+  v = import_vocab(read_hf_config(dir.string()));
+  CHECK_FALSE(v.lower_case);
+  CHECK(contains(v.notes.front(),
+                 "data.lower_case false from tokenizer_config.json's do_lower_case"));
 }
