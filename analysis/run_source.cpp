@@ -266,18 +266,27 @@ void check_one_task(const std::vector<const RunInfo*>& runs, const std::string& 
       "keeps one stage folder per task), or analyze one run folder at a time");
 }
 
+std::vector<std::string> run_dirs_of(const std::string& dir) {
+  const char* hint =
+      "give a run folder written by `relpos train --out DIR` or an experiment folder of them";
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw ConfigError(fmt::format("{} does not exist", dir), hint);
+  if (!fs::is_directory(dir, ec))
+    throw ConfigError(fmt::format("{} is not a folder", dir),
+                      "give the run folder that holds run.h5, not the file");
+  if (is_run_dir(dir)) return {dir};
+  auto dirs = find_run_dirs(dir);
+  if (dirs.empty())
+    throw ConfigError(
+        fmt::format("{} holds no run.h5 and no run folders (folders with a run.h5)", dir), hint);
+  return dirs;
+}
+
 ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
                                 const std::vector<std::string>& group_by, bool* experiment) {
   // The folder is checked before gnuplot is looked for: a wrong folder is the error to report
   // first; a missing gnuplot is then found before any work is done.
-  std::error_code ec;
-  if (!fs::exists(dir, ec))
-    throw ConfigError(fmt::format("{} does not exist", dir),
-                      "give a run folder written by `relpos train --out DIR` or an experiment "
-                      "folder of them");
-  if (!fs::is_directory(dir, ec))
-    throw ConfigError(fmt::format("{} is not a folder", dir),
-                      "give the run folder that holds run.h5, not the file");
+  const auto dirs = run_dirs_of(dir);
   check_group_by(group_by);
   if (is_run_dir(dir)) {
     RunFileSource src(dir, group_by);
@@ -289,11 +298,6 @@ ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
     ex.metric = ex.runs.back().metric;
     return ex;
   }
-  const auto dirs = find_run_dirs(dir);
-  if (dirs.empty())
-    throw ConfigError(
-        fmt::format("{} holds no run.h5 and no run folders (folders with a run.h5)", dir),
-        "give a run folder written by `relpos train --out DIR` or an experiment folder of them");
   std::vector<std::unique_ptr<RunFileSource>> sources;
   std::vector<const RunSource*> ptrs;
   std::vector<const RunInfo*> infos;

@@ -31,6 +31,11 @@ bool is_run_dir(const std::string& dir);  // holds run.h5
 // in DIR/commands.txt (as `relpos sweep` writes it), the others after them by name.
 std::vector<std::string> find_run_dirs(const std::string& dir);
 
+// The run folders `relpos analyze DIR` and `relpos report DIR` read: DIR itself when it is a run
+// folder, else find_run_dirs(DIR). Throws ConfigError with a hint when DIR does not exist, is a
+// file, or holds no run.h5 and no run folders.
+std::vector<std::string> run_dirs_of(const std::string& dir);
+
 // Why the tables folder is out of date for these run folders ("RUN/run.h5 is newer than the
 // tables"), or "" when every run's run.h5 and result.json are older than it (or absent).
 std::string newer_than_tables(const std::vector<std::string>& run_dirs, const std::string& tables);

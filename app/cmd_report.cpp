@@ -9,7 +9,6 @@
 #include "analysis/run_source.h"
 #include "app/commands.h"
 #include "core/position/registry.h"
-#include "core/util/errors.h"
 
 namespace relpos::app {
 
@@ -25,12 +24,9 @@ Command add_report(CLI::App& app) {
             namespace fs = std::filesystem;
             analysis::ReportInputs in;
             in.dir = *dir;
+            std::vector<std::string> dirs = analysis::run_dirs_of(*dir);
             in.experiment = !analysis::is_run_dir(*dir);
             const fs::path tables = fs::path(*dir) / "tables";
-            std::vector<std::string> dirs =
-                in.experiment ? analysis::find_run_dirs(*dir) : std::vector<std::string>{*dir};
-            if (dirs.empty())
-              throw ConfigError(fmt::format("{} holds no run.h5 and no run folders", *dir));
             std::string why = *reanalyze ? "asked for" : "";
             if (why.empty() && !fs::exists(tables)) why = "no tables yet";
             if (why.empty()) why = analysis::newer_than_tables(dirs, tables.string());

@@ -320,13 +320,19 @@ TEST_CASE("relpos sweep and train: launch and grid options are checked and named
   CHECK_FALSE(fs::exists(tmp.str("job.sh")));
 }
 
-TEST_CASE("relpos analyze: a missing folder, bad --group-by keys, a negative --step and bad "
-          "colour-scale options are named") {
+TEST_CASE(
+    "relpos analyze and report: a missing folder, bad --group-by keys, a negative --step and bad "
+    "colour-scale options are named") {
   TempFolder tmp("cli_analyze");
   const std::string run = tiny_trained_run(tmp);
+  std::filesystem::create_directories(tmp.str("empty"));
   check_refused(
       {
           {{"analyze", tmp.str("absent"), "--no-figures"}, tmp.str("absent") + " does not exist"},
+          // `report` checks its folder as `analyze` does (it said "holds no run.h5" here).
+          {{"report", tmp.str("absent")}, tmp.str("absent") + " does not exist"},
+          {{"report", run + "/run.h5"}, run + "/run.h5 is not a folder"},
+          {{"report", tmp.str("empty")}, tmp.str("empty") + " holds no run.h5 and no run folders"},
           {{"analyze", run, "--no-figures", "--group-by", "bogus.key"},
            "--group-by: no run's config has the key 'bogus.key'"},
           {{"analyze", run, "--no-figures", "--group-by", "model.layers,model.layers"},
@@ -339,8 +345,10 @@ TEST_CASE("relpos analyze: a missing folder, bad --group-by keys, a negative --s
           {{"analyze", run, "--no-figures", "--group-by", "model.layers,"},
            "--group-by: got 'model.layers,', which has an empty item; expected a comma-separated "
            "list"},
-          {{"analyze", run, "--no-figures", "--step", "-5"}, "--step: got -5; expected an integer >= 0"},
-          {{"analyze", run, "--no-figures", "--step", "-1"}, "--step: got -1; expected an integer >= 0"},
+          {{"analyze", run, "--no-figures", "--step", "-5"},
+           "--step: got -5; expected an integer >= 0"},
+          {{"analyze", run, "--no-figures", "--step", "-1"},
+           "--step: got -1; expected an integer >= 0"},
           {{"analyze", run, "--no-figures", "--heads-scale", "all"},
            "--heads-scale: got 'all'; expected shared or per-head"},
           {{"analyze", run, "--no-figures", "--colour-cap", "0.3"},
