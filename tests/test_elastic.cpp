@@ -6,11 +6,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "core/dist/launch.h"
 #include "core/util/process.h"
 #include "tests/dist_run.h"
 #include "tests/helpers.h"
@@ -120,6 +122,51 @@ TEST_CASE(
   REQUIRE(result.at("restarts").size() == 1);
   CHECK(result.at("restarts")[0].at("resumed_from_step") == 2);
   CHECK(test::contains(result.at("restarts")[0].at("reason").get<std::string>(), "(hung?)"));
+}
+
+TEST_CASE(
+    "elastic: two nodes' launchers (on one machine) both restart when a rank of node 1 "
+    "dies, and the run ends as an uninterrupted one") {
+  RELPOS_SKIP_WITHOUT_GLOO();
+  test::TempFolder tmp("elastic_nodes");
+  const std::string cache = tmp.str("cache"), dir = tmp.str("dp");
+  train_one_process(tmp.str("one"), cache);
+
+  // `--nnodes 2 --nproc 1`: global rank 1 is node 1's only rank; it SIGKILLs itself at step 3 on
+  // the first attempt. Node 0's rank loses its peer, so both launchers fail the attempt and
+  // restart, and the ranks meet again at the same port. Node 0 writes the records.
+  const std::string port = std::to_string(free_tcp_port());
+  const auto node = [&](const std::string& rank) {
+    auto args = train_args(dir, cache);
+    args.insert(args.end(), {"--nproc", "1", "--nnodes", "2", "--node-rank", rank, "--master-addr",
+                             "127.0.0.1", "--master-port", port, "--max-restarts", "1"});
+    return run_child(RELPOS_BINARY, args, {150, 0}, {"RELPOS_FAULT=1:3", "RELPOS_DIST_TIMEOUT=30"});
+  };
+  auto second = std::async(std::launch::async, node, "1");
+  const ChildResult r0 = node("0");
+  const ChildResult r1 = second.get();
+  INFO(r0.err);
+  INFO(r1.err);
+  REQUIRE(r0.exit_code == 0);
+  REQUIRE(r1.exit_code == 0);
+  // Node 1 saw its rank die; node 0 saw its own rank lose the peer.
+  CHECK(test::contains(r1.err, "attempt 1 failed: rank 1 failed first (rank 1 killed by SIGKILL"));
+  CHECK(test::contains(r0.err, "attempt 1 failed: rank 0 failed first (rank 0 exit 4"));
+  for (const auto* r : {&r0, &r1})
+    CHECK(test::contains(r->err, "restart 1 of 1: all ranks resume from the checkpoint of step 2"));
+  REQUIRE(run_finished(dir));
+  const auto one = train_losses(tmp.str("one")), dp = train_losses(dir);
+  REQUIRE(dp.size() == one.size());
+  for (size_t i = 0; i < one.size(); ++i) CHECK(dp[i] == doctest::Approx(one[i]).epsilon(1e-5));
+  CHECK(max_weight_difference(tmp.str("one"), dir) < 2e-5);
+  // One record, node 0's (not one per node).
+  std::ifstream in(run_result_path(dir));
+  const auto result = nlohmann::json::parse(in);
+  REQUIRE(result.at("restarts").size() == 1);
+  CHECK(result.at("restarts")[0].at("resumed_from_step") == 2);
+  int64_t events = 0;
+  for (const auto& line : metrics_lines(dir)) events += line.contains("event");
+  CHECK(events == 1);
 }
 
 TEST_CASE("elastic: --max-restarts 0 ends the run at the first failure, as without it") {
