@@ -58,6 +58,30 @@ MemorySource sample_run(const fs::path& dir, double loss_offset = 0.0) {
   return src;
 }
 
+// Two runs of one variant and task, seeds 1 and 2, in folders VARIANT-seed1/2 under `dir`
+// (valid_loss 3.1 and 3.2 at the end).
+std::vector<MemorySource> two_seeds(const fs::path& dir, const std::string& variant,
+                                    const std::string& task) {
+  std::vector<MemorySource> out;
+  for (int k = 0; k < 2; ++k) {
+    MemorySource s = sample_run(dir / fmt::format("{}-seed{}", variant, k + 1), 0.1 * k);
+    s.run.seed = k + 1;
+    s.run.group = s.run.position_types = variant;
+    s.run.task = task;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// analyze_experiment over `runs`, without figures.
+void analyze_without_figures(const std::vector<MemorySource>& runs, const fs::path& dir) {
+  std::vector<const RunSource*> ptrs;
+  for (const auto& s : runs) ptrs.push_back(&s);
+  AnalyzeOptions o;
+  o.figures = false;
+  analyze_experiment(ptrs, dir.string(), o);
+}
+
 std::vector<double> read_doubles(H5::H5File& f, const std::string& path) {
   H5::DataSet ds = f.openDataSet(path);
   std::vector<double> v(ds.getSpace().getSimpleExtentNpoints());
@@ -196,12 +220,9 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
 TEST_CASE("an experiment: a clamped evaluation is a row of its own, LM losses in bits beside "
           "nats, the scored tokens and one run's sampling error under each table") {
   const fs::path dir = test::analysis_scratch("experiment_units");
-  std::vector<MemorySource> srcs;
+  std::vector<MemorySource> srcs = two_seeds(dir, "learned", "clm");
   for (int k = 0; k < 2; ++k) {
-    MemorySource s = sample_run(dir / fmt::format("learned-seed{}", k + 1), 0.1 * k);
-    s.run.seed = k + 1;
-    s.run.group = s.run.position_types = "learned";
-    s.run.task = "clm";
+    MemorySource& s = srcs[k];
     s.run.tokenizer = "bytes";
     s.run.train_length = 64;
     EvalTable e;
@@ -215,13 +236,8 @@ TEST_CASE("an experiment: a clamped evaluation is a row of its own, LM losses in
     c.attrs = {{"task", "clm"}, {"split", "test"},
                {"clamped", "128: positions past 64 reuse learned row 63"}};
     s.run.extra_evaluations["clamped"] = c;
-    srcs.push_back(std::move(s));
   }
-  std::vector<const RunSource*> ptrs;
-  for (const auto& s : srcs) ptrs.push_back(&s);
-  AnalyzeOptions o;
-  o.figures = false;
-  analyze_experiment(ptrs, dir.string(), o);
+  analyze_without_figures(srcs, dir);
   // The results table: every loss in nats per byte, then in bits per byte (loss / ln 2).
   const auto results = test::read_lines(dir / "tables" / "results.md");
   CHECK(results[2].find("| valid_loss (nats/byte) | valid_loss (bits/byte) |") != std::string::npos);
@@ -271,20 +287,10 @@ TEST_CASE(
   // Copy solved by one seed and not by the other: 0.95 and 0.00 (a mean of 0.475 would describe
   // neither run); the loss is a quantity that pools.
   const fs::path dir = test::analysis_scratch("split_outcomes");
-  std::vector<MemorySource> srcs;
-  for (int k = 0; k < 2; ++k) {
-    MemorySource s = sample_run(dir / fmt::format("tisa-seed{}", k + 1), 0.1 * k);
-    s.run.seed = k + 1;
-    s.run.group = s.run.position_types = "tisa";
-    s.run.task = "copy";
-    s.run.metrics["valid_seq_accuracy@16"] = {{100}, {k == 0 ? 0.95 : 0.0}};
-    srcs.push_back(std::move(s));
-  }
-  std::vector<const RunSource*> ptrs;
-  for (const auto& s : srcs) ptrs.push_back(&s);
-  AnalyzeOptions o;
-  o.figures = false;
-  analyze_experiment(ptrs, dir.string(), o);
+  std::vector<MemorySource> srcs = two_seeds(dir, "tisa", "copy");
+  srcs[0].run.metrics["valid_seq_accuracy@16"] = {{100}, {0.95}};
+  srcs[1].run.metrics["valid_seq_accuracy@16"] = {{100}, {0.0}};
+  analyze_without_figures(srcs, dir);
   const auto results = test::read_lines(dir / "tables" / "results.md");
   REQUIRE(results.size() >= 7);
   CHECK(results[0] == "**Results (mean over runs; per-seed columns: every run's value)**");

@@ -34,6 +34,22 @@ std::vector<nlohmann::json> metrics_lines(const std::string& dir) {
   return out;
 }
 
+// The run in `dir` ended as the one-process run in `one`: the same loss at every step and the
+// same final weights.
+void check_as_uninterrupted(const std::string& one, const std::string& dir) {
+  const auto a = train_losses(one), b = train_losses(dir);
+  REQUIRE(a.size() == 4);
+  REQUIRE(b.size() == a.size());
+  for (size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-5));
+  CHECK(max_weight_difference(one, dir) < 2e-5);
+}
+
+// result.json's "restarts" records.
+nlohmann::json restart_records(const std::string& dir) {
+  std::ifstream in(run_result_path(dir));
+  return nlohmann::json::parse(in).at("restarts");
+}
+
 }  // namespace
 
 TEST_CASE("elastic: a rank killed mid-run is restarted from the checkpoint and ends as an uninterrupted run") {
@@ -55,11 +71,7 @@ TEST_CASE("elastic: a rank killed mid-run is restarted from the checkpoint and e
   REQUIRE(run_finished(dir));
 
   // The losses of every step and the final weights are the one-process run's.
-  const auto one = train_losses(tmp.str("one")), dp = train_losses(dir);
-  REQUIRE(one.size() == 4);
-  REQUIRE(dp.size() == one.size());
-  for (size_t i = 0; i < one.size(); ++i) CHECK(dp[i] == doctest::Approx(one[i]).epsilon(1e-5));
-  CHECK(max_weight_difference(tmp.str("one"), dir) < 2e-5);
+  check_as_uninterrupted(tmp.str("one"), dir);
 
   // metrics.jsonl: steps 1, 2, the restart, steps 3 and 4 (the step-3 line of the failed attempt
   // was dropped on resuming; the event line was kept in its place).
@@ -79,10 +91,9 @@ TEST_CASE("elastic: a rank killed mid-run is restarted from the checkpoint and e
                          std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
 
   // result.json holds the same record.
-  std::ifstream in(run_result_path(dir));
-  const auto result = nlohmann::json::parse(in);
-  REQUIRE(result.at("restarts").size() == 1);
-  const auto& rec = result.at("restarts")[0];
+  const auto records = restart_records(dir);
+  REQUIRE(records.size() == 1);
+  const auto& rec = records[0];
   CHECK(rec.at("attempt") == 1);
   CHECK(rec.at("resumed_from_step") == 2);
   CHECK(rec.at("reason") == ev.at("reason"));
@@ -113,15 +124,11 @@ TEST_CASE(
   CHECK(test::contains(r.err, "rank 1 killed by SIGKILL"));
   CHECK(test::contains(r.err, "restart 1 of 1: all ranks resume from the checkpoint of step 2"));
   REQUIRE(run_finished(dir));
-  const auto one = train_losses(tmp.str("one")), dp = train_losses(dir);
-  REQUIRE(dp.size() == one.size());
-  for (size_t i = 0; i < one.size(); ++i) CHECK(dp[i] == doctest::Approx(one[i]).epsilon(1e-5));
-  CHECK(max_weight_difference(tmp.str("one"), dir) < 2e-5);
-  std::ifstream in(run_result_path(dir));
-  const auto result = nlohmann::json::parse(in);
-  REQUIRE(result.at("restarts").size() == 1);
-  CHECK(result.at("restarts")[0].at("resumed_from_step") == 2);
-  CHECK(test::contains(result.at("restarts")[0].at("reason").get<std::string>(), "(hung?)"));
+  check_as_uninterrupted(tmp.str("one"), dir);
+  const auto records = restart_records(dir);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].at("resumed_from_step") == 2);
+  CHECK(test::contains(records[0].at("reason").get<std::string>(), "(hung?)"));
 }
 
 TEST_CASE(
@@ -155,15 +162,11 @@ TEST_CASE(
   for (const auto* r : {&r0, &r1})
     CHECK(test::contains(r->err, "restart 1 of 1: all ranks resume from the checkpoint of step 2"));
   REQUIRE(run_finished(dir));
-  const auto one = train_losses(tmp.str("one")), dp = train_losses(dir);
-  REQUIRE(dp.size() == one.size());
-  for (size_t i = 0; i < one.size(); ++i) CHECK(dp[i] == doctest::Approx(one[i]).epsilon(1e-5));
-  CHECK(max_weight_difference(tmp.str("one"), dir) < 2e-5);
+  check_as_uninterrupted(tmp.str("one"), dir);
   // One record, node 0's (not one per node).
-  std::ifstream in(run_result_path(dir));
-  const auto result = nlohmann::json::parse(in);
-  REQUIRE(result.at("restarts").size() == 1);
-  CHECK(result.at("restarts")[0].at("resumed_from_step") == 2);
+  const auto records = restart_records(dir);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].at("resumed_from_step") == 2);
   int64_t events = 0;
   for (const auto& line : metrics_lines(dir)) events += line.contains("event");
   CHECK(events == 1);
