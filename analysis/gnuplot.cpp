@@ -12,6 +12,7 @@
 
 #include "core/util/errors.h"
 #include "core/util/process.h"
+#include "core/util/system.h"
 
 namespace relpos::analysis {
 namespace fs = std::filesystem;
@@ -206,14 +207,7 @@ std::pair<double, double> cell_range(const std::vector<double>& c) {
 std::string find_gnuplot() {
   if (const char* env = std::getenv("RELPOS_GNUPLOT"); env && *env)
     return access(env, X_OK) == 0 ? std::string(env) : std::string();
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string d;
-  while (std::getline(dirs, d, ':')) {
-    const fs::path candidate = fs::path(d.empty() ? "." : d) / "gnuplot";
-    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return {};
+  return find_on_path("gnuplot");
 }
 
 std::string require_gnuplot() {
@@ -221,7 +215,7 @@ std::string require_gnuplot() {
   if (g.empty())
     throw Error("gnuplot not found (looked at $RELPOS_GNUPLOT and on PATH); figures need it",
                 "install it with `apt-get install gnuplot-nox` (scripts/setup.sh does), or run "
-                "`relpos analyze --no-figures`");
+                "`relpos analyze --no-figures` (or `relpos reproduce --no-figures`)");
   return g;
 }
 

@@ -314,8 +314,13 @@ std::string write_report(const ReportInputs& in) {
     add_figures(md, dir / "figures", dir);
   }
   if (in.experiment) {
-    md << "## Runs\n\nFigures of the first run of each variant; every run folder holds its own "
-          "tables/ and figures/.\n\n";
+    const bool any_figures = std::any_of(in.runs.begin(), in.runs.end(), [](const RunInfo& r) {
+      return !read_figure_index((fs::path(r.dir) / "figures").string()).empty();
+    });
+    md << (any_figures ? "## Runs\n\nFigures of the first run of each variant; every run folder "
+                         "holds its own tables/ and figures/.\n\n"
+                       : "## Runs\n\nNo figures: the analysis ran without them (--no-figures); "
+                         "every run folder holds its own tables/.\n\n");
     std::set<std::string> shown;
     for (const auto& r : in.runs) {
       const fs::path rd(r.dir);

@@ -28,7 +28,10 @@ Command add_reproduce(CLI::App& app) {
                   "(--set squad:data.corpus=train-v1.1.json)");
   cmd->add_flag("--list", *list, "list the experiments and exit");
   cmd->add_flag("--quiet,-q", o->quiet, "less output");
-  return {cmd, [o, list]() {
+  auto no_figures = std::make_shared<bool>(false);
+  cmd->add_flag("--no-figures", *no_figures,
+                "tables, claims and reports without figures (no gnuplot needed)");
+  return {cmd, [o, list, no_figures]() {
             if (*list) {
               for (const auto& e : experiment_list())
                 std::cout << fmt::format("  {:<14} {}\n", e.name, e.summary);
@@ -41,9 +44,11 @@ Command add_reproduce(CLI::App& app) {
                   fmt::format("reproduce: no experiment named (expected one of: {})", join_names(known)),
                   "relpos reproduce --list describes each; e.g. relpos reproduce " + known.front());
             }
+            o->figures = !*no_figures;
             o->relpos_binary = self_executable();
             o->command_line = fmt::format("relpos reproduce {} --scale {}", o->name, o->scale);
             for (const auto& s : o->sets) o->command_line += " --set " + repo_relative_word(s);
+            if (!o->figures) o->command_line += " --no-figures";
             const std::string report = reproduce(*o);
             std::cout << "report: " << report << "\n";
             return 0;

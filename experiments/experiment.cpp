@@ -263,6 +263,7 @@ analysis::ExperimentResult ExperimentContext::analyze(const std::string& folder)
   log("analysis of " + folder);
   analysis::AnalyzeOptions ao;
   ao.encoder_notes = encoder_notes();
+  ao.figures = opts_.figures;
   auto result = analysis::analyze_folder(folder, ao, {}, nullptr);
   for (const auto& w : result.warnings) log("warning: " + w);
   return result;

@@ -28,6 +28,9 @@ struct ReproduceOptions {
   std::string relpos_binary;            // executable for child runs
   std::string command_line;             // as typed, for the report
   bool quiet = false;
+  // false: no figures (analysis tables, claims and reports only), for a machine without gnuplot
+  // such as a GPU machine; the reports say where figures would be.
+  bool figures = true;
 };
 
 // What an experiment's stages share.
@@ -36,8 +39,8 @@ class ExperimentContext {
   // `stages`: the experiment's stage names (its sub-folders), which STAGE:key=value overrides
   // may name; any other stage name is a ConfigError listing them.
   // `claims`: what the experiment tests (ExperimentInfo::claims), judged by judge_claims().
-  // `stages_selectable`: the stages are independent, so the config's sweep.stages may choose
-  // some of them (runs_stage); elsewhere a non-empty sweep.stages is a ConfigError.
+  // `stages_selectable`: the config's sweep.stages may choose some of the stages (runs_stage);
+  // elsewhere a non-empty sweep.stages is a ConfigError.
   explicit ExperimentContext(
       const ReproduceOptions& opts, const std::vector<std::string>& stages = {},
       const std::function<std::vector<analysis::Claim>(const Config&)>& claims = {},
@@ -115,7 +118,8 @@ struct ExperimentInfo {
   // report ends with them and results/CLAIMS.md gathers them. A function of the experiment's
   // config, since metric names and lengths come from it (the task's primary metric, T, 8T).
   std::function<std::vector<analysis::Claim>(const Config&)> claims = {};
-  // The stages are independent of each other, so sweep.stages may run some of them (synthetic).
+  // sweep.stages may run some of the stages: they are independent of each other (synthetic), or
+  // the experiment checks that a chosen stage's inputs are chosen too (huang2020: pretrain).
   bool stages_selectable = false;
 };
 

@@ -105,7 +105,12 @@ std::vector<analysis::Claim> huang2020_claims(const Config& cfg) {
   d.b = {"dropin: learned", "valid_accuracy"};
   d.label = "learned+huang_m4 vs learned (drop-in)";
   dropin.comparisons.push_back(d);
-  return {regime_claim("huang2020", cfg, "pretrain_"), table1, inductive, dropin};
+  // The claims of the stages that run (sweep.stages may leave the fine-tuning ones out).
+  std::vector<analysis::Claim> out{regime_claim("huang2020", cfg, "pretrain_")};
+  if (stage_chosen(cfg, "squad")) out.push_back(table1);
+  out.push_back(inductive);
+  if (stage_chosen(cfg, "dropin")) out.push_back(dropin);
+  return out;
 }
 
 }  // namespace
@@ -117,6 +122,16 @@ ExperimentInfo huang2020_experiment() {
             const auto grid = ctx.config().sweep.grid;
             const fs::path dir(ctx.dir());
             const std::string cls_stage = classification_stage();
+            // sweep.stages may leave out fine-tuning stages (e.g. the gpu scale: pre-training
+            // alone); every other stage starts from the pre-trained runs.
+            if (!ctx.runs_stage("pretrain"))
+              throw ConfigError(
+                  fmt::format("{}: sweep.stages: huang2020's other stages start from the runs of "
+                              "its pretrain stage, which [{}] leaves out",
+                              ctx.config_file(), join_names(ctx.config().sweep.stages, ", ")),
+                  "keep pretrain in sweep.stages, e.g. --set 'sweep.stages=[pretrain, squad]'");
+            const bool run_qa = ctx.runs_stage("squad"), run_cls = ctx.runs_stage(cls_stage),
+                       run_dropin = ctx.runs_stage("dropin");
             // The drop-in stage continues the pre-trained `learned` run of each seed: a grid
             // without them would fail only after every other stage has trained.
             std::vector<GridAxis> axes;
@@ -128,7 +143,7 @@ ExperimentInfo huang2020_experiment() {
                 has_learned = std::count(a.values.begin(), a.values.end(), "learned") > 0;
               if (a.key == "seed") seed_axis = "seed=" + join_names(a.values, ",");
             }
-            if (!has_learned)
+            if (run_dropin && !has_learned)
               throw ConfigError(
                   fmt::format("sweep.grid: huang2020's drop-in stage continues the pre-trained "
                               "`learned` run of each seed, which the grid [{}] does not make",
@@ -141,19 +156,26 @@ ExperimentInfo huang2020_experiment() {
             ctx.analyze_and_report((dir / "pretrain").string());
             const std::string from = (dir / "pretrain").string() + "/{point}";
             // 2. Fine-tuning from each pre-trained run.
-            auto qa = ctx.sweep("squad", {ctx.part_config("squad")}, grid, {}, from);
-            ctx.analyze_and_report((dir / "squad").string());
-            auto cls = ctx.sweep(cls_stage, {ctx.part_config(cls_stage)}, grid, {}, from);
-            ctx.analyze_and_report((dir / cls_stage).string());
+            std::vector<SweepRunStatus> qa, cls, dropin;
+            if (run_qa) {
+              qa = ctx.sweep("squad", {ctx.part_config("squad")}, grid, {}, from);
+              ctx.analyze_and_report((dir / "squad").string());
+            }
+            if (run_cls) {
+              cls = ctx.sweep(cls_stage, {ctx.part_config(cls_stage)}, grid, {}, from);
+              ctx.analyze_and_report((dir / cls_stage).string());
+            }
             // 3. Drop-in: continue each seed's learned model with and without huang_m4, so the
             // two are compared paired by seed.
             std::vector<std::string> dropin_grid{"position.type=learned,learned+huang_m4"};
             if (!seed_axis.empty()) dropin_grid.push_back(seed_axis);
             const std::string learned_run =
                 (dir / "pretrain" / (seed_axis.empty() ? "learned" : "learned-seed{seed}")).string();
-            auto dropin =
-                ctx.sweep("dropin", {ctx.part_config("dropin")}, dropin_grid, {}, learned_run);
-            ctx.analyze_and_report((dir / "dropin").string());
+            if (run_dropin) {
+              dropin =
+                  ctx.sweep("dropin", {ctx.part_config("dropin")}, dropin_grid, {}, learned_run);
+              ctx.analyze_and_report((dir / "dropin").string());
+            }
 
             // Table 1: one row per variant.
             auto pre_s = summaries(pre), qa_s = summaries(qa), cls_s = summaries(cls);
@@ -179,23 +201,28 @@ ExperimentInfo huang2020_experiment() {
               if (!pre_s[i].finished) v.erase("train_s");
             }
             const TaskConfig& t = ctx.config().task;
-            auto table1 = analysis::group_table(
-                recs, {{"params", "position params (count)", 0, false},
-                       {"mlm_accuracy", "MLM acc. (0–1)", 3, true},
-                       {"qa_em", "QA EM (%)", 1, true},
-                       {"qa_f1", "QA F1 (%)", 1, true},
-                       {"cls_accuracy", "classification acc. (0–1)", 3, true},
-                       {"train_s", "pre-train time (s)", 0, true},
-                       {"qa_train_s", "QA fine-tune time (s)", 0, true},
-                       {"cls_train_s", "classif. fine-tune time (s)", 0, true}});
+            // The columns of the stages that ran.
+            std::vector<analysis::ColumnSpec> cols{{"params", "position params (count)", 0, false},
+                                                   {"mlm_accuracy", "MLM acc. (0–1)", 3, true}};
+            if (run_qa)
+              cols.insert(cols.end(),
+                          {{"qa_em", "QA EM (%)", 1, true}, {"qa_f1", "QA F1 (%)", 1, true}});
+            if (run_cls) cols.push_back({"cls_accuracy", "classification acc. (0–1)", 3, true});
+            cols.push_back({"train_s", "pre-train time (s)", 0, true});
+            if (run_qa) cols.push_back({"qa_train_s", "QA fine-tune time (s)", 0, true});
+            if (run_cls) cols.push_back({"cls_train_s", "classif. fine-tune time (s)", 0, true});
+            auto table1 = analysis::group_table(recs, cols);
+            std::string splits = "MLM: " + validation_data(ctx, "pretrain", ctx.config_file());
+            if (run_qa)
+              splits += ". QA: " + validation_data(ctx, "squad", ctx.part_config("squad"));
+            if (run_cls)
+              splits += ". Classification: " +
+                        validation_data(ctx, cls_stage, ctx.part_config(cls_stage));
             table1.note = fmt::format(
-                "Validation splits. MLM: {}. QA: {}. "
-                "Classification: {}. Times: wall-clock seconds of each stage's training "
-                "(train_seconds of its result.json); runs that shared the CPU with others "
+                "Validation splits. {}. Times: wall-clock seconds of each stage's training "
+                "(train_seconds of its result.json); runs that shared the {} with others "
                 "(--jobs > 1, other work) took longer, so compare them within one invocation.",
-                validation_data(ctx, "pretrain", ctx.config_file()),
-                validation_data(ctx, "squad", ctx.part_config("squad")),
-                validation_data(ctx, cls_stage, ctx.part_config(cls_stage)));
+                splits, ctx.config().device == "cpu" ? "CPU" : "device");
             std::vector<analysis::ColumnSpec> inductive_cols;
             for (auto len : ctx.config().eval.lengths)
               inductive_cols.push_back({"accuracy@" + std::to_string(len),
@@ -233,7 +260,12 @@ ExperimentInfo huang2020_experiment() {
             }
             ctx.judge_claims(claim_recs);
 
-            ReportSection s1{"Table 1: pre-training and fine-tuning", "", {table1}, {"table1"}, {}};
+            ReportSection s1{run_qa || run_cls ? "Table 1: pre-training and fine-tuning"
+                                               : "Table 1: pre-training",
+                             "",
+                             {table1},
+                             {"table1"},
+                             {}};
             ReportSection s2{"Inductive test: longer sequences than in pre-training", "",
                              {inductive}, {"inductive"}, {}};
             ReportSection s3{"Drop-in: adding method 4 to a model pre-trained with learned positions",
@@ -244,15 +276,28 @@ ExperimentInfo huang2020_experiment() {
                                   "huang_m4, first layer: relative-position vectors a_r (d × r)"});
             s4.figures.push_back({find_figure(m4, {"attention", "mean", "layer0"}),
                                   "huang_m4, first layer: attention averaged over heads (probe set)"});
+            std::vector<std::string> ran, not_run;
+            for (const auto& st :
+                 {std::string("pretrain"), std::string("squad"), cls_stage, std::string("dropin")})
+              (ctx.runs_stage(st) ? ran : not_run).push_back(st);
+            std::string intro = "Stage reports:";
+            for (size_t i = 0; i < ran.size(); ++i)
+              intro += fmt::format("{0} [{1}]({1}/report.md)", i == 0 ? "" : ",", ran[i]);
+            intro += ".";
+            if (!not_run.empty())
+              intro += fmt::format(
+                  " Not run: {} (the config's sweep.stages; add them with --set "
+                  "'sweep.stages=[...]').",
+                  join_names(not_run, ", "));
+            std::vector<ReportSection> sections{s1, s2};
+            if (run_dropin) sections.push_back(s3);
+            sections.push_back(s4);
             return write_experiment_report(
-                ctx, "Huang et al. 2020: relative position embeddings compared",
-                fmt::format("Stage reports: [pretrain](pretrain/report.md), [squad](squad/report.md), "
-                            "[{0}]({0}/report.md), [dropin](dropin/report.md).",
-                            cls_stage),
-                {s1, s2, s3, s4});
+                ctx, "Huang et al. 2020: relative position embeddings compared", intro, sections);
           },
           {"pretrain", "squad", classification_stage(), "dropin"},
-          huang2020_claims};
+          huang2020_claims,
+          /*stages_selectable=*/true};
 }
 
 }  // namespace relpos

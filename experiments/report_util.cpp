@@ -55,6 +55,10 @@ std::string write_experiment_report(const ExperimentContext& ctx, const std::str
       md += fmt::format("(also [CSV](tables/{0}.csv) and [LaTeX](tables/{0}.tex))\n\n", stem);
     }
     for (const auto& [png, caption] : sec.figures) {
+      if (!ctx.options().figures) {
+        md += fmt::format("*({}: not drawn, this invocation ran with --no-figures)*\n\n", caption);
+        continue;
+      }
       if (!fs::exists(png)) {
         md += fmt::format("*(figure missing: {})*\n\n", repo_relative(png));
         continue;
@@ -90,8 +94,13 @@ std::string write_experiment_report(const ExperimentContext& ctx, const std::str
                       "finished were not trained again, so their numbers come from that code "
                       "(each stage's run table names the commit of every run).\n",
                       fmt::join(earlier, "`, `"));
-  md += "Every command run is listed in [commands.txt](commands.txt); each stage folder has its "
-        "own report.md with per-run figures.\n";
+  md += ctx.options().figures
+            ? "Every command run is listed in [commands.txt](commands.txt); each stage folder has "
+              "its own report.md with per-run figures.\n"
+            : "Every command run is listed in [commands.txt](commands.txt); each stage folder has "
+              "its own report.md. No figures were drawn (--no-figures): run the same command "
+              "again where gnuplot and the runs' run.h5 files are, without --no-figures, to draw "
+              "them (finished runs are not trained again).\n";
   // The claims (judge_claims) end the report; the index beside the experiment gathers them.
   const bool claims = fs::exists(dir / "claims.md");
   if (claims) {

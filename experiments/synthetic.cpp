@@ -148,7 +148,7 @@ ExperimentInfo synthetic_experiment() {
               }
               const fs::path task_figs = fs::path(ctx.dir()) / task / "figures";
               fs::create_directories(task_figs);
-              if (!lines.empty())
+              if (!lines.empty() && ctx.options().figures)
                 analysis::extrapolation_figure(lines,
                                                most_runs > 1
                                                    ? fmt::format("sequence accuracy (line: mean of up to {} runs; dots: each run)", most_runs)

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -456,6 +457,12 @@ TEST_CASE("provenance: a commit is -dirty for changed code or configs, not for r
   std::ofstream(d + "/main.cpp") << "v2\n";
   CHECK(git_commit_of(d) == head + "-dirty");
   CHECK(git_commit_of(tmp.str("not_a_repo")) == "unknown");
+  // A copy without .git (sent to a GPU machine) names its commit through $RELPOS_COMMIT; a
+  // checkout's own answer wins over it.
+  setenv("RELPOS_COMMIT", "0123abcd", 1);
+  CHECK(git_commit_of(tmp.str("not_a_repo")) == "0123abcd");
+  CHECK(git_commit_of(d) == head + "-dirty");
+  unsetenv("RELPOS_COMMIT");
 }
 
 TEST_CASE("sweep --init-from a sentencepiece run: finished fine-tunes are skipped on a rerun") {

@@ -243,8 +243,8 @@ struct EvalConfig : ConfigSection {
 struct SweepConfig : ConfigSection {
   std::vector<std::string> grid;   // "key=value1,value2" per axis, e.g. "position.type=none,shaw"
   int64_t jobs = 1;                // runs at once
-  // `relpos reproduce` of an experiment whose stages are independent (synthetic's tasks): the
-  // stages to run, in the experiment's order; empty runs every stage.
+  // `relpos reproduce` of synthetic (its tasks) or huang2020 (pretrain and any of the stages
+  // that start from it): the stages to run, in the experiment's order; empty runs every stage.
   std::vector<std::string> stages;
 
   template <class V>

@@ -1,14 +1,19 @@
 #include "core/util/system.h"
 
+#include <fmt/format.h>
+#include <torch/cuda.h>
 #include <torch/version.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include "core/util/errors.h"
 #include "core/util/process.h"
@@ -63,7 +68,11 @@ std::string git_commit() { return git_commit_of(RELPOS_SOURCE_DIR); }
 
 std::string git_commit_of(const std::string& dir) {
   std::string head = run_capture("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
-  if (head.empty()) return "unknown";
+  if (head.empty()) {
+    // A copy of the tree without its .git (as a GPU machine receives it) names its commit here.
+    const char* given = std::getenv("RELPOS_COMMIT");
+    return given && *given ? std::string(given) : std::string("unknown");
+  }
   // results/ holds outputs (the committed experiment results, rewritten by the runs
   // themselves) and docs/ and *.md files prose: changes there do not make the code "dirty".
   const std::string dirty = run_capture(
@@ -86,7 +95,37 @@ std::string machine_summary() {
     }
   }
   if (model.empty()) model = "unknown CPU";
-  return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
+  std::string out = model + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
+  // The GPUs, so that a report made on a GPU machine says so (its runs' config says `device`).
+  const auto gpus = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
+  if (gpus == 0) return out;
+  std::vector<std::string> names;
+  if (const std::string smi = find_on_path("nvidia-smi"); !smi.empty()) {
+    const ChildResult r = run_child(smi, {"--query-gpu=name", "--format=csv,noheader"}, {10, 0});
+    std::stringstream lines(r.ok() ? r.out : std::string());
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) names.push_back(line);
+  }
+  // nvidia-smi lists every GPU of the machine; CUDA_VISIBLE_DEVICES may show this process fewer.
+  if (names.size() != gpus) names.assign(gpus, "CUDA device");
+  out += fmt::format(", {} GPU{}: ", gpus, gpus == 1 ? "" : "s");
+  for (size_t i = 0; i < names.size();) {  // "2 x NVIDIA H200" for equal neighbours
+    size_t j = i;
+    while (j < names.size() && names[j] == names[i]) ++j;
+    out += (i == 0 ? "" : ", ") + (j - i > 1 ? fmt::format("{} x ", j - i) : "") + names[i];
+    i = j;
+  }
+  return out;
+}
+
+std::string find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string d; std::getline(dirs, d, ':');) {
+    const std::string candidate = (d.empty() ? std::string(".") : d) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
 }
 
 }  // namespace relpos

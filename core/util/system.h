@@ -11,12 +11,17 @@ namespace relpos {
 double seconds_since(std::chrono::steady_clock::time_point t0);
 std::string utc_timestamp();      // "2026-11-22T17:45:03Z"
 // HEAD of the source tree, +"-dirty" when tracked files other than results/, docs/ and *.md
-// differ from it, or "unknown" outside a git checkout. git_commit_of: the same for DIR.
+// differ from it; outside a git checkout $RELPOS_COMMIT when set (a copy of the tree sent to
+// another machine), else "unknown". git_commit_of: the same for DIR.
 std::string git_commit();
 std::string git_commit_of(const std::string& dir);
 std::string torch_version();      // "1.13.0"
-std::string machine_summary();    // "Intel(R) Xeon(R) Processor, 2 cores" (from /proc/cpuinfo)
+// "Intel(R) Xeon(R) Processor, 2 cores" (from /proc/cpuinfo), followed by the CUDA GPUs where
+// LibTorch sees any: ", 1 GPU: NVIDIA H200" (names from nvidia-smi, else "CUDA device").
+std::string machine_summary();
 double physical_memory_mb();      // physical memory of the machine in MB (0 if unknown)
+// The first executable NAME in the folders of $PATH, or "" when there is none.
+std::string find_on_path(const std::string& name);
 // Absolute path of the running executable (/proc/self/exe), for child processes of relpos.
 std::string self_executable();
 

@@ -18,7 +18,7 @@
 #   peer's trainable relative bias with a per-operator profile of its step), and ratio (relpos
 #   and the peer alternately, three times each, none and rope: the relpos / peer ratio's spread).
 # Writes OUTDIR/gpu.log (everything said, the build's errors included; the whole build log is
-# BUILD/build.log) and the bench and peer outputs (seven files).
+# BUILD/build.log, written by scripts/gpu_build.sh) and the bench and peer outputs (seven files).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${1:?usage: scripts/bench/run-gpu.sh OUTDIR [DEBDIR]}
@@ -45,23 +45,9 @@ python3 -c 'import torch; print("python3 torch", torch.__version__, "cuda", torc
 if [ -n "$DEBS" ]; then scripts/cuda_deps.sh "$DEBS" | grep -v "unpacked"; fi
 
 # Build: relpos and the fused-attention test only (minutes matter here).
-export CMAKE_POLICY_VERSION_MINIMUM=${CMAKE_POLICY_VERSION_MINIMUM:-3.5}
-prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-NCCL_HOME=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null) && export NCCL_HOME
-gen=()
-command -v ninja >/dev/null && gen=(-G Ninja)
-say "configure (LibTorch from $prefix)"
-mkdir -p "$BUILD"
-if ! cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=$prefix" \
-  -DRELPOS_TEST_ONLY=test_fused_attention >"$BUILD/build.log" 2>&1; then
-  tail -n 30 "$BUILD/build.log"
-  exit 1
-fi
-keep=()
-[ ${#gen[@]} -gt 0 ] && keep=(-- -k 0)
-cmake --build "$BUILD" -j"$(nproc)" "${keep[@]}" >>"$BUILD/build.log" 2>&1
-say "build exit $?"
-grep -E "error:|FAILED:" "$BUILD/build.log" | head -n 20
+say "build"
+scripts/gpu_build.sh "$BUILD" test_fused_attention
+say "build done"
 R=$BUILD/app/relpos
 [ -x "$R" ] || { say "no relpos executable"; exit 1; }
 $R bench --blas --device cuda
