@@ -38,18 +38,11 @@ void write_text(const fs::path& p, const std::string& text) {
   if (!f) throw Error("cannot write " + p.string());
 }
 
+// "host (CPU, N cores, GPUs)": the machine that wrote the report.
 std::string machine() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
-  std::string cpu;
-  std::ifstream f("/proc/cpuinfo");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("model name", 0) == 0) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  return fmt::format("{} ({}{} hardware threads)", host, cpu.empty() ? "" : cpu + ", ",
-                     std::thread::hardware_concurrency());
+  return fmt::format("{} ({})", host, machine_summary());
 }
 
 // Table files of a folder in reading order: results and extrapolation first.

@@ -32,16 +32,6 @@ const CaseSummary* find(const std::vector<CaseSummary>& cases, const std::string
   return nullptr;
 }
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      const size_t colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(colon + 2);
-    }
-  return "unknown";
-}
-
 // Cases measured on a GPU report the CUDA allocator's peak; the table and fits then use it.
 bool gpu_run(const std::vector<CaseSummary>& cases) {
   return std::any_of(cases.begin(), cases.end(), [](const CaseSummary& c) { return c.ok() && c.gpu(); });
@@ -214,7 +204,7 @@ nlohmann::ordered_json machine_info() {
   gethostname(host, sizeof(host) - 1);
   j["date"] = utc_timestamp();
   j["host"] = host;
-  j["cpu"] = cpu_model();
+  j["cpu"] = cpu_model().empty() ? "unknown" : cpu_model();
   j["hardware_threads"] = std::thread::hardware_concurrency();
   j["available_cpus"] = available_cpus();
   j["transparent_huge_pages"] = transparent_huge_pages_mode();

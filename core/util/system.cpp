@@ -84,16 +84,18 @@ std::string git_commit_of(const std::string& dir) {
 
 std::string torch_version() { return TORCH_VERSION; }
 
-std::string machine_summary() {
+std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
-  std::string line, model;
-  while (std::getline(in, line)) {
+  for (std::string line; std::getline(in, line);)
     if (line.rfind("model name", 0) == 0) {
-      auto c = line.find(':');
-      if (c != std::string::npos) model = line.substr(c + 2);
-      break;
+      const size_t colon = line.find(':');
+      return colon == std::string::npos ? std::string() : line.substr(colon + 2);
     }
-  }
+  return {};
+}
+
+std::string machine_summary() {
+  std::string model = cpu_model();
   if (model.empty()) model = "unknown CPU";
   std::string out = model + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
   // The GPUs, so that a report made on a GPU machine says so (its runs' config says `device`).

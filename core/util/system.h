@@ -16,6 +16,8 @@ std::string utc_timestamp();      // "2026-11-22T17:45:03Z"
 std::string git_commit();
 std::string git_commit_of(const std::string& dir);
 std::string torch_version();      // "1.13.0"
+// The processor's "model name" in /proc/cpuinfo ("Intel(R) Xeon(R) Processor"), "" if none.
+std::string cpu_model();
 // "Intel(R) Xeon(R) Processor, 2 cores" (from /proc/cpuinfo), followed by the CUDA GPUs where
 // LibTorch sees any: ", 1 GPU: NVIDIA H200" (names from nvidia-smi, else "CUDA device").
 std::string machine_summary();
