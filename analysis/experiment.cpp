@@ -217,7 +217,8 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
            "constant column.";
   write_table(c, tables.string(), "final_invariance_correlation");
   if (draw && runs.size() >= 2 && !scatter.empty()) {
-    const std::string what = metric_axis_label(metric, runs.front().info.task);
+    const std::string what =
+        metric_axis_label(metric, runs.front().info.task, runs.front().info.tokenizer);
     figs.push_back(scatter_figure(scatter, "translation invariance of attention (final snapshot)",
                                   "final " + what, "final invariance against final " + what,
                                   figures.string(), "final_invariance_vs_metric"));
@@ -265,7 +266,8 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
     auto it = acc.find(name);
     if (it == acc.end()) continue;
     // The metric's panel is titled in words ("validation masked-token accuracy").
-    const std::string title = name == metric ? metric_axis_label(metric, runs.front().info.task)
+    const std::string title = name == metric ? metric_axis_label(metric, runs.front().info.task,
+                                                                 runs.front().info.tokenizer)
                                              : name;
     std::map<std::string, Series> lines;
     for (const auto& [variant, by_step] : it->second)

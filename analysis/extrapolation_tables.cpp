@@ -233,7 +233,7 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     if (draw && !lines.empty())
       figs.push_back(extrapolation_figure(lines, col, static_cast<double>(train_length),
                                           figures.string(), stem,
-                                          {"", "", "", "", task, split}));
+                                          {"", "", "", "", task, split, tokenizer}));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "analysis/gnuplot.h"
+#include "analysis/units.h"
 #include "core/task/registry.h"
 #include "core/util/errors.h"
 
@@ -326,8 +327,8 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
 FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& metric_name, const Series& metric,
                              const std::string& dir, const std::string& label,
-                             const std::string& task) {
-  const std::string metric_label = metric_axis_label(metric_name, task);
+                             const std::string& task, const std::string& tokenizer) {
+  const std::string metric_label = metric_axis_label(metric_name, task, tokenizer);
   CurvesPanel p;
   p.title = "translation invariance during training — " + label;
   p.xlabel = "training step";
@@ -383,7 +384,8 @@ FigureInfo invariance_by_variant_figure(
                              names));
 }
 
-std::string metric_axis_label(const std::string& metric, const std::string& task) {
+std::string metric_axis_label(const std::string& metric, const std::string& task,
+                              const std::string& tokenizer) {
   std::string base = metric, prefix;
   for (const char* p : {"valid_", "test_"})
     if (base.rfind(p, 0) == 0) prefix = p, base = base.substr(std::string(p).size());
@@ -393,7 +395,11 @@ std::string metric_axis_label(const std::string& metric, const std::string& task
   const MetricInfo* m = t ? t->metric(base) : nullptr;
   if (!m) m = common_metric(base);
   if (!m) return metric;
-  return (prefix == "valid_" ? "validation " : prefix == "test_" ? "test " : "") + m->axis_label();
+  const std::string split = prefix == "valid_" ? "validation " : prefix == "test_" ? "test " : "";
+  // A language model's loss counts per byte or per token: the tables' unit (units.h).
+  if ((base == "loss" || base == "loss_sliding") && !tokenizer.empty() && is_lm_task(task))
+    return split + with_unit(m->quantity, metric_unit(base, task, tokenizer));
+  return split + m->axis_label();
 }
 
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
@@ -401,7 +407,7 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& dir, const std::string& stem,
                                 const ExtrapolationLabels& labels) {
   CurvesPanel p;
-  const std::string what = metric_axis_label(metric, labels.task);
+  const std::string what = metric_axis_label(metric, labels.task, labels.tokenizer);
   p.title = labels.title.empty() ? "length extrapolation: " + what : labels.title;
   p.xlabel = labels.xlabel.empty() ? "evaluation length (tokens)" : labels.xlabel;
   p.ylabel = labels.ylabel.empty()

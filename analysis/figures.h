@@ -58,11 +58,11 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
                                                const std::string& dir, const std::string& label);
 
 // Figure 4: one line per invariance quantity (left axis), the metric on the right axis, labelled
-// with metric_axis_label(metric_name, task); the legend under the plot.
+// with metric_axis_label(metric_name, task, tokenizer); the legend under the plot.
 FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& metric_name, const Series& metric,
                              const std::string& dir, const std::string& label,
-                             const std::string& task = "");
+                             const std::string& task = "", const std::string& tokenizer = "");
 
 // Figure 4 across the runs of an experiment: one panel per quantity (panel title -> variant ->
 // mean over its runs at each snapshot step, and each run as Series::points), one line per
@@ -82,8 +82,10 @@ struct ExtrapolationLine {
 // An axis label for an evaluation column or metric name ("ppl_sliding" -> "perplexity (sliding
 // window)", "valid_accuracy" of an mlm run -> "validation masked-token accuracy"); task: the
 // run's task.type, which says what an accuracy or loss counts (empty: not said). The name
-// itself when it is not one of the evaluation's columns.
-std::string metric_axis_label(const std::string& metric, const std::string& task = "");
+// itself when it is not one of the evaluation's columns. `tokenizer` (data.tokenizer) makes a
+// language model's loss per byte or per token, as the tables say ("nats/byte").
+std::string metric_axis_label(const std::string& metric, const std::string& task = "",
+                              const std::string& tokenizer = "");
 
 // Labels of the figure; empty fields keep the defaults of the token-length evaluation
 // ("length extrapolation: LABEL", "evaluation length (tokens)", "training length N", the y axis
@@ -92,6 +94,7 @@ struct ExtrapolationLabels {
   std::string title, xlabel, train_length, ylabel;
   std::string task;   // the runs' task.type
   std::string split;  // the split evaluated ("test"), said on the y axis
+  std::string tokenizer = "";  // the runs' data.tokenizer (a loss per byte or per token)
 };
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& metric, double train_length,

@@ -188,8 +188,8 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
       }
       inv[q] = s;
     }
-    res.figures.push_back(
-        invariance_figure(inv, res.metric, metric, figures.string(), run_label(info), info.task));
+    res.figures.push_back(invariance_figure(inv, res.metric, metric, figures.string(),
+                                            run_label(info), info.task, info.tokenizer));
   }
   if (o.figures) write_figure_index(figures.string(), res.figures);
   return res;

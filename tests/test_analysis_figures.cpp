@@ -317,6 +317,12 @@ TEST_CASE("metric axis labels say what the task counts") {
   CHECK(metric_axis_label("accuracy", "copy") == "token accuracy");
   CHECK(metric_axis_label("seq_accuracy", "copy") == "sequence accuracy");
   CHECK(metric_axis_label("valid_loss", "clm") == "validation next-token loss (nats)");
+  // With the tokenizer: per byte or per token, as the tables say (units.h).
+  CHECK(metric_axis_label("valid_loss", "clm", "bytes") ==
+        "validation next-token loss (nats/byte)");
+  CHECK(metric_axis_label("loss", "mlm", "sentencepiece") == "masked-token loss (nats/token)");
+  CHECK(metric_axis_label("valid_accuracy", "mlm", "bytes") == "validation masked-token accuracy");
+  CHECK(metric_axis_label("test_bits_per_byte", "clm") == "test loss (bits/byte)");
   CHECK(metric_axis_label("test_ppl", "clm") == "test perplexity (nonoverlapping chunks)");
   CHECK(metric_axis_label("valid_f1", "span_qa") == "validation F1 (%)");
   CHECK(metric_axis_label("valid_mcc", "classify") == "validation Matthews correlation");

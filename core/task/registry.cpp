@@ -92,6 +92,8 @@ const MetricInfo* common_metric(const std::string& name) {
       {"ppl_sliding", "perplexity (sliding window)", "", false},
       {"loss", "loss", "nats per target", false},
       {"loss_sliding", "loss, sliding window", "nats per target", false},
+      {"bits_per_byte", "loss", "bits/byte", false},
+      {"bits_per_token", "loss", "bits/token", false},
       {"accuracy", "accuracy", "", true},
       {"seq_accuracy", "sequence accuracy", "", true}};
   for (const auto& m : common)
