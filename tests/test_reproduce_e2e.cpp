@@ -114,6 +114,7 @@ void reproduce_end_to_end(const E2eCase& c) {
   const std::string scale = scale_of(c.extra);  // a folder per scale: ctest runs them at once
   TempFolder tmp("reproduce_e2e_" + c.name + (scale == "mini" ? "" : "_" + scale));
   const std::string out = tmp.str(c.name);
+  const bool figures = std::find(c.extra.begin(), c.extra.end(), "--no-figures") == c.extra.end();
   const ChildResult r = reproduce(c.name, out, c.grid, c.extra);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -122,7 +123,7 @@ void reproduce_end_to_end(const E2eCase& c) {
   for (const auto& s : c.sections) CHECK_MESSAGE(report.find(s) != std::string::npos, s);
   const std::string claims = read_text(out + "/claims.json");
   for (const auto& s : c.absent) CHECK_MESSAGE((report + claims).find(s) == std::string::npos, s);
-  if (std::find(c.extra.begin(), c.extra.end(), "--no-figures") != c.extra.end()) {
+  if (!figures) {
     check_no_figures(out);
     // The analysed folder's report says so where it would list the runs' figures (huang2020's:
     // its stage's).
@@ -138,7 +139,6 @@ void reproduce_end_to_end(const E2eCase& c) {
   // (stages included) resolves.
   CHECK(report.rfind("\n## ") == report.rfind("\n## Claims"));
   CHECK(fs::exists(fs::path(out) / "claims.json"));
-  const bool figures = std::find(c.extra.begin(), c.extra.end(), "--no-figures") == c.extra.end();
   for (const auto& e : fs::recursive_directory_iterator(out))
     if (e.path().filename() == "report.md") check_links_resolve(e.path(), figures);
   // CLAIMS.md beside the experiment: one row per claim, linking its report.
