@@ -2,6 +2,7 @@
 // N data-parallel ranks on this machine (core/dist/launch.h, docs/scaling.md).
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -109,6 +110,39 @@ int launch(const ConfigArgs& args, const TrainOptions& o, const std::string& dev
                                   "written, so run the same command again after fixing the cause");
 }
 
+// How many times a launcher has restarted this job: torchrun's TORCHELASTIC_RESTART_COUNT, or
+// SLURM_RESTART_COUNT in a requeued SLURM job; 0 on the first attempt or with neither.
+int64_t launcher_restart_count() {
+  for (const char* var : {"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"}) {
+    const char* v = std::getenv(var);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (*end == '\0' && n > 0) return n;
+  }
+  return 0;
+}
+
+// A job restarted by its launcher (torchrun --max-restarts, a requeued SLURM job) runs the very
+// command of its first attempt: when that attempt left a checkpoint in the run folder, continue
+// from it as --resume does (the run's own config.yaml; --config, --overwrite and --init-from
+// belonged to the first attempt), and say so. Without a checkpoint nothing changes.
+void resume_after_launcher_restart(TrainOptions& o, ConfigArgs& args) {
+  const int64_t restarts = launcher_restart_count();
+  if (o.resume || restarts == 0 || o.out_dir.empty() ||
+      !std::filesystem::exists(run_checkpoint_path(o.out_dir)) || run_finished(o.out_dir))
+    return;
+  o.resume = true;
+  o.overwrite = false;
+  o.init_from.clear();
+  args.configs.clear();
+  if (dist_env_from_environment().rank == 0)
+    std::cerr << fmt::format(
+        "train: the launcher restarted this job ({} restart(s)): continuing {} from its "
+        "checkpoint, as --resume does\n",
+        restarts, o.out_dir);
+}
+
 // The run folder from --out and --resume [DIR]: either names it; both must name the same one.
 void resolve_run_folder(TrainOptions& o, const std::string& resume_dir) {
   if (!resume_dir.empty()) {
@@ -174,6 +208,7 @@ Command add_train(CLI::App& app) {
                 resume_dir]() {
             opts->resume = resume->count() > 0;
             resolve_run_folder(*opts, *resume_dir);
+            resume_after_launcher_restart(*opts, *args);
             // The launch options mean something only to a data-parallel launch: never ignored.
             if (node_rank->count() > 0 && l->node_rank >= l->nnodes)
               throw ConfigError(fmt::format("train: --node-rank {}: expected 0..{} (--nnodes is {})",

@@ -263,3 +263,39 @@ TEST_CASE("elastic: bad --max-restarts values are refused with exit 2 and a mess
     CHECK_FALSE(fs::exists(tmp.path / "dp"));
   }
 }
+
+TEST_CASE(
+    "elastic: a job its launcher restarts (torchrun, a requeued SLURM job) continues from the "
+    "checkpoint") {
+  // The first attempt dies at step 3 (checkpoint of step 2 on disk); torchrun's restart runs the
+  // very same command again with TORCHELASTIC_RESTART_COUNT=1, SLURM's with SLURM_RESTART_COUNT.
+  test::TempFolder tmp("launcher_restart");
+  const std::string cache = tmp.str("cache");
+  train_one_process(tmp.str("one"), cache);
+  for (const char* var : {"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"}) {
+    CAPTURE(var);
+    const std::string dir = tmp.str(std::string("dp_") + var);
+    const auto args = train_args(dir, cache);
+    const ChildResult first = run_child(RELPOS_BINARY, args, {120, 0}, {"RELPOS_FAULT=0:3"});
+    REQUIRE(first.exit_code != 0);
+    REQUIRE(fs::exists(run_checkpoint_path(dir)));
+    REQUIRE_FALSE(run_finished(dir));
+    // Without the launcher's count the same command refuses the unfinished folder, as before.
+    const ChildResult plain = run_child(RELPOS_BINARY, args, {120, 0});
+    CHECK(plain.exit_code == 2);
+    CHECK(test::contains(plain.err, "holds an unfinished run"));
+    const ChildResult again = run_child(RELPOS_BINARY, args, {120, 0}, {std::string(var) + "=1"});
+    INFO(again.err);
+    REQUIRE(again.exit_code == 0);
+    CHECK(test::contains(again.err, "the launcher restarted this job (1 restart(s)): continuing " +
+                                        dir + " from its checkpoint"));
+    check_as_uninterrupted(tmp.str("one"), dir);
+  }
+  // A restart count in a folder that holds no checkpoint starts the run as the command says.
+  const std::string fresh = tmp.str("fresh");
+  const ChildResult r = run_child(RELPOS_BINARY, train_args(fresh, cache), {120, 0},
+                                  {"TORCHELASTIC_RESTART_COUNT=2"});
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(test::contains(r.err, "the launcher restarted"));
+  check_as_uninterrupted(tmp.str("one"), fresh);
+}
