@@ -1,7 +1,9 @@
 // extrapolation: a causal LM trained at length T and evaluated at T, 2T, 4T and 8T for every
 // variant, with nonoverlapping and sliding-window perplexity (Press et al. 2022's protocol).
-// `learned` is evaluated a second time with its table clamped (position.learned.beyond=clamp:
-// positions past the table reuse its last row), a row of its own: "learned (clamped)".
+// An encoding whose table bounds the length is evaluated a second time with the setting the
+// registry names for running past it (VariantInfo::eval_keys: `learned` with
+// position.learned.beyond=clamp, positions past the table reuse its last row), a row of its own
+// named by VariantInfo::past_label: "learned (clamped)".
 // Claims: relative and bias encodings degrade less past T than absolute ones, and ALiBi's loss
 // stays flat (Press et al. 2022).
 #include <fmt/format.h>
@@ -13,9 +15,10 @@
 
 #include "analysis/run_records.h"
 #include "analysis/run_source.h"
+#include "core/position/registry.h"
+#include "core/train/trainer.h"
 #include "experiments/experiment.h"
 #include "experiments/regime_claim.h"
-#include "core/train/trainer.h"
 
 namespace relpos {
 namespace {
@@ -69,32 +72,38 @@ std::vector<analysis::Claim> extrapolation_claims(const Config& cfg) {
   return {regime_claim("extrapolation", cfg), degrade, flat};
 }
 
-// Runs with a `learned` table not already clamped: evaluated again with it clamped.
-std::vector<std::string> unclamped_learned(const std::vector<std::string>& dirs) {
-  std::vector<std::string> out;
+}  // namespace
+
+std::map<std::string, std::pair<std::string, std::vector<std::string>>> past_bound_evaluations(
+    const std::vector<std::string>& dirs) {
+  std::map<std::string, std::pair<std::string, std::vector<std::string>>> out;
   for (const auto& d : dirs) {
     std::ifstream in(run_config_path(d));
     std::stringstream text;
     text << in.rdbuf();
-    const std::string types = analysis::yaml_value(text.str(), "position.type");
-    std::stringstream parts(types);
-    bool learned = false;
-    for (std::string t; std::getline(parts, t, '+');) learned = learned || t == "learned";
-    if (learned && analysis::yaml_value(text.str(), "position.learned.beyond") != "clamp")
-      out.push_back(d);
+    std::stringstream parts(analysis::yaml_value(text.str(), "position.type"));
+    for (std::string t; std::getline(parts, t, '+');) {
+      const VariantInfo* v = Registry::get().find(t);
+      if (!v) continue;
+      for (const auto& [key, value] : v->eval_keys) {
+        const std::string dotted = "position." + t + "." + key;
+        if (value.empty() || analysis::yaml_value(text.str(), dotted) == value) continue;
+        auto& [label, runs] = out[dotted + "=" + value];
+        label = v->past_label.empty() ? value : v->past_label;
+        runs.push_back(d);
+      }
+    }
   }
   return out;
 }
-
-}  // namespace
 
 ExperimentInfo extrapolation_experiment() {
   return {"extrapolation", "causal LM trained at T, perplexity at T..8T for every variant",
           [](ExperimentContext& ctx) {
             auto runs = ctx.sweep("", {ctx.config_file()}, ctx.config().sweep.grid);
             ctx.evaluate_lengths(run_dirs(runs));
-            ctx.evaluate_lengths(unclamped_learned(run_dirs(runs)),
-                                 {"position.learned.beyond=clamp"}, "clamped");
+            for (const auto& [setting, label_runs] : past_bound_evaluations(run_dirs(runs)))
+              ctx.evaluate_lengths(label_runs.second, {setting}, label_runs.first);
             const auto result = ctx.analyze(ctx.dir());
             auto records = analysis::run_records(result.runs);
             const auto [T, longest] = lengths(ctx.config());

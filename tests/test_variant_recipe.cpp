@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "analysis/run_source.h"
@@ -23,6 +24,7 @@
 #include "core/position/position_encoding.h"
 #include "core/position/registry.h"
 #include "core/util/errors.h"
+#include "experiments/experiment.h"
 #include "tests/helpers.h"
 #include "tests/naive_attention.h"
 #include "tests/tiny_run.h"
@@ -273,4 +275,34 @@ TEST_CASE("recipe: a variant leaves the registry with its scope, and a second on
                          std::logic_error);
   }
   CHECK(Registry::get().find(kName) == nullptr);
+}
+
+TEST_CASE(
+    "recipe: the extrapolation experiment evaluates past a length bound as the registry says") {
+  // A throw-away variant whose `cap` runs past its bound when set to `wrap`, and `learned`, whose
+  // `beyond: clamp` does: each run not trained with that value is listed under the setting.
+  VariantInfo v = decay_variant();
+  v.eval_keys = {{"cap", "wrap"}};
+  v.past_label = "wrapped";
+  const ScopedVariant registered(v);
+  TempFolder tmp("recipe_past_bound");
+  auto run = [&](const std::string& name, const std::string& position) {
+    const std::string dir = tmp.str(name);
+    fs::create_directories(dir);
+    std::ofstream(fs::path(dir) / "config.yaml") << "seed: 1\nposition:\n" << position;
+    return dir;
+  };
+  const std::string learned = run("learned", "  type: learned\n  learned:\n    beyond: error\n");
+  const std::string clamped = run("clamped", "  type: learned\n  learned:\n    beyond: clamp\n");
+  const std::string none = run("none", "  type: none\n");
+  const std::string stack =
+      run("stack",
+          "  type: learned+test_decay\n  learned:\n    beyond: error\n  test_decay:\n"
+          "    cap: none\n");
+  const auto got = past_bound_evaluations({learned, clamped, none, stack});
+  using Group = std::pair<std::string, std::vector<std::string>>;
+  const std::map<std::string, Group> expected = {
+      {"position.learned.beyond=clamp", {"clamped", {learned, stack}}},
+      {"position.test_decay.cap=wrap", {"wrapped", {stack}}}};
+  CHECK(got == expected);
 }

@@ -83,6 +83,7 @@ void register_learned(Registry& r) {
   v.parameters = ParamScope::Model;
   v.length_key = "max_len";
   v.eval_keys = {{"beyond", "clamp"}};
+  v.past_label = "clamped";
   v.exports = {"table"};
   v.absolute_positions = true;
   v.make_params = [] { return std::make_shared<LearnedParams>(); };

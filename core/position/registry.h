@@ -70,6 +70,9 @@ struct VariantInfo {
   // Parameters a trained run may be evaluated with (`relpos eval --set position.<name>.KEY=V`):
   // KEY -> the value that lets the encoding run past its length bound ("" when none does).
   std::map<std::string, std::string> eval_keys;
+  // The word that names a run evaluated with those values in a table row ("learned (clamped)");
+  // "" when no eval key has such a value.
+  std::string past_label;
   // The datasets export_tensors() writes (docs/hdf5-schema.md); empty: not stated.
   std::vector<std::string> exports;
   // What a reader of a table comparing encoder (bidirectional) runs must know about this
