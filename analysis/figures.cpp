@@ -100,12 +100,14 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
   for (const auto& [variant, tensors] : s.position) {
     for (const auto& [name, t] : tensors) {
       const bool table = dims_are(t, {"layer", "distance", "channel"});
+      // per_head: true (shaw, huang_m4): one table per layer and head.
+      const bool head_table = dims_are(t, {"layer", "head", "distance", "channel"});
       const bool by_head = dims_are(t, {"head", "distance"});
       const bool by_layer = dims_are(t, {"layer", "distance"});
       const bool layer_head = dims_are(t, {"layer", "head", "distance"});
       const bool by_pair = dims_are(t, {"pair", "distance"});  // xpos decay per channel pair
-      if (!table && !by_head && !by_layer && !layer_head && !by_pair) continue;
-      const int64_t n = t.value.size(table ? 1 : t.value.dim() - 1);
+      if (!table && !head_table && !by_head && !by_layer && !layer_head && !by_pair) continue;
+      const int64_t n = t.value.size(table ? 1 : head_table ? 2 : t.value.dim() - 1);
       const std::vector<double> r = distances_for(tensors, name, n);
       const bool signed_r = std::any_of(r.begin(), r.end(), [](double x) { return x < 0; });
       std::vector<int64_t> idx = within(r, radius);
@@ -133,26 +135,53 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
       }
       const std::string base = fmt::format("relpos_{}_{}", stem_of(variant), stem_of(name));
       const std::string what = fmt::format("{}/{}", variant, name);
+      // A channel x r heatmap of one (R,d) table.
+      const auto table_panel = [&](const torch::Tensor& rd, const std::string& title) {
+        const auto v = rd.to(torch::kFloat64);  // (R,d)
+        HeatmapPanel p;
+        p.title = title;
+        p.xlabel = "relative position r = j − i";
+        p.ylabel = "channel";
+        p.cblabel = "weight";
+        for (int64_t k : idx) p.x.push_back(r[k]);
+        p.y = arange(v.size(1));
+        p.values = Matrix(v.size(1), static_cast<int64_t>(idx.size()));
+        const Matrix m = to_matrix(v);
+        for (int64_t c = 0; c < v.size(1); ++c)
+          for (size_t k = 0; k < idx.size(); ++k) p.values(c, k) = m(idx[k], c);
+        p.palette = palette_for(p.values);
+        return p;
+      };
       if (table) {
-        const auto v = t.value.to(torch::kFloat64);  // (L,R,d)
-        for (int64_t l = 0; l < v.size(0); ++l) {
-          HeatmapPanel p;
-          p.title = fmt::format("{} layer {} — {} (step {}){}", what, l, label, s.step, clip_title);
-          p.xlabel = "relative position r = j − i";
-          p.ylabel = "channel";
-          p.cblabel = "weight";
-          for (int64_t k : idx) p.x.push_back(r[k]);
-          p.y = arange(v.size(2));
-          p.values = Matrix(v.size(2), static_cast<int64_t>(idx.size()));
-          const Matrix layer = to_matrix(v[l]);  // (R,d)
-          for (int64_t c = 0; c < v.size(2); ++c)
-            for (size_t k = 0; k < idx.size(); ++k) p.values(c, k) = layer(idx[k], c);
-          p.palette = palette_for(p.values);
+        for (int64_t l = 0; l < t.value.size(0); ++l) {
+          const HeatmapPanel p = table_panel(
+              t.value[l],
+              fmt::format("{} layer {} — {} (step {}){}", what, l, label, s.step, clip_title));
           const auto f =
               plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), p.title, {p}, 1, {900, 560});
           out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}: each "
                                             "column is the vector for one distance r.{}",
                                             what, l, notes)));
+        }
+        continue;
+      }
+      if (head_table) {
+        // One figure per layer, a panel per head (Huang et al. 2020's Figure 4 shows "the first
+        // layer and first head": panel "head 0" of relpos_<variant>_<name>_layer0.png).
+        for (int64_t l = 0; l < t.value.size(0); ++l) {
+          const std::string title =
+              fmt::format("{} layer {} — {} (step {}){}", what, l, label, s.step, clip_title);
+          std::vector<HeatmapPanel> panels;
+          for (int64_t h = 0; h < t.value.size(1); ++h)
+            panels.push_back(table_panel(t.value[l][h], fmt::format("head {}", h)));
+          const int64_t np = static_cast<int64_t>(panels.size());
+          const auto f = plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), title, panels,
+                                       grid_columns(np), grid_size(np, 620, 400));
+          out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}, one panel "
+                                            "per head (position.{}.per_head: one table per head), "
+                                            "each with its own colour scale: each column is the "
+                                            "vector for one distance r.{}",
+                                            what, l, variant, notes)));
         }
         continue;
       }

@@ -319,8 +319,11 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
       << "  set title " << quote(panel_title(p.title, title, s))
       << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
       << "  set xlabel " << quote(!shared || bottom_row ? p.xlabel : "") << "\n"
-      << "  set ylabel " << quote(!shared || first_column ? p.ylabel : "") << "\n"
-      << "  set cblabel " << quote(shared ? cblabel : p.cblabel) << "\n"
+      << "  set ylabel " << quote(!shared || first_column ? p.ylabel : "")
+      << "\n"
+      // A panel's own colour bar: its label a little right, clear of the tick labels.
+      << "  set cblabel " << quote(shared ? cblabel : p.cblabel)
+      << (shared ? "" : " offset char 1.5,0") << "\n"
       << "  " << palette_line(p.palette) << "\n"
       << fmt::format("  set cbrange [{}:{}]\n", gnuplot_num(cb_lo), gnuplot_num(cb_hi))
       << "  set format cb \"%g\"\n"

@@ -1,6 +1,7 @@
 // Snapshot metrics against a direct computation written here from the definitions, and every
 // figure kind drawn from a synthetic snapshot.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -170,5 +171,57 @@ TEST_CASE("figures: a causal model's weight curves stop at r = 0, and clipped ta
   CHECK(metric_axis_label("ppl_sliding") == "perplexity (sliding window)");
   CHECK(metric_axis_label("valid_accuracy") == "validation accuracy");
   CHECK(metric_axis_label("tokens") == "tokens");
+  if (!std::getenv("RELPOS_KEEP_TEST_FIGURES")) fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "figures: a table per head (per_head: true) gets one figure per layer, a panel per head") {
+  if (find_gnuplot().empty()) {
+    MESSAGE("gnuplot not installed: figure test skipped");
+    return;
+  }
+  const fs::path dir = test::analysis_scratch("per_head_table");
+  // huang_m4 with 2 layers, 3 heads, clip 4 (r = -4..4), 2 channels: the value names its place,
+  // 100 l + 10 h + r + 0.5 c, so the data file shows which table each panel drew.
+  const int64_t L = 2, H = 3, K = 4, d = 2;
+  auto table = torch::zeros({L, H, 2 * K + 1, d}, torch::kFloat64);
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t k = 0; k <= 2 * K; ++k)
+        for (int64_t c = 0; c < d; ++c)
+          table[l][h][k][c] = 100.0 * l + 10.0 * h + (k - K) + 0.5 * c;
+  SnapshotData s;
+  s.step = 5;
+  s.position["huang_m4"]["distances"] = {
+      "distances", torch::arange(-K, K + 1, torch::kFloat64), {"distance"}};
+  s.position["huang_m4"]["table"] = {"table", table, {"layer", "head", "distance", "channel"}};
+  const auto figs = relative_weight_figures(s, dir.string(), "per-head run");
+  REQUIRE(figs.size() == 2);  // one per layer
+  for (int64_t l = 0; l < L; ++l) {
+    CAPTURE(l);
+    const fs::path dat = dir / fmt::format("relpos_huang_m4_table_layer{}.dat", l);
+    REQUIRE(fs::exists(dat));
+    REQUIRE(fs::exists(dir / fmt::format("relpos_huang_m4_table_layer{}.png", l)));
+    // Blocks of gnuplot's nonuniform matrix: "# panel k: head k-1", the r of each column, then
+    // one line per channel: its index and the values at r = -4..4.
+    std::ifstream in(dat);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) lines.push_back(line);
+    REQUIRE(lines.size() == static_cast<size_t>(H * (2 + d)));
+    for (int64_t h = 0; h < H; ++h) {
+      CAPTURE(h);
+      const size_t at = static_cast<size_t>(h * (2 + d));
+      CHECK(lines[at].rfind(fmt::format("# panel {}: head {}", h + 1, h), 0) == 0);
+      CHECK(lines[at + 1] == "9 -4 -3 -2 -1 0 1 2 3 4");
+      for (int64_t c = 0; c < d; ++c) {
+        std::string expected = std::to_string(c);
+        for (int64_t r = -K; r <= K; ++r)
+          expected += fmt::format(" {:g}", 100.0 * l + 10.0 * h + r + 0.5 * c);
+        CHECK(lines[at + 2 + c] == expected);
+      }
+    }
+  }
+  CHECK(figs[0].caption.find("one panel per head") != std::string::npos);
   if (!std::getenv("RELPOS_KEEP_TEST_FIGURES")) fs::remove_all(dir);
 }
