@@ -9,6 +9,7 @@
 #include <set>
 
 #include "analysis/extrapolation_tables.h"
+#include "analysis/inference.h"
 #include "analysis/stats.h"
 #include "analysis/tables.h"
 #include "analysis/units.h"
@@ -205,16 +206,24 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
 
   Table c;
   c.title = "Final invariance against final " + metric + " across runs";
-  c.columns = {{"quantity", 0}, {"runs", 0}, {"Pearson r", 3}, {"Spearman ρ", 3}};
+  c.columns = {{"quantity", 0},  {"runs", 0},      {"Pearson r", 3}, {"r: 95% CI (Fisher z)", 0},
+               {"p (r = 0)", 4}, {"Spearman ρ", 3}};
   for (const auto& spec : invariance_columns()) {
     auto [x, y] = pairs[spec.key];
     drop_nan_pairs(x, y);
-    c.rows.push_back({Cell::label(spec.header), Cell::value(static_cast<double>(x.size())),
-                      Cell::value(pearson_of_series(x, y)),
-                      Cell::value(spearman_of_series(x, y))});
+    const CorrelationTest test = pearson_test(x, y);
+    const bool interval = std::isfinite(test.lo) && std::isfinite(test.hi);
+    c.rows.push_back(
+        {Cell::label(spec.header), Cell::value(static_cast<double>(x.size())),
+         Cell::value(pearson_of_series(x, y)),
+         Cell::label(interval ? fmt::format("[{:.3f}, {:.3f}]", test.lo, test.hi) : ""),
+         Cell::value(x.size() >= 3 ? test.p_two : kNaN), Cell::value(spearman_of_series(x, y))});
   }
-  c.note = "One pair per run. — : undefined, for fewer than 3 runs with both values or a "
-           "constant column.";
+  c.note =
+      "One pair per run, runs of every variant pooled (a correlation across variants, not "
+      "within one). r's interval: Fisher z, for 4 runs or more; p: two-sided t-test of "
+      "r = 0 with runs − 2 degrees of freedom. — : undefined, for fewer than 3 runs with "
+      "both values or a constant column.";
   write_table(c, tables.string(), "final_invariance_correlation");
   if (draw && runs.size() >= 2 && !scatter.empty()) {
     const std::string what =

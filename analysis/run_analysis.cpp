@@ -11,6 +11,7 @@
 
 #include "analysis/stats.h"
 #include "analysis/tables.h"
+#include "analysis/units.h"
 #include "core/task/registry.h"
 #include "core/util/errors.h"
 
@@ -149,9 +150,14 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
 
   // Tables: invariance per snapshot, and its correlation with the metric.
   Table summary;
-  summary.title = "Translation invariance per snapshot — " + run_label(info);
+  summary.title =
+      "Translation invariance per snapshot (0–1; 1 = translation invariant) — " + run_label(info);
   summary.columns = {{"step", 0}};
-  if (!res.metric.empty()) summary.columns.push_back({res.metric + " (interpolated)", 4});
+  if (!res.metric.empty()) {
+    const std::string unit = metric_unit(res.metric, info.task, info.tokenizer);
+    summary.columns.push_back(
+        {res.metric + " (" + (unit.empty() ? "" : unit + "; ") + "interpolated)", 4});
+  }
   for (const auto& [q, v] : res.invariance) summary.columns.push_back({quantity_label(q), 4});
   for (size_t k = 0; k < res.steps.size(); ++k) {
     std::vector<Cell> row{Cell::value(static_cast<double>(res.steps[k]))};

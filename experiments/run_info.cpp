@@ -21,6 +21,8 @@ RunSummary read_run_summary(const std::string& dir) {
     const Config cfg = load_run_config(dir).config;
     s.position_types = join_names(cfg.position.types, "+");
     s.seed = cfg.seed;
+    s.task = cfg.task.type;
+    s.tokenizer = cfg.data.tokenizer;
     int64_t n = 0;
     for (const auto& t : cfg.position.types)
       n += make_position_encoding(t, model_dims(cfg.model), cfg.position)->parameter_count();

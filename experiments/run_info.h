@@ -9,6 +9,8 @@ namespace relpos {
 struct RunSummary {
   std::string dir;
   std::string position_types;              // "learned+tisa"
+  std::string task;                        // task.type of its config ("" when unreadable)
+  std::string tokenizer;                   // data.tokenizer of its config
   int64_t seed = 0;
   bool finished = false;                   // result.json present
   std::map<std::string, double> valid;     // final validation metrics (result.json)

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "analysis/tables.h"
+#include "analysis/units.h"
 #include "core/config/config.h"
 #include "core/config/labelled_override.h"
 #include "core/position/position_encoding.h"
@@ -418,16 +419,35 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
       if (std::find(metric_names.begin(), metric_names.end(), k) == metric_names.end())
         metric_names.push_back(k);
   }
+  // Units in the headers come from the runs' one task and tokenizer; runs of several tasks (or
+  // none readable) get headers without units rather than a unit that fits only some of them.
+  std::set<std::pair<std::string, std::string>> kinds;
+  for (const auto& s : sums)
+    if (!s.task.empty()) kinds.insert({s.task, s.tokenizer});
+  const bool one_kind = kinds.size() == 1;
+  const std::string task = one_kind ? kinds.begin()->first : "";
+  const std::string tokenizer = one_kind ? kinds.begin()->second : "";
+  // A language model's loss again in bits (per byte with the byte tokenizer), beside it.
+  const bool bits =
+      one_kind && analysis::is_lm_task(task) &&
+      std::find(metric_names.begin(), metric_names.end(), "loss") != metric_names.end();
+  const std::string bits_metric = analysis::bits_name(tokenizer);
+  auto unit = [&](const std::string& m) {
+    return one_kind ? analysis::metric_unit(m, task, tokenizer) : std::string();
+  };
   std::ofstream csv(fs::path(out_dir) / "summary.csv"), md(fs::path(out_dir) / "summary.md");
   csv << "run,overrides,finished,position_params,train_seconds";
   md << "| run | overrides | finished | position params | train s |";
   for (const auto& m : metric_names) {
     csv << ",valid_" << m;
-    md << " valid " << m << " |";
+    md << " " << analysis::with_unit("valid " + m, unit(m)) << " |";
+    if (bits && m == "loss")
+      md << " " << analysis::with_unit("valid loss", unit(bits_metric)) << " |";
   }
+  if (bits) csv << ",valid_" << bits_metric;
   csv << "\n";
   md << "\n|---|---|---|---|---|";
-  for (size_t i = 0; i < metric_names.size(); ++i) md << "---|";
+  for (size_t i = 0; i < metric_names.size() + (bits ? 1 : 0); ++i) md << "---|";
   md << "\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
@@ -442,12 +462,19 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
        << (overrides.empty() ? "" : "`" + analysis::markdown_escape(overrides) + "`") << " | "
        << (s.finished ? "yes" : "no") << " | " << params << " | "
        << fmt::format("{:.1f}", secs) << " |";
+    std::string bits_cell;
     for (const auto& m : metric_names) {
       auto it = s.valid.find(m);
       const std::string v = it == s.valid.end() ? "" : fmt::format("{:.4f}", it->second);
       csv << "," << v;
       md << " " << v << " |";
+      if (bits && m == "loss") {
+        if (it != s.valid.end())
+          bits_cell = fmt::format("{:.4f}", analysis::nats_to_bits(it->second));
+        md << " " << bits_cell << " |";
+      }
     }
+    if (bits) csv << "," << bits_cell;
     csv << "\n";
     md << "\n";
   }

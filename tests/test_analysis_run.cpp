@@ -13,6 +13,7 @@
 
 #include "analysis/experiment.h"
 #include "analysis/gnuplot.h"
+#include "analysis/inference.h"
 #include "analysis/report.h"
 #include "analysis/run_analysis.h"
 #include "analysis/run_checks.h"
@@ -139,7 +140,8 @@ TEST_CASE("a run: invariance per snapshot, its correlation with the metric, and 
 
   const auto summary = test::read_lines(dir / "tables" / "invariance_summary.csv");
   REQUIRE(summary.size() == 4);
-  CHECK(summary[0].rfind("step,valid_loss (interpolated),attention (head average),", 0) == 0);
+  // Task unknown: a loss in nats, no "per" (metric_unit); the invariance scale is in the title.
+  CHECK(summary[0].rfind("step,valid_loss (nats; interpolated),attention (head average),", 0) == 0);
   CHECK(summary[2].rfind("50,3.5,", 0) == 0);
   CHECK(test::read_lines(dir / "tables" / "invariance.csv").size() == 1 + 3 * 19);
   CHECK(fs::exists(dir / "tables" / "invariance_correlation.md"));
@@ -211,8 +213,43 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
         "table. ± : half-width of the 95% confidence interval of the mean over the row's runs "
         "(Student t with n − 1 degrees of freedom, n = the runs with a value). A value without ± "
         "comes from one run (n = 1): no interval.");
-  CHECK(test::read_lines(dir / "tables" / "final_invariance.csv").size() == 4);
+  const auto final_rows = test::read_lines(dir / "tables" / "final_invariance.csv");
+  CHECK(final_rows.size() == 4);
   CHECK(fs::exists(dir / "tables" / "final_invariance_correlation.tex"));
+  // Across the runs: r with its p from the t-test (pearson_test, checked against scipy in
+  // test_analysis_inference) of the pairs final_invariance.csv lists; 3 runs give no Fisher
+  // interval (it needs 4).
+  const auto corr = test::read_lines(dir / "tables" / "final_invariance_correlation.csv");
+  REQUIRE(corr.size() == 4);
+  CHECK(corr[0] == "quantity,runs,Pearson r,r: 95% CI (Fisher z),p (r = 0),Spearman ρ");
+  // Cells split at every comma, a trailing empty one kept (no field here holds a comma).
+  auto cells_of = [](const std::string& text) {
+    std::vector<std::string> cells(1);
+    for (char ch : text) {
+      if (ch == ',')
+        cells.emplace_back();
+      else
+        cells.back().push_back(ch);
+    }
+    return cells;
+  };
+  // The position scores differ between the runs (alibi's are invariant, learned+alibi's not);
+  // the attention of the sample runs is the same in all three: r undefined, every cell empty.
+  std::vector<double> metric, scores;
+  for (size_t k = 1; k < final_rows.size(); ++k) {
+    const auto cells = cells_of(final_rows[k]);
+    REQUIRE(cells.size() == 7);
+    metric.push_back(std::stod(cells[3]));
+    scores.push_back(std::stod(cells[5]));
+  }
+  CHECK(cells_of(corr[1]) == std::vector<std::string>{"inv. attention (0–1)", "3", "", "", "", ""});
+  const CorrelationTest expected = pearson_test(scores, metric);
+  const auto row = cells_of(corr[2]);
+  REQUIRE(row.size() == 6);
+  CHECK(row[1] == "3");
+  CHECK(std::stod(row[2]) == doctest::Approx(expected.r).epsilon(1e-8));
+  CHECK(row[3].empty());
+  CHECK(std::stod(row[4]) == doctest::Approx(expected.p_two).epsilon(1e-8));
   CHECK(fs::exists(dir / "run1" / "analysis.h5"));
   fs::remove_all(dir);
 }

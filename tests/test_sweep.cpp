@@ -3,9 +3,11 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -213,12 +215,22 @@ TEST_CASE("sweep: every point gets the same probe set and data split, and the su
   REQUIRE(csv.size() == 1 + names.size());
   REQUIRE(md.size() == 2 + names.size());
   const auto header = csv_cells(csv[0]);
-  REQUIRE(header.size() >= 6);
+  REQUIRE(header.size() >= 7);
   CHECK(std::vector<std::string>(header.begin(), header.begin() + 5) ==
         std::vector<std::string>{"run", "overrides", "finished", "position_params",
                                  "train_seconds"});
+  // A byte-level masked LM: its loss is in nats per byte, and again in bits per byte in the last
+  // CSV column and beside the loss in summary.md; every header names its unit.
+  CHECK(header.back() == "valid_bits_per_byte");
+  const std::map<std::string, std::string> units = {
+      {"accuracy", "0–1"}, {"loss", "nats/byte"}, {"ppl", "per byte"}};
   std::string md_header = "| run | overrides | finished | position params | train s |";
-  for (size_t c = 5; c < header.size(); ++c) md_header += " valid " + header[c].substr(6) + " |";
+  for (size_t c = 5; c + 1 < header.size(); ++c) {
+    const std::string m = header[c].substr(6);
+    REQUIRE_MESSAGE(units.count(m), m);
+    md_header += " valid " + m + " (" + units.at(m) + ") |";
+    if (m == "loss") md_header += " valid loss (bits/byte) |";
+  }
   CHECK(md[0] == md_header);
   for (size_t k = 0; k < names.size(); ++k) {
     CAPTURE(names[k]);
@@ -235,7 +247,7 @@ TEST_CASE("sweep: every point gets the same probe set and data split, and the su
     CHECK(row[4] == secs);
     std::string md_row = "| " + names[k] + " | `" + row[1] + "` | yes | " + params + " | " + secs + " |";
     size_t metrics = 0;
-    for (size_t c = 5; c < header.size(); ++c) {
+    for (size_t c = 5; c + 1 < header.size(); ++c) {
       REQUIRE(header[c].rfind("valid_", 0) == 0);
       const std::string m = header[c].substr(6);
       const bool has = result.at("valid").contains(m);
@@ -243,6 +255,12 @@ TEST_CASE("sweep: every point gets the same probe set and data split, and the su
       CHECK(row[c] == v);
       md_row += " " + v + " |";
       metrics += has;
+      if (m == "loss") {
+        const std::string bits =
+            fmt::format("{:.4f}", result["valid"]["loss"].get<double>() / std::log(2.0));
+        CHECK(row.back() == bits);
+        md_row += " " + bits + " |";
+      }
     }
     CHECK(metrics == result.at("valid").size());  // every metric of result.json has a column
     CHECK(md[k + 2] == md_row);
