@@ -419,7 +419,7 @@ std::string metric_axis_label(const std::string& metric, const std::string& task
   for (const char* p : {"valid_", "test_"})
     if (base.rfind(p, 0) == 0) prefix = p, base = base.substr(std::string(p).size());
   // The task's own words for what is counted (the task registry); else the evaluation's column
-  // names (docs/experiments.md) with the protocol spelled out.
+  // names (docs/experiments/extrapolation.md) with the protocol spelled out.
   const TaskInfo* t = task.empty() ? nullptr : TaskRegistry::get().find(task);
   const MetricInfo* m = t ? t->metric(base) : nullptr;
   if (!m) m = common_metric(base);

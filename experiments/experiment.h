@@ -1,7 +1,7 @@
 // Named experiments (`relpos reproduce NAME --scale mini|paper`): each wires sweeps, length
 // evaluation, analysis and a report together. One file per experiment in experiments/, each
 // registering itself in experiment_list() (experiment.cpp). Configs live in
-// configs/experiments/<name>/<scale>.yaml; docs/experiments.md says what each reproduces.
+// configs/experiments/<name>/<scale>.yaml; docs/experiments/<name>.md says what each reproduces.
 #pragma once
 
 #include <fstream>
