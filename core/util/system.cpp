@@ -94,10 +94,25 @@ std::string cpu_model() {
   return {};
 }
 
+std::string cpu_isa_level() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4";
+  if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3";
+  if (__builtin_cpu_supports("x86-64-v2")) return "x86-64-v2";
+  return "x86-64";
+#else
+  return {};
+#endif
+}
+
 std::string machine_summary() {
   std::string model = cpu_model();
   if (model.empty()) model = "unknown CPU";
   std::string out = model + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
+  // Two VMs both called "AMD EPYC" ran different vector kernels (docs/experiments.md, "Runs repeat
+  // exactly on one machine"): the level tells them apart.
+  if (const std::string isa = cpu_isa_level(); !isa.empty()) out += " (" + isa + ")";
   // The GPUs, so that a report made on a GPU machine says so (its runs' config says `device`).
   const auto gpus = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
   if (gpus == 0) return out;

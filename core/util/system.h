@@ -18,9 +18,15 @@ std::string git_commit_of(const std::string& dir);
 std::string torch_version();      // "1.13.0"
 // The processor's "model name" in /proc/cpuinfo ("Intel(R) Xeon(R) Processor"), "" if none.
 std::string cpu_model();
-// "Intel(R) Xeon(R) Processor, 2 cores" (from /proc/cpuinfo), followed by the CUDA GPUs where
-// LibTorch sees any: ", 1 GPU: NVIDIA H200" (names from nvidia-smi, else "CUDA device").
+// "Intel(R) Xeon(R) Processor, 2 cores (x86-64-v3)" (from /proc/cpuinfo and cpu_isa_level()),
+// followed by the CUDA GPUs where LibTorch sees any: ", 1 GPU: NVIDIA H200" (names from
+// nvidia-smi, else "CUDA device").
 std::string machine_summary();
+
+// The x86-64 micro-architecture level of this processor: "x86-64-v4" (AVX-512), "x86-64-v3"
+// (AVX2, FMA), "x86-64-v2" or "x86-64"; "" on other architectures. It decides which vector
+// kernels LibTorch and relpos run, and so the last digits of a run: machine_summary() names it.
+std::string cpu_isa_level();
 double physical_memory_mb();      // physical memory of the machine in MB (0 if unknown)
 // The first executable NAME in the folders of $PATH, or "" when there is none.
 std::string find_on_path(const std::string& name);
