@@ -168,18 +168,26 @@ std::pair<int, std::string> signalled_element(const std::string& script, const s
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), test::read_text(log)};
 }
 
+// A script whose element 0 trains far longer than a test waits, with a stand-in scontrol (in
+// `bin`) that records what it was asked in `asked`; `dir` is element 0's run folder.
+struct LongElement {
+  std::string script, bin, asked, dir;
+};
+LongElement long_element(const test::TempFolder& tmp) {
+  auto sets = test::dist::tiny_sets(tmp.str("cache"));
+  sets.insert(sets.end(), {"train.steps=100000", "train.checkpoint_every=100000"});
+  LongElement e{emit(tmp, sets), tmp.str("bin"), tmp.str("scontrol.txt"), tmp.str("exp/seed1")};
+  fs::create_directories(e.bin);
+  write_executable(e.bin + "/scontrol", "#!/bin/bash\necho \"$*\" >> " + e.asked + "\n");
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("slurm: SIGUSR1 before the time limit checkpoints the run and requeues the element, a bounded number of times") {
   test::TempFolder tmp("slurm_usr1");
-  auto sets = test::dist::tiny_sets(tmp.str("cache"));
-  sets.insert(sets.end(), {"train.steps=100000", "train.checkpoint_every=100000"});
-  const std::string script = emit(tmp, sets);
-  // A stand-in for scontrol that records what it was asked.
-  const std::string bin = tmp.str("bin"), asked = tmp.str("scontrol.txt");
-  fs::create_directories(bin);
-  write_executable(bin + "/scontrol", "#!/bin/bash\necho \"$*\" >> " + asked + "\n");
-  const std::string dir = tmp.str("exp/seed1");
+  const LongElement e = long_element(tmp);
+  const std::string &script = e.script, &bin = e.bin, &asked = e.asked, &dir = e.dir;
 
   auto interrupted_element = [&](const std::string& restart_count) {
     return signalled_element(script, dir, bin, SIGUSR1, restart_count);
@@ -220,13 +228,8 @@ TEST_CASE(
     "slurm: SIGTERM to the job (preemption, scancel) checkpoints the run and leaves the requeue to "
     "SLURM") {
   test::TempFolder tmp("slurm_term");
-  auto sets = test::dist::tiny_sets(tmp.str("cache"));
-  sets.insert(sets.end(), {"train.steps=100000", "train.checkpoint_every=100000"});
-  const std::string script = emit(tmp, sets);
-  const std::string bin = tmp.str("bin"), asked = tmp.str("scontrol.txt");
-  fs::create_directories(bin);
-  write_executable(bin + "/scontrol", "#!/bin/bash\necho \"$*\" >> " + asked + "\n");
-  const std::string dir = tmp.str("exp/seed1");
+  const LongElement e = long_element(tmp);
+  const std::string &script = e.script, &bin = e.bin, &asked = e.asked, &dir = e.dir;
   const auto result = signalled_element(script, dir, bin, SIGTERM, "0");
   const int code = result.first;
   const std::string err = result.second;  // not a structured binding: INFO captures it
