@@ -4,197 +4,287 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <limits>
 #include <map>
 
+#include "analysis/evidence_stats.h"
+#include "analysis/inference.h"
 #include "analysis/stats.h"
 
 namespace relpos::analysis {
 namespace {
 
-constexpr double kAlpha = 0.05;
+std::string join_groups(const std::vector<std::string>& groups) {
+  std::string s;
+  for (size_t i = 0; i < groups.size(); ++i) s += (i ? ", " : "") + groups[i];
+  return s;
+}
 
-// seed -> value of the arm's runs (finite values only; the first run of a seed counts).
-std::map<int64_t, double> arm_values(const Arm& arm, const std::vector<RunRecord>& runs) {
-  std::map<int64_t, double> out;
+// One run's contribution to an arm: its value (key, minus `minus`), the evaluation variance of
+// that value (NaN when unknown), and the unit it pairs by.
+struct ArmPoint {
+  double value = kNaN, var = kNaN;
+  double raw = kNaN, raw_minus = kNaN;  // the operands, for the floor/ceiling gate
+  std::string unit;
+  const RunRecord* run = nullptr;
+};
+
+double value_of(const RunRecord& r, const std::string& key) {
+  const auto it = r.values.find(key);
+  return it == r.values.end() ? kNaN : it->second;
+}
+
+bool matches(const RunRecord& r, const std::vector<std::string>& where) {
+  for (const auto& w : where) {
+    const size_t eq = w.find('=');
+    const auto it = r.settings.find(w.substr(0, eq));
+    if (it == r.settings.end() || it->second != w.substr(eq + 1)) return false;
+  }
+  return true;
+}
+
+// "seed=3" plus every varied setting: the runs of two arms that are compared with each other.
+std::string unit_of(const RunRecord& r) {
+  std::string u = fmt::format("seed={}", r.seed);
+  for (const auto& [k, v] : r.settings) u += fmt::format(",{}={}", k, v);
+  return u;
+}
+
+std::vector<ArmPoint> arm(const std::string& group, const std::string& key, const std::string& minus,
+                          const std::string& stage, const std::vector<std::string>& where,
+                          const std::vector<RunRecord>& runs) {
+  std::vector<ArmPoint> out;
   for (const auto& r : runs) {
-    if (r.group != arm.group) continue;
-    const auto it = r.values.find(arm.key);
-    if (it != r.values.end() && std::isfinite(it->second)) out.emplace(r.seed, it->second);
+    if (r.group != group || r.stage != stage || !matches(r, where)) continue;
+    ArmPoint p;
+    p.raw = value_of(r, key);
+    p.raw_minus = minus.empty() ? 0.0 : value_of(r, minus);
+    p.value = p.raw - p.raw_minus;
+    if (!std::isfinite(p.value)) continue;
+    const double v = value_of(r, "var:" + key), vm = minus.empty() ? 0.0 : value_of(r, "var:" + minus);
+    p.var = v + vm;  // NaN when either is unknown
+    p.unit = unit_of(r);
+    p.run = &r;
+    out.push_back(p);
   }
   return out;
 }
 
-bool has_runs(const std::string& group, const std::vector<RunRecord>& runs) {
+bool has_runs(const std::string& group, const std::string& stage,
+              const std::vector<RunRecord>& runs) {
   for (const auto& r : runs)
-    if (r.group == group) return true;
+    if (r.group == group && r.stage == stage) return true;
   return false;
 }
 
-std::string default_label(const Comparison& c) {
-  switch (c.test) {
-    case ClaimTest::correlation:
-      return fmt::format("{} against {}", c.a.key, c.b.key);
-    case ClaimTest::ratio:
-      return fmt::format("{} against {}", c.b.group, c.a.group);
-    default:
-      if (c.a.group == c.b.group) return fmt::format("{}: {} vs {}", c.a.group, c.a.key, c.b.key);
-      return fmt::format("{} vs {}", c.a.group, c.b.group);
-  }
+std::string default_label(const ComparisonConfig& c) {
+  if (c.test == "correlation") return fmt::format("{} against {}", c.key, c.y_key);
+  if (c.test == "ratio") return fmt::format("{} / {}", c.b, c.a);
+  if (c.a == c.b) return fmt::format("{}: {} vs {}", c.a, c.key, c.b_key.empty() ? c.key : c.b_key);
+  return fmt::format("{} vs {}", c.a, c.b);
 }
 
-ComparisonResult paired_part(const Comparison& c, const std::vector<RunRecord>& runs) {
+// Gate (b): an arm whose every run sits at the metric's floor or ceiling, or both arms at chance.
+std::string bound_gate(const ClaimConfig& claim, const std::string& group,
+                       const std::vector<ArmPoint>& pts, bool minus_operand) {
+  if (claim.bounds.size() != 2 || pts.empty()) return "";
+  const double lo = claim.bounds[0], hi = claim.bounds[1], tol = 1e-9 * (hi - lo);
+  for (const double bound : {lo, hi}) {
+    const bool all = std::all_of(pts.begin(), pts.end(), [&](const ArmPoint& p) {
+      return std::abs((minus_operand ? p.raw_minus : p.raw) - bound) <= tol;
+    });
+    if (all)
+      return fmt::format("every run of {} ({}) is at the metric's {} {:g}", group, pts.size(),
+                         bound == lo ? "floor" : "ceiling", bound);
+  }
+  return "";
+}
+
+// Whether an arm's mean (its interval widened by the evaluation noise) includes chance.
+bool at_chance(const std::vector<ArmPoint>& pts, double chance) {
+  std::vector<double> v, ev;
+  for (const auto& p : pts) v.push_back(p.value), ev.push_back(std::isfinite(p.var) ? p.var : 0.0);
+  const NoisyPairedTest t = noisy_paired_test(v, ev, chance);
+  return t.n >= 2 && t.lo <= chance && chance <= t.hi;
+}
+
+std::string untrained_gate(const std::string& group, const std::vector<ArmPoint>& pts) {
+  double most = 0;
+  for (const auto& p : pts) most = std::max(most, value_of(*p.run, "untrained_rows"));
+  if (!(most > 0)) return "";
+  return fmt::format("{} reads up to {:g} position-table rows that no earlier stage trained (its "
+                     "table is longer than the pre-training length)",
+                     group, most);
+}
+
+std::string gates_of(const ClaimConfig& claim, const ComparisonConfig& c,
+                     const std::vector<ArmPoint>& a, const std::vector<ArmPoint>& b) {
+  for (const auto& [group, pts] : {std::pair{c.a, &a}, std::pair{c.b, &b}}) {
+    if (auto g = bound_gate(claim, group, *pts, false); !g.empty()) return g;
+    if (!c.minus.empty())
+      if (auto g = bound_gate(claim, group, *pts, true); !g.empty()) return g;
+    if (auto g = untrained_gate(group, *pts); !g.empty()) return g;
+  }
+  if (claim.chance && c.a != c.b && at_chance(a, *claim.chance) && at_chance(b, *claim.chance))
+    return fmt::format("both {} and {} are at chance ({:g}) within their intervals", c.a, c.b,
+                       *claim.chance);
+  return "";
+}
+
+ComparisonResult paired_part(const ClaimConfig& claim, const ComparisonConfig& c,
+                             const std::vector<RunRecord>& runs) {
   ComparisonResult r;
-  const auto a = arm_values(c.a, runs), b = arm_values(c.b, runs);
-  std::vector<double> oriented;
-  for (const auto& [seed, va] : a)
-    if (const auto it = b.find(seed); it != b.end())
-      oriented.push_back(c.higher_is_better ? va - it->second : it->second - va);
-  // Tests of H0: oriented mean = −margin (non-inferiority), or = 0 (better).
-  const double margin = c.test == ClaimTest::not_worse ? c.margin : 0.0;
-  r.paired = paired_test(oriented, 0.95, -margin);
-  r.n = r.paired.n;
-  // Reported as a − b, whichever way is better.
-  r.effect = c.higher_is_better ? r.paired.mean : -r.paired.mean;
-  r.lo = c.higher_is_better ? r.paired.lo : -r.paired.hi;
-  r.hi = c.higher_is_better ? r.paired.hi : -r.paired.lo;
-  r.verdict = judge_paired(r.paired, margin, &r.note);
+  const auto a = arm(c.a, c.key, c.minus, claim.stage, c.where, runs);
+  const auto b = arm(c.b, c.b_key.empty() ? c.key : c.b_key, c.minus, claim.stage, c.where, runs);
+  std::map<std::string, const ArmPoint*> by_unit;
+  for (const auto& p : b) by_unit.emplace(p.unit, &p);
+  std::vector<double> oriented, eval_var;
+  r.eval_noise = true;
+  for (const auto& pa : a) {
+    const auto it = by_unit.find(pa.unit);
+    if (it == by_unit.end()) continue;
+    const double d = pa.value - it->second->value;
+    oriented.push_back(c.higher_is_better ? d : -d);
+    const double v = pa.var + it->second->var;
+    r.eval_noise = r.eval_noise && std::isfinite(v);
+    eval_var.push_back(std::isfinite(v) ? v : 0.0);
+  }
+  const double margin = c.test == "not_worse" ? c.margin : 0.0;
+  const NoisyPairedTest t = noisy_paired_test(oriented, eval_var, -margin);
+  const PairedTest plain = paired_test(oriented, 0.95, -margin);
+  r.n = t.n;
+  r.eval_noise = r.eval_noise && r.n > 0;
+  r.effect = c.higher_is_better ? t.mean : -t.mean;  // reported as a − b
+  r.lo = c.higher_is_better ? t.lo : -t.hi;
+  r.hi = c.higher_is_better ? t.hi : -t.lo;
+  r.sd = t.sd;
+  r.eval_var = t.eval_var;
+  r.t = t.t;
+  r.p_two = t.p_two;
+  r.flip_p = plain.flip_greater;
+  r.cohen_dz = plain.cohen_dz;
+  r.mde = t.mde;
+  r.seeds_needed = c.target_effect > 0 ? seeds_needed(t.sd, t.eval_var, c.target_effect) : 0;
+  r.measured_gate = gates_of(claim, c, a, b);
   if (r.n == 0)
-    r.note = fmt::format("no seed has runs of both {} ({}) and {} ({})", c.a.group, c.a.key,
-                         c.b.group, c.b.key);
+    r.note = fmt::format("no runs of {} and {} with the same seed and settings", c.a, c.b);
   return r;
 }
 
-ComparisonResult correlation_part(const Comparison& c, const std::vector<RunRecord>& runs) {
-  ComparisonResult r;
-  std::vector<double> x, y;
-  for (const auto& run : runs) {
-    if (!c.over.empty() && std::find(c.over.begin(), c.over.end(), run.group) == c.over.end())
-      continue;
-    const auto ix = run.values.find(c.a.key), iy = run.values.find(c.b.key);
-    if (ix == run.values.end() || iy == run.values.end()) continue;
-    x.push_back(ix->second);
-    y.push_back(c.higher_is_better ? iy->second : -iy->second);  // a worse metric is lower
+std::vector<ComparisonResult> correlation_parts(const ClaimConfig& claim,
+                                                const ComparisonConfig& c,
+                                                const std::vector<RunRecord>& runs,
+                                                std::string& note) {
+  std::vector<ComparisonResult> out;
+  std::vector<double> all_x, all_y;
+  for (const auto& group : c.over) {
+    std::vector<double> x, y, z;
+    std::vector<int64_t> seeds;
+    for (const auto& run : runs) {
+      if (run.group != group || run.stage != claim.stage || !matches(run, c.where)) continue;
+      const double vx = value_of(run, c.key), vy = value_of(run, c.y_key);
+      const double vz = c.partial.empty() ? 0.0 : value_of(run, c.partial);
+      if (!std::isfinite(vx) || !std::isfinite(vy) || !std::isfinite(vz)) continue;
+      x.push_back(vx), y.push_back(c.higher_is_better ? vy : -vy), seeds.push_back(run.seed);
+      if (!c.partial.empty()) z.push_back(vz);
+    }
+    all_x.insert(all_x.end(), x.begin(), x.end());
+    all_y.insert(all_y.end(), y.begin(), y.end());
+    ComparisonResult r;
+    r.spec = c;
+    r.label = fmt::format("{}: {} against {}{}", group, c.key, c.y_key,
+                          c.partial.empty() ? "" : " given " + c.partial);
+    const ClusterCorrelation cc = cluster_bootstrap_correlation(x, y, z, seeds);
+    r.n = cc.n;
+    r.effect = cc.r;
+    r.lo = cc.lo;
+    r.hi = cc.hi;
+    r.p_two = cc.p_two;
+    r.r_plain = partial_correlation(x, y, {});
+    r.note = fmt::format("{} runs in {} seed clusters", cc.n, cc.clusters);
+    out.push_back(r);
   }
-  r.correlation = pearson_test(x, y);
-  r.n = r.correlation.n;
-  r.effect = r.correlation.r;
-  r.lo = r.correlation.lo;
-  r.hi = r.correlation.hi;
-  r.verdict = judge_correlation(r.correlation, &r.note);
-  return r;
+  const double pooled = partial_correlation(all_x, all_y, {});
+  if (c.over.size() > 1 && std::isfinite(pooled))
+    note += fmt::format("{}Pooled over {} (description, not judged: the groups differ in level): "
+                        "r = {:.3f}.",
+                        note.empty() ? "" : " ", join_groups(c.over), pooled);
+  return out;
 }
 
-ComparisonResult ratio_part(const Comparison& c, const std::vector<RunRecord>& runs) {
+ComparisonResult ratio_part(const ClaimConfig& claim, const ComparisonConfig& c,
+                            const std::vector<RunRecord>& runs) {
   ComparisonResult r;
   std::vector<double> a, b;
-  for (const auto& [seed, v] : arm_values(c.a, runs)) a.push_back(v);
-  for (const auto& [seed, v] : arm_values(c.b, runs)) b.push_back(v);
+  for (const auto& p : arm(c.a, c.key, "", claim.stage, c.where, runs)) a.push_back(p.value);
+  for (const auto& p : arm(c.b, c.key, "", claim.stage, c.where, runs)) b.push_back(p.value);
   r.n = std::min(a.size(), b.size());
-  r.lo = r.hi = kNaN;
+  r.lo = r.hi = r.p_two = kNaN;
   r.effect = r.n == 0 ? kNaN : mean(b) / mean(a);
-  // An exact count: no sampling error, so no interval and no n threshold.
-  if (r.n == 0 || !std::isfinite(r.effect)) {
-    r.verdict = Verdict::inconclusive;
-    r.note = "no count for one of the two";
-  } else {
-    r.verdict = r.effect >= c.margin ? Verdict::supported : Verdict::not_supported;
-  }
+  if (r.n == 0 || !std::isfinite(r.effect)) r.note = "no count for one of the two";
   return r;
 }
 
 }  // namespace
 
-std::string verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::supported:
-      return "supported";
-    case Verdict::not_supported:
-      return "not supported";
-    default:
-      return "inconclusive";
-  }
-}
-
-Verdict judge_paired(const PairedTest& t, double margin, std::string* why) {
-  std::string reason;
-  Verdict v = Verdict::inconclusive;
-  const double bound = margin == 0 ? 0.0 : -margin;  // no "-0" in the reason
-  // NaN sign-flip p (more pairs than are enumerated) leaves the interval to decide.
-  const auto below = [](double p) { return std::isnan(p) || p < kAlpha; };
-  if (t.n < kMinSeedsForVerdict) {
-    reason = fmt::format("n = {} < {} seeds", t.n, kMinSeedsForVerdict);
-  } else if (t.lo > -margin && below(t.flip_greater)) {
-    v = Verdict::supported;
-  } else if (t.hi < -margin && below(t.flip_less)) {
-    v = Verdict::not_supported;
-  } else if (t.lo > -margin || t.hi < -margin) {
-    reason = fmt::format("the interval excludes {:g} but the sign-flip test does not (p = {:.3g})",
-                         bound, t.lo > -margin ? t.flip_greater : t.flip_less);
-  } else {
-    reason = fmt::format("the 95% interval includes {:g}", bound);
-  }
-  if (why) *why = reason;
-  return v;
-}
-
-Verdict judge_correlation(const CorrelationTest& t, std::string* why) {
-  std::string reason;
-  Verdict v = Verdict::inconclusive;
-  if (t.n < kMinSeedsForVerdict) {
-    reason = fmt::format("n = {} < {} runs", t.n, kMinSeedsForVerdict);
-  } else if (std::isnan(t.r)) {
-    reason = "undefined correlation (a constant column)";
-  } else if (t.lo > 0) {
-    v = Verdict::supported;
-  } else if (t.hi < 0) {
-    v = Verdict::not_supported;
-  } else {
-    reason = "the 95% interval includes 0";
-  }
-  if (why) *why = reason;
-  return v;
-}
-
-Verdict combine(const std::vector<Verdict>& parts) {
-  if (parts.empty()) return Verdict::inconclusive;
-  bool all = true;
-  for (Verdict v : parts) {
-    if (v == Verdict::not_supported) return Verdict::not_supported;
-    all = all && v == Verdict::supported;
-  }
-  return all ? Verdict::supported : Verdict::inconclusive;
-}
-
-ClaimResult evaluate_claim(const Claim& c, const std::vector<RunRecord>& runs) {
+ClaimResult measure_claim(const ClaimConfig& claim, const std::vector<RunRecord>& runs) {
   ClaimResult out;
-  out.claim = c;
-  std::vector<Verdict> verdicts;
-  for (const auto& cmp : c.comparisons) {
-    if (cmp.optional && cmp.test != ClaimTest::correlation) {
-      std::string missing;
-      for (const Arm* arm : {&cmp.a, &cmp.b})
-        if (!has_runs(arm->group, runs) && missing.find(arm->group) == std::string::npos)
-          missing += (missing.empty() ? "" : ", ") + arm->group;
+  out.claim = claim;
+  for (const auto& c : claim.comparisons) {
+    if (c.optional && c.test != "correlation") {
+      std::vector<std::string> missing;
+      for (const auto* g : {&c.a, &c.b})
+        if (!has_runs(*g, claim.stage, runs) &&
+            std::find(missing.begin(), missing.end(), *g) == missing.end())
+          missing.push_back(*g);
       if (!missing.empty()) {
         out.note += fmt::format("{}{} left out: no runs of {} here.", out.note.empty() ? "" : " ",
-                                cmp.label.empty() ? default_label(cmp) : cmp.label, missing);
+                                c.label.empty() ? default_label(c) : c.label, join_groups(missing));
         continue;
       }
     }
-    ComparisonResult r = cmp.test == ClaimTest::correlation ? correlation_part(cmp, runs)
-                         : cmp.test == ClaimTest::ratio     ? ratio_part(cmp, runs)
-                                                            : paired_part(cmp, runs);
-    r.comparison = cmp;
-    r.label = cmp.label.empty() ? default_label(cmp) : cmp.label;
-    verdicts.push_back(r.verdict);
+    if (c.test == "correlation") {
+      for (auto& r : correlation_parts(claim, c, runs, out.note)) out.parts.push_back(r);
+      continue;
+    }
+    ComparisonResult r = c.test == "ratio" ? ratio_part(claim, c, runs) : paired_part(claim, c, runs);
+    r.spec = c;
+    r.label = c.label.empty() ? default_label(c) : c.label;
     out.parts.push_back(std::move(r));
   }
-  out.verdict = combine(verdicts);
   if (out.parts.empty())
     out.note += std::string(out.note.empty() ? "" : " ") + "Nothing left to compare.";
   return out;
+}
+
+std::vector<ClaimResult> judge(const std::vector<ClaimConfig>& claims,
+                               const std::vector<RunRecord>& runs, const std::string& experiment,
+                               const std::vector<ProvenanceConfig>& provenance) {
+  std::vector<ClaimResult> out;
+  for (const auto& c : claims) {
+    ClaimResult r = measure_claim(c, runs);
+    r.experiment = experiment;
+    for (const auto& p : provenance)
+      if (std::find(p.claims.begin(), p.claims.end(), c.id) != p.claims.end())
+        r.provenance.push_back(p);
+    out.push_back(std::move(r));
+  }
+  decide(out);
+  return out;
+}
+
+std::string expand_text(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [name, value] : values)
+    for (size_t at; (at = text.find("{" + name + "}")) != std::string::npos;)
+      text.replace(at, name.size() + 2, value);
+  return text;
+}
+
+ClaimConfig expand_placeholders(ClaimConfig claim, const std::map<std::string, std::string>& values) {
+  const auto expand = [&](std::string& s) { s = expand_text(s, values); };
+  expand(claim.metric);
+  for (auto& c : claim.comparisons)
+    for (std::string* s : {&c.key, &c.b_key, &c.minus, &c.y_key, &c.partial, &c.label}) expand(*s);
+  return claim;
 }
 
 }  // namespace relpos::analysis

@@ -1,88 +1,91 @@
-// Claims and verdicts (docs/analysis.md, "Claims and verdicts"). A named experiment declares the
-// claims it tests — the paper's words, quoted short, with their source — as comparisons between
-// the runs of two variants (or two numbers of the same runs), and judges each from per-run
-// numbers, whichever way they come out:
+// Claims and verdicts (docs/analysis.md, "Claims and verdicts"). Claims are data: the `claims:`
+// block of an experiment's or a sweep's YAML (core/config/claims_config.h). This engine measures
+// each comparison on per-run records, applies the testability gates, and decides the verdicts of
+// a family of claims together:
 //
-//   better       a beats b: paired over seeds (runs with the same seed share the data split)
-//   not_worse    a is not worse than b by more than `margin` (non-inferiority)
-//   correlation  two numbers of the same runs correlate positively across runs (Pearson)
-//   ratio        b's value is at least `margin` times a's (an exact count, e.g. parameters)
+//   measure_claim   the numbers of each comparison (effect, interval with the evaluation set's
+//                   noise, p-values, smallest detectable effect) and the gates that need only the
+//                   claim's own runs: (b) every run of an arm at the metric's floor or ceiling, or
+//                   both arms at chance; (c) runs that read position-table rows the stage never
+//                   trained before it started (RunRecord value "untrained_rows")
+//   decide          over a family (an experiment, or every experiment of results/CLAIMS.md):
+//                   Holm-adjusted p over every comparison that passed (b) and (c); then (a) a
+//                   claim whose required regime check is not supported is not testable; then
+//                   verdicts from the adjusted p; (d) an inconclusive comparison whose smallest
+//                   detectable effect exceeds its target effect is not testable (power)
 //
-// The verdict rule is judge_paired() / judge_correlation(); a claim of several comparisons is
-// supported when every one is, not supported when one is not, inconclusive otherwise.
+// Four verdicts: supported / not supported (testable here, and the data go the other way) /
+// inconclusive / not testable here (with the reason and what testing it would take).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "analysis/inference.h"
 #include "analysis/tables.h"
+#include "core/config/claims_config.h"
 
 namespace relpos::analysis {
 
-enum class Verdict { supported, not_supported, inconclusive };
-std::string verdict_name(Verdict v);  // "supported", "not supported", "inconclusive"
+enum class Verdict { supported, not_supported, inconclusive, not_testable };
+// "supported", "not supported", "inconclusive", "not testable here"
+std::string verdict_name(Verdict v);
+Verdict verdict_from_name(const std::string& name);  // inverse; inconclusive when unknown
 
-enum class ClaimTest { better, not_worse, correlation, ratio };
-
-// The runs of `group` (RunRecord::group), value `key`.
-struct Arm {
-  std::string group, key;
-};
-
-struct Comparison {
-  ClaimTest test = ClaimTest::better;
-  Arm a, b;  // correlation: a.key against b.key over the runs of `over`
-  bool higher_is_better = true;
-  // not_worse: the margin in the metric's unit; ratio: the factor.
-  double margin = 0;
-  // Left out of the claim (with a note) when an arm's variant has no runs here, e.g. the
-  // regime check's `sinusoidal` in an experiment that does not train it.
-  bool optional = false;
-  std::vector<std::string> over;  // correlation: the groups whose runs count (empty: every run)
-  std::string label;              // e.g. "huang_m4 vs shaw"; empty: made from the arms
-};
-
-struct Claim {
-  std::string id;      // short and stable, e.g. "huang2020-table1-qa"
-  std::string quote;   // the paper's words, a few of them (a citation)
-  std::string source;  // "Huang et al. 2020, Table 1"
-  std::string metric;  // what is compared, with its unit and split
-  std::vector<Comparison> comparisons;
-};
+// The family-wise error rate of the verdicts (Holm).
+constexpr double kFamilyAlpha = 0.05;
 
 struct ComparisonResult {
-  Comparison comparison;
+  ComparisonConfig spec;
   std::string label;
-  size_t n = 0;                  // pairs (better, not_worse), runs (correlation, ratio)
-  double effect = 0;             // a − b; correlation: r; ratio: b / a
-  double lo = 0, hi = 0;         // 95% interval of the effect (NaN when there is none)
-  PairedTest paired;             // better, not_worse (oriented: positive = the claimed way)
-  CorrelationTest correlation;   // correlation
+  size_t n = 0;             // pairs (better, not_worse), runs (correlation, ratio)
+  double effect = 0;        // a − b in the metric's unit; correlation: r; ratio: b / a
+  double lo = 0, hi = 0;    // its 95% interval (NaN: none)
+  double sd = 0;            // paired: sd of the differences over seeds
+  double eval_var = 0;      // paired: the evaluation set's variance of the mean difference
+  bool eval_noise = false;  // paired: eval_var is known for every run compared
+  double t = 0;             // paired: oriented (positive = the claimed way)
+  double p_two = 0;         // raw two-sided p (paired t with eval noise; correlation: bootstrap)
+  double p_adjusted = 0;    // Holm over the family; NaN: not in it
+  double flip_p = 0;        // paired: exact one-sided sign-flip p in the claimed direction
+  double cohen_dz = 0;      // paired: mean / sd of the oriented differences
+  double mde = 0;           // paired: smallest effect detected with 80% power (one-sided 0.05)
+  size_t seeds_needed = 0;  // paired: seeds to detect target_effect (0: none given / unreachable)
+  double r_plain = 0;       // correlation: r without partialling out
+  std::string measured_gate;  // gates (b) and (c) of measure_claim: not testable, and why
+  std::string gate;           // decide(): the final reason it is not testable (b, c, a or d)
   Verdict verdict = Verdict::inconclusive;
-  std::string note;              // why inconclusive ("n = 3 < 5"), or what was left out
+  std::string note;  // measure_claim: what the numbers rest on ("25 runs in 5 seed clusters")
+  std::string why;   // decide(): why it is inconclusive, and what would detect the target
 };
 
 struct ClaimResult {
-  Claim claim;
+  std::string experiment;  // the experiment (or sweep folder) whose claim it is
+  ClaimConfig claim;
   std::vector<ComparisonResult> parts;
   Verdict verdict = Verdict::inconclusive;
-  std::string note;  // comparisons left out (optional arms without runs)
+  std::string note;  // comparisons left out (optional arms without runs), pooled correlations
+  std::string gate;  // the claim-level reason it is not testable here (regime check, power, ...)
+  std::vector<ProvenanceConfig> provenance;  // the experiment's changes that name this claim
 };
 
-// The verdict of a paired test computed on oriented differences (positive = the claimed
-// direction) with shift = −margin: supported when n >= kMinSeedsForVerdict, the 95% interval
-// lies above −margin and the one-sided sign-flip p in the claimed direction is below 0.05;
-// not supported when n >= kMinSeedsForVerdict, the interval lies below −margin and the
-// sign-flip p the other way is below 0.05; inconclusive otherwise. `why` gets the reason for
-// an inconclusive verdict.
-Verdict judge_paired(const PairedTest& t, double margin, std::string* why = nullptr);
-// A claimed positive correlation: supported when n >= kMinSeedsForVerdict runs and the
-// Fisher-z interval lies above 0, not supported when it lies below 0, else inconclusive.
-Verdict judge_correlation(const CorrelationTest& t, std::string* why = nullptr);
-// Every part supported: supported; a part not supported: not supported; else inconclusive.
-Verdict combine(const std::vector<Verdict>& parts);
+// Per-run records carry: group, seed, stage, settings (the runs' varied settings other than
+// position.type and seed: paired comparisons match runs with the same seed and settings), the
+// values, "var:<key>" (the evaluation set's sampling variance of a value, when known) and
+// "untrained_rows" (position-table rows read in this stage that no earlier stage trained).
+ClaimResult measure_claim(const ClaimConfig& claim, const std::vector<RunRecord>& runs);
 
-ClaimResult evaluate_claim(const Claim& c, const std::vector<RunRecord>& runs);
+// Decides every claim of the family in place (see the file comment).
+void decide(std::vector<ClaimResult>& family);
+
+// measure_claim for each claim of `claims`, then decide; `experiment` names them.
+std::vector<ClaimResult> judge(const std::vector<ClaimConfig>& claims,
+                               const std::vector<RunRecord>& runs, const std::string& experiment,
+                               const std::vector<ProvenanceConfig>& provenance = {});
+
+// `text` with every "{name}" of `values` replaced by its value.
+std::string expand_text(std::string text, const std::map<std::string, std::string>& values);
+// The claim config with the placeholders of `values` ({T}, {longest}, {N}, ...) replaced in its
+// metric text and in every comparison's keys and label.
+ClaimConfig expand_placeholders(ClaimConfig claim, const std::map<std::string, std::string>& values);
 
 }  // namespace relpos::analysis

@@ -13,6 +13,7 @@
 #include "analysis/stats.h"
 #include "analysis/tables.h"
 #include "analysis/units.h"
+#include "core/util/sampling_stats.h"
 
 namespace relpos::analysis {
 namespace fs = std::filesystem;
@@ -68,8 +69,11 @@ std::map<std::string, double> final_invariance(const RunResult& r) {
       parts["inv_attention"].push_back(v.back());
     else if (in_scores_mean(r, q))
       parts["inv_scores"].push_back(v.back());
-    else if (q.rfind("gram:", 0) == 0)
+    else if (q.rfind("gram:", 0) == 0) {
       parts["inv_gram"].push_back(v.back());
+      if (const auto b = r.baselines.find(q); b != r.baselines.end())
+        parts["invc_gram"].push_back(corrected_invariance(v.back(), b->second.mean));
+    }
   }
   for (const auto& [k, v] : parts) out[k] = mean(v);
   return out;
@@ -78,7 +82,8 @@ std::map<std::string, double> final_invariance(const RunResult& r) {
 const std::vector<ColumnSpec>& invariance_columns() {
   static const std::vector<ColumnSpec> c = {{"inv_attention", "inv. attention (0–1)", 3},
                                             {"inv_scores", "inv. position scores (0–1)", 3},
-                                            {"inv_gram", "inv. P·Pᵀ (0–1)", 3}};
+                                            {"inv_gram", "inv. P·Pᵀ (0–1)", 3},
+                                            {"invc_gram", "inv. P·Pᵀ corrected (0 = random table)", 3}};
   return c;
 }
 
@@ -129,7 +134,8 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables,
   for (const auto& r : runs) {
     RunRecord rec{r.info.group, {}, r.info.seed};
     for (const auto& [m, s] : r.info.metrics)
-      if ((m.rfind("valid_", 0) == 0 || m.rfind("test_", 0) == 0) && !s.y.empty()) {
+      if ((m.rfind("valid_", 0) == 0 || m.rfind("test_", 0) == 0) && !s.y.empty() &&
+          !is_sampling_statistic(m)) {
         rec.values[m] = s.y.back();
         metrics.insert(m);
         if (is_loss(m)) rec.values[m + ":bits"] = nats_to_bits(s.y.back());
@@ -165,8 +171,9 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables,
       "snapshot (attention: head-averaged maps, mean over layers; position scores: mean "
       "over layers, heads and the run's encodings, leaving out of a stack an encoding whose "
       "scores are invariant at every snapshot, such as TISA's f(j − i); P·Pᵀ: absolute "
-      "tables, to be read against the same table's value at step 0, since even a random "
-      "table scores well above 0). — : the run has no such matrix (none, rope: no "
+      "tables, to be read against a random table of the same shape, which already scores about "
+      "E / (E + n): the corrected column is (I − I₀) / (1 − I₀), 0 for a table no more invariant "
+      "than random, 1 for a Toeplitz P·Pᵀ (docs/analysis.md §3c)). — : the run has no such matrix (none, rope: no "
       "position-only scores; relative variants: no absolute table). pos. params: positional "
       "parameters.";
   t.note += encoder_notes(runs, notes);
@@ -220,8 +227,9 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
          Cell::value(x.size() >= 3 ? test.p_two : kNaN), Cell::value(spearman_of_series(x, y))});
   }
   c.note =
-      "One pair per run, runs of every variant pooled (a correlation across variants, not "
-      "within one). r's interval: Fisher z, for 4 runs or more; p: two-sided t-test of "
+      "One pair per run, runs of every variant pooled: a description across variants and "
+      "seeds, not evidence that invariance goes with performance (the claims judge that within "
+      "a variant across a designed factor, docs/analysis.md §3b). r's interval: Fisher z, for 4 runs or more; p: two-sided t-test of "
       "r = 0 with runs − 2 degrees of freedom. — : undefined, for fewer than 3 runs with "
       "both values or a constant column.";
   write_table(c, tables.string(), "final_invariance_correlation");

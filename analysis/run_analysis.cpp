@@ -46,6 +46,29 @@ void write_matrices_csv(const std::vector<MatrixRow>& rows, std::ofstream& f) {
                      g(r.metrics.monotonicity_right));
 }
 
+// Each quantity's untrained baseline I₀, and its first and last scores raw and corrected.
+void write_baseline_table(const RunResult& res, const std::string& tables, const std::string& label) {
+  Table t;
+  t.title = "Translation invariance against its untrained baseline (0–1) — " + label;
+  t.columns = {{"quantity", 0},         {"baseline I₀", 3},         {"I₀ 95% interval", 0},
+               {"first (raw)", 3},      {"last (raw)", 3},          {"first (corrected)", 3},
+               {"last (corrected)", 3}, {"baseline from", 0}};
+  for (const auto& [q, v] : res.invariance) {
+    const auto it = res.baselines.find(q);
+    if (it == res.baselines.end() || v.empty()) continue;
+    const InvarianceBaseline& b = it->second;
+    t.rows.push_back({Cell::label(quantity_label(q)), Cell::value(b.mean),
+                      Cell::label(b.draws > 0 ? fmt::format("[{:.4f}, {:.4f}]", b.lo, b.hi) : "—"),
+                      Cell::value(v.front()), Cell::value(v.back()),
+                      Cell::value(corrected_invariance(v.front(), b.mean)),
+                      Cell::value(corrected_invariance(v.back(), b.mean)), Cell::label(b.how)});
+  }
+  t.note = "corrected = (I − I₀) / (1 − I₀): 0 is no more translation invariant than before "
+           "training (or than a random table of the same shape), 1 is fully invariant. A random "
+           "n × E table's P·Pᵀ already scores about E / (E + n) (docs/analysis.md).";
+  if (!t.rows.empty()) write_table(t, tables, "invariance_baseline");
+}
+
 }  // namespace
 
 std::string choose_metric(const std::map<std::string, Series>& metrics,
@@ -110,9 +133,11 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
                                   o.figure_step, info.dir, fmt::join(res.steps, ", ")));
 
   std::vector<std::map<std::string, double>> summaries;
+  std::map<std::string, std::pair<int64_t, int64_t>> shapes;  // of the P·Pᵀ factors measured
   for (int64_t step : res.steps) {
     const SnapshotData snap = src.snapshot(step);
     const std::vector<MatrixRow> rows = measure_snapshot(snap, so);
+    if (shapes.empty()) shapes = gram_shapes(snap, so);
     h5.add_snapshot(step, rows);
     write_matrices_csv(rows, matrices);
     summaries.push_back(summarize(rows));
@@ -147,6 +172,8 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
                                  spearman_of_series(x, y)});
   }
   h5.finish(res.steps, res.metric_at_step, res.invariance, res.correlations);
+  res.baselines = invariance_baselines(res.invariance, res.steps, shapes);
+  write_baseline_table(res, tables.string(), run_label(info));
 
   // Tables: invariance per snapshot, and its correlation with the metric.
   Table summary;

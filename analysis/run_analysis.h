@@ -12,6 +12,7 @@
 
 #include "analysis/analysis_file.h"
 #include "analysis/figures.h"
+#include "analysis/invariance_baseline.h"
 #include "analysis/snapshot.h"
 
 namespace relpos::analysis {
@@ -73,6 +74,8 @@ struct RunResult {
   std::vector<int64_t> steps;          // snapshot steps
   std::vector<double> metric_at_step;  // the metric interpolated at each snapshot step
   std::map<std::string, std::vector<double>> invariance;  // quantity -> per snapshot (NaN: absent)
+  // quantity -> its untrained baseline I₀ (invariance_baseline.h); absent when none is known
+  std::map<std::string, InvarianceBaseline> baselines;
   std::vector<Correlation> correlations;  // each quantity against the metric over snapshots
   std::vector<FigureInfo> figures;
   double training_time_s = 0.0;  // NaN unknown

@@ -1,5 +1,7 @@
 #include "analysis/run_source.h"
 
+#include "core/util/sampling_stats.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join (in fmt/format.h only before fmt 11)
 #include <yaml-cpp/yaml.h>
@@ -11,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analysis/claims_folder.h"
 #include "analysis/gnuplot.h"
 #include "analysis/run_checks.h"
 #include "core/config/fields.h"
@@ -48,8 +51,7 @@ EvalTable read_eval_table(const RunFileReader& r, const std::string& table) {
   std::vector<double> applicable;
   for (const auto& col : r.children(eval)) {
     const auto values = to_doubles(r.dataset(schema::eval_column_path(table, col)).value);
-    const bool aux = col.rfind("tokens", 0) == 0 || col == "examples" ||
-                     (col.size() > 3 && col.compare(col.size() - 3, 3, "_sd") == 0);
+    const bool aux = col.rfind("tokens", 0) == 0 || col == "examples" || is_sampling_statistic(col);
     if (col == "length")
       t.length = values;
     else if (col == "applicable")
@@ -314,6 +316,7 @@ ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
   std::vector<RunInfo> run_infos;
   for (const RunInfo* i : infos) run_infos.push_back(*i);
   ex.warnings = experiment_warnings(run_infos, dir);
+  judge_folder_claims(dir, ex);
   return ex;
 }
 

@@ -96,6 +96,14 @@ int64_t gram_length(const SnapshotData& s, const SnapshotOptions& o, int64_t tab
   return std::min(n, table_rows);
 }
 
+std::map<std::string, std::pair<int64_t, int64_t>> gram_shapes(const SnapshotData& s,
+                                                               const SnapshotOptions& o) {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  for (const auto& [variant, table] : absolute_tables(s))
+    out[variant] = {gram_length(s, o, table.size(0)), table.size(1)};
+  return out;
+}
+
 std::vector<MatrixRow> measure_snapshot(const SnapshotData& s, const SnapshotOptions& o) {
   std::vector<MatrixRow> rows;
   const Region region = o.causal ? Region::lower : Region::full;

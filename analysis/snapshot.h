@@ -74,6 +74,9 @@ torch::Tensor gram(const torch::Tensor& table, int64_t n);
 int64_t gram_length(const SnapshotData& s, const SnapshotOptions& o, int64_t table_rows);
 
 std::vector<MatrixRow> measure_snapshot(const SnapshotData& s, const SnapshotOptions& o);
+// The shape of each absolute table's P·Pᵀ factor as measured: variant -> {rows used, width}.
+std::map<std::string, std::pair<int64_t, int64_t>> gram_shapes(const SnapshotData& s,
+                                                               const SnapshotOptions& o);
 
 // Headline numbers of one snapshot, quantity key -> value:
 //   attention           mean over layers of the head-averaged map's invariance

@@ -80,6 +80,10 @@ struct RunRecord {
   std::string group;  // row label, e.g. "learned+tisa"
   std::map<std::string, double> values;
   int64_t seed = 0;   // the run's seed: paired comparisons match runs by it (claims.h)
+  std::string stage;  // the experiment stage the run belongs to ("" for one stage)
+  // The run's varied settings other than position.type and seed ("train.steps" -> "800"):
+  // paired comparisons match runs with the same seed and settings.
+  std::map<std::string, std::string> settings;
 };
 
 struct ColumnSpec {

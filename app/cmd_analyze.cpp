@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
+#include "analysis/claims_folder.h"
 #include "analysis/run_source.h"
 #include "app/commands.h"
 #include "core/position/registry.h"
@@ -19,6 +21,7 @@ struct AnalyzeArgs {
   int64_t radius = 50;
   bool no_figures = false;
   std::string group_by;
+  std::string claims;
   std::string heads_scale = "shared";
   double colour_cap = 0.99;
 };
@@ -79,6 +82,9 @@ Command add_analyze(CLI::App& app) {
             return {};
           },
           "0.5..1", "colour_cap"));
+  cmd->add_option("--claims", a->claims,
+                  "a YAML file whose `claims:` block is judged on the folder's runs (kept as "
+                  "DIR/claims.yaml; a sweep whose config has claims keeps them there itself)");
   auto* group_by = cmd->add_option("--group-by", a->group_by,
                   "config keys that label rows of cross-run tables, comma-separated "
                   "(default: the position types)");
@@ -99,6 +105,7 @@ Command add_analyze(CLI::App& app) {
             o.colour_scale.per_head = a->heads_scale == "per-head";
             o.colour_scale.cap = a->colour_cap;
             bool experiment = false;
+            if (!a->claims.empty()) analysis::adopt_claims_file(a->dir, a->claims);
             const auto ex =
                 analysis::analyze_folder(a->dir, o, keys, &experiment);
             for (const auto& r : ex.runs) print_run(r);
@@ -106,6 +113,8 @@ Command add_analyze(CLI::App& app) {
             std::cout << fmt::format("wrote {}/tables{} and analysis.h5 in {}\n", a->dir,
                                      o.figures ? ", figures" : "",
                                      experiment ? "each run folder" : "the run folder");
+            if (std::filesystem::exists(std::filesystem::path(a->dir) / "claims.md"))
+              std::cout << fmt::format("claims judged: {}/claims.md\n", a->dir);
             return 0;
           }};
 }

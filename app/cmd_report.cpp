@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "analysis/claims_folder.h"
 #include "analysis/report.h"
 #include "analysis/run_source.h"
 #include "app/commands.h"
@@ -17,17 +18,22 @@ Command add_report(CLI::App& app) {
       app.add_subcommand("report", "report.md and report.html of an experiment or run folder");
   auto dir = std::make_shared<std::string>();
   auto reanalyze = std::make_shared<bool>(false);
+  auto claims = std::make_shared<std::string>();
   cmd->add_option("DIR", *dir, "experiment or run folder")->required();
   cmd->add_flag("--analyze", *reanalyze, "run `relpos analyze DIR` first even when its tables are up to date (they are analysed "
                  "again anyway when missing or older than a run's run.h5 or result.json)");
-  return {cmd, [dir, reanalyze]() {
+  cmd->add_option("--claims", *claims,
+                  "a YAML file whose `claims:` block is judged on the folder's runs (as `relpos "
+                  "analyze --claims`; the folder is analysed again)");
+  return {cmd, [dir, reanalyze, claims]() {
             namespace fs = std::filesystem;
             analysis::ReportInputs in;
             in.dir = *dir;
             std::vector<std::string> dirs = analysis::run_dirs_of(*dir);
             in.experiment = !analysis::is_run_dir(*dir);
             const fs::path tables = fs::path(*dir) / "tables";
-            std::string why = *reanalyze ? "asked for" : "";
+            if (!claims->empty()) analysis::adopt_claims_file(*dir, *claims);
+            std::string why = *reanalyze ? "asked for" : !claims->empty() ? "claims to judge" : "";
             if (why.empty() && !fs::exists(tables)) why = "no tables yet";
             if (why.empty()) why = analysis::newer_than_tables(dirs, tables.string());
             if (!why.empty()) {

@@ -66,6 +66,7 @@ Command add_sweep(CLI::App& app) {
                                        a->slurm, points.size(), a->slurm);
               return 0;
             }
+            keep_sweep_claims(o.out_dir, o.configs, o.sets);
             auto runs = run_sweep(o);
             std::cout << fmt::format("sweep finished: {} runs; summary in {}/summary.md\n",
                                      runs.size(), o.out_dir);

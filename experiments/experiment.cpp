@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "analysis/claims_folder.h"
 #include "analysis/claims_report.h"
 #include "analysis/report.h"
 #include "analysis/run_source.h"
@@ -63,11 +64,10 @@ std::vector<std::string> available_scales(const std::string& name) {
 
 }  // namespace
 
-ExperimentContext::ExperimentContext(
-    const ReproduceOptions& opts, const std::vector<std::string>& stages,
-    const std::function<std::vector<analysis::Claim>(const Config&)>& claims,
-    bool stages_selectable)
-    : opts_(opts) {
+ExperimentContext::ExperimentContext(const ReproduceOptions& opts,
+                                     const std::vector<std::string>& stages,
+                                     bool stages_selectable)
+    : opts_(opts), stages_(stages) {
   for (const auto& set : opts.sets) {
     // STAGE[,STAGE...]:key=value; a ':' after the '=' belongs to the value.
     const size_t colon = set.find(':');
@@ -116,7 +116,13 @@ ExperimentContext::ExperimentContext(
           fmt::format("{}: sweep.stages: reproduce {} has no stage '{}'", config_file_, opts.name, st),
           "its stages: " + join_names(stages));
   }
-  if (claims) claims_ = claims(config_);
+  for (const auto& c : config_.claims)
+    if (!c.stage.empty() && c.stage != "*" &&
+        std::find(stages.begin(), stages.end(), c.stage) == stages.end())
+      throw ConfigError(fmt::format("{}: claims: {}: reproduce {} has no stage '{}'", config_file_,
+                                    c.id, opts.name, c.stage),
+                        stages.empty() ? "this experiment has one stage: leave `stage` out"
+                                       : "its stages: " + join_names(stages));
   dir_ = opts.out_dir.empty()
              ? (fs::path(source_dir()) / "results" /
                 (opts.scale == "mini" ? opts.name : opts.name + "-" + opts.scale))
@@ -283,10 +289,55 @@ std::string ExperimentContext::analyze_and_report(const std::string& folder) con
   return report(folder, analyze(folder));
 }
 
+std::vector<ClaimConfig> ExperimentContext::claims() const {
+  const auto values = analysis::claim_placeholders(config_);
+  std::vector<ClaimConfig> out;
+  for (const auto& c : config_.claims) {
+    if (c.stage != "*") {
+      if (c.stage.empty() || runs_stage(c.stage)) out.push_back(analysis::expand_placeholders(c, values));
+      continue;
+    }
+    // stage "*": one claim per stage that runs, {stage} naming it.
+    for (const auto& st : stages_) {
+      if (!runs_stage(st)) continue;
+      auto v = values;
+      v["stage"] = st;
+      ClaimConfig each = c;
+      each.stage = st;
+      for (std::string* text : {&each.id, &each.metric}) *text = analysis::expand_text(*text, v);
+      for (auto& id : each.requires_ids) id = analysis::expand_text(id, v);
+      out.push_back(analysis::expand_placeholders(each, v));
+    }
+  }
+  return out;
+}
+
 std::vector<analysis::ClaimResult> ExperimentContext::judge_claims(
     const std::vector<analysis::RunRecord>& records) const {
-  std::vector<analysis::ClaimResult> out;
-  for (const auto& c : claims_) out.push_back(analysis::evaluate_claim(c, records));
+  // Provenance naming a per-stage claim ("synthetic-{stage}-nope") names it for every stage.
+  std::vector<ProvenanceConfig> provenance = config_.provenance;
+  for (auto& p : provenance) {
+    std::vector<std::string> ids;
+    for (const auto& id : p.claims) {
+      if (id.find("{stage}") == std::string::npos) {
+        ids.push_back(id);
+        continue;
+      }
+      for (const auto& st : stages_)
+        if (runs_stage(st)) ids.push_back(analysis::expand_text(id, {{"stage", st}}));
+    }
+    p.claims = ids;
+  }
+  // ... and names only the claims judged here (the others' stages do not run).
+  const std::vector<ClaimConfig> judged = claims();
+  for (auto& p : provenance) {
+    std::vector<std::string> kept;
+    for (const auto& id : p.claims)
+      if (std::any_of(judged.begin(), judged.end(), [&](const ClaimConfig& c) { return c.id == id; }))
+        kept.push_back(id);
+    p.claims = kept;
+  }
+  auto out = analysis::judge(judged, records, opts_.name, provenance);
   analysis::write_claims(dir_, opts_.name, out);
   return out;
 }
@@ -297,7 +348,7 @@ std::string reproduce(const ReproduceOptions& opts) {
   install_interrupt_handlers();
   for (const auto& e : experiment_list()) {
     if (e.name != opts.name) continue;
-    ExperimentContext ctx(opts, e.stages, e.claims, e.stages_selectable);
+    ExperimentContext ctx(opts, e.stages, e.stages_selectable);
     ctx.log(fmt::format("{} ({} scale) -> {}", e.summary, opts.scale, ctx.dir()));
     return e.run(ctx);
   }

@@ -39,13 +39,11 @@ class ExperimentContext {
  public:
   // `stages`: the experiment's stage names (its sub-folders), which STAGE:key=value overrides
   // may name; any other stage name is a ConfigError listing them.
-  // `claims`: what the experiment tests (ExperimentInfo::claims), judged by judge_claims().
   // `stages_selectable`: the config's sweep.stages may choose some of the stages (runs_stage);
   // elsewhere a non-empty sweep.stages is a ConfigError.
-  explicit ExperimentContext(
-      const ReproduceOptions& opts, const std::vector<std::string>& stages = {},
-      const std::function<std::vector<analysis::Claim>(const Config&)>& claims = {},
-      bool stages_selectable = false);
+  explicit ExperimentContext(const ReproduceOptions& opts,
+                             const std::vector<std::string>& stages = {},
+                             bool stages_selectable = false);
 
   const ReproduceOptions& options() const { return opts_; }
   const std::string& dir() const { return dir_; }
@@ -87,11 +85,14 @@ class ExperimentContext {
   std::string report(const std::string& folder, const analysis::ExperimentResult& result) const;
   std::string analyze_and_report(const std::string& folder) const;
 
-  // Judges the experiment's claims on per-run records (RunRecord::seed set) and writes
-  // dir()/claims.md and dir()/claims.json (analysis/claims_report.h), which the report ends with.
+  // Judges the claims of the experiment's config (its `claims:` block, placeholders {T},
+  // {longest}, {N} replaced; only the claims of the stages that run) on per-run records
+  // (RunRecord::stage, seed and settings set), and writes dir()/claims.md and
+  // dir()/claims.json (analysis/claims_report.h), which the report ends with.
   std::vector<analysis::ClaimResult> judge_claims(
       const std::vector<analysis::RunRecord>& records) const;
-  const std::vector<analysis::Claim>& claims() const { return claims_; }
+  // The claims judge_claims judges.
+  std::vector<ClaimConfig> claims() const;
 
   // Throws Interrupted (core/util/signals.h) when SIGINT/SIGTERM arrived, saying that the
   // experiment stopped before `stage`. sweep(), evaluate_lengths() (before each run) and
@@ -107,7 +108,7 @@ class ExperimentContext {
   std::string dir_;
   std::string config_file_;
   Config config_;
-  std::vector<analysis::Claim> claims_;
+  std::vector<std::string> stages_;
 };
 
 struct ExperimentInfo {
@@ -115,10 +116,7 @@ struct ExperimentInfo {
   std::string summary;
   std::function<std::string(ExperimentContext&)> run;  // returns the path of the report
   std::vector<std::string> stages = {};  // sub-folder per stage; none when the runs sit at the top
-  // The papers' claims it tests (each with its quote and source), judged on its runs; the
-  // report ends with them and results/CLAIMS.md gathers them. A function of the experiment's
-  // config, since metric names and lengths come from it (the task's primary metric, T, 8T).
-  std::function<std::vector<analysis::Claim>(const Config&)> claims = {};
+  // The claims it tests are data: the `claims:` block of its config (judge_claims).
   // sweep.stages may run some of the stages: they are independent of each other (synthetic), or
   // the experiment checks that a chosen stage's inputs are chosen too (huang2020: pretrain).
   bool stages_selectable = false;

@@ -3,19 +3,18 @@
 // classification; the method-4 relative-weight and head-averaged attention figures; the
 // inductive test (pre-trained at a short length, evaluated at longer ones); and the drop-in
 // experiment (a model pre-trained with `learned` continued briefly with and without huang_m4
-// added).
+// added). The claims are in configs/experiments/huang2020/mini.yaml.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
-#include "analysis/extrapolation_tables.h"
 #include "analysis/units.h"
-#include "core/config/fields.h"
 #include "core/util/errors.h"
-#include "experiments/regime_claim.h"
 #include "experiments/report_util.h"
+#include "experiments/stage_records.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
@@ -38,79 +37,183 @@ std::string find_figure(const std::string& run_dir, const std::vector<std::strin
   return found.empty() ? std::string() : found.front();
 }
 
-// The longest length of the inductive test.
-int64_t longest_length(const Config& cfg) {
-  const auto& l = cfg.eval.lengths;
-  return l.empty() ? 4 * cfg.task.seq_len : *std::max_element(l.begin(), l.end());
+// The stages chosen, checked against what each needs: every stage starts from pretrain, and
+// the drop-in stage from its `learned` runs.
+void check_stages(const ExperimentContext& ctx) {
+  const auto& grid = ctx.config().sweep.grid;
+  if (!ctx.runs_stage("pretrain"))
+    throw ConfigError(
+        fmt::format("{}: sweep.stages: huang2020's other stages start from the runs of its "
+                    "pretrain stage, which [{}] leaves out",
+                    ctx.config_file(), join_names(ctx.config().sweep.stages, ", ")),
+        "keep pretrain in sweep.stages, e.g. --set 'sweep.stages=[pretrain, squad]'");
+  bool has_learned = false;
+  for (const auto& g : grid) {
+    const GridAxis a = parse_grid_axis(g);
+    if (a.key == "position.type")
+      has_learned = std::count(a.values.begin(), a.values.end(), "learned") > 0;
+  }
+  if (ctx.runs_stage("dropin") && !has_learned)
+    throw ConfigError(fmt::format("sweep.grid: huang2020's drop-in stage continues the pre-trained "
+                                  "`learned` run of each seed, which the grid [{}] does not make",
+                                  join_names(grid, "; ")),
+                      "keep position.type=learned in the grid, e.g. --set "
+                      "'sweep.grid=[\"position.type=learned,huang_m4\", \"seed=1\"]'");
 }
 
-// What the inductive test scored at each length, and the sampling error of one run's accuracy
-// at the pre-training length: differences below it are noise of the evaluation set.
-std::string inductive_noise(const std::vector<RunSummary>& runs, const Config& cfg) {
-  for (const auto& r : runs) {
-    const auto tok = r.extrapolation.find("tokens"), acc = r.extrapolation.find("accuracy");
-    if (tok == r.extrapolation.end() || acc == r.extrapolation.end()) continue;
-    std::string counts;
-    for (const auto& [len, n] : tok->second)
-      counts += fmt::format("{}{}: {:.0f}", counts.empty() ? "" : "; ", len, n);
-    const int64_t T = cfg.task.seq_len;
-    const auto a = acc->second.find(T), n = tok->second.find(T);
-    const std::string err =
-        a == acc->second.end() || n == tok->second.end()
-            ? std::string()
-            : " " + analysis::sampling_error_note("accuracy", cfg.task.type, cfg.data.tokenizer,
-                                                  a->second, n->second, NAN,
-                                                  static_cast<double>(T), "tokens");
-    return fmt::format(" Scored masked tokens per length (run {}): {}.{}",
-                       fs::path(r.dir).filename().string(), counts, err);
-  }
+// "seed=1,2,3" of the grid, or "".
+std::string seed_axis(const std::vector<std::string>& grid) {
+  for (const auto& g : grid)
+    if (const GridAxis a = parse_grid_axis(g); a.key == "seed") return "seed=" + join_names(a.values, ",");
   return "";
 }
 
-std::vector<analysis::Claim> huang2020_claims(const Config& cfg) {
-  const std::string source = "Huang et al. 2020";
-  analysis::Claim table1{"huang2020-table1-span-qa",
-                         "improving results on SQuAD1.1 compared to previous position "
-                         "embeddings approaches",
-                         source + ", abstract and Table 1 (method 4 > Shaw > absolute)",
-                         "span-QA F1 (%, validation split of the fine-tuning stage)",
-                         {}};
-  for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
-           {"huang_m4", "shaw"}, {"shaw", "learned"}}) {
-    analysis::Comparison c;
-    c.a = {a, "qa_f1"};
-    c.b = {b, "qa_f1"};
-    table1.comparisons.push_back(c);
+struct StageRuns {
+  analysis::ExperimentResult result;
+  std::vector<analysis::RunRecord> records;
+};
+
+// One fine-tuning stage from the pre-trained runs: sweep, analysis, report, records (with the
+// position-table rows the pre-training never trained).
+StageRuns finetune(const ExperimentContext& ctx, const std::string& stage,
+                   const std::vector<std::string>& grid, const std::string& from,
+                   const analysis::ExperimentResult& pre) {
+  const std::string dir = (fs::path(ctx.dir()) / stage).string();
+  ctx.sweep(stage, {ctx.part_config(stage)}, grid, {}, from);
+  StageRuns s{ctx.analyze(dir), {}};
+  ctx.report(dir, s.result);
+  s.records = stage_records(s.result, stage);
+  if (stage != "dropin") mark_untrained_rows(s.records, s.result, pre);
+  return s;
+}
+
+// Table 1: a row per variant with the numbers of every stage that ran.
+analysis::Table table1(const ExperimentContext& ctx, const std::vector<analysis::RunRecord>& pre,
+                       const StageRuns* qa, const StageRuns* cls) {
+  auto recs = pre;
+  std::vector<analysis::ColumnSpec> cols{{"params", "position params (count)", 0, false},
+                                         {"valid_accuracy", "MLM acc. (0–1)", 3, true}};
+  if (qa) {
+    merge_by_run(recs, qa->records, "qa_", {"valid_em", "valid_f1", "train_s"});
+    cols.insert(cols.end(), {{"qa_valid_em", "QA EM (%)", 1, true}, {"qa_valid_f1", "QA F1 (%)", 1, true}});
   }
-  analysis::Claim inductive{
-      "huang2020-longer-sequences", "robust enough to handle long sequences",
-      source + ", abstract and the inductive-property experiment",
-      fmt::format("change of the test masked-token accuracy (0–1) from the pre-training length "
-                  "{} to {} (less negative is more robust)",
-                  cfg.task.seq_len, longest_length(cfg)),
-      {}};
-  analysis::Comparison ind;
-  ind.a = {"huang_m4", "accuracy_change"};
-  ind.b = {"sinusoidal", "accuracy_change"};
-  ind.optional = true;
-  ind.label = "huang_m4 vs sinusoidal (the absolute encoding that runs past its length)";
-  inductive.comparisons.push_back(ind);
-  analysis::Claim dropin{"huang2020-drop-in", "near drop-in replacement for improving the accuracy",
-                         source + ", abstract and the drop-in experiment",
-                         "validation masked-token accuracy (0–1) after continuing pre-training "
-                         "of the learned model, with and without method 4 added",
-                         {}};
-  analysis::Comparison d;
-  d.a = {"dropin: learned+huang_m4", "valid_accuracy"};
-  d.b = {"dropin: learned", "valid_accuracy"};
-  d.label = "learned+huang_m4 vs learned (drop-in)";
-  dropin.comparisons.push_back(d);
-  // The claims of the stages that run (sweep.stages may leave the fine-tuning ones out).
-  std::vector<analysis::Claim> out{regime_claim("huang2020", cfg, "pretrain_")};
-  if (stage_chosen(cfg, "squad")) out.push_back(table1);
-  out.push_back(inductive);
-  if (stage_chosen(cfg, "dropin")) out.push_back(dropin);
-  return out;
+  if (cls) {
+    merge_by_run(recs, cls->records, "cls_", {"valid_accuracy", "train_s"});
+    cols.push_back({"cls_valid_accuracy", "classification acc. (0–1)", 3, true});
+  }
+  cols.push_back({"train_s", "pre-train time (s)", 0, true});
+  if (qa) cols.push_back({"qa_train_s", "QA fine-tune time (s)", 0, true});
+  if (cls) cols.push_back({"cls_train_s", "classif. fine-tune time (s)", 0, true});
+  recs.erase(std::remove_if(recs.begin(), recs.end(),
+                            [](const analysis::RunRecord& r) { return r.group.find(" (") != std::string::npos; }),
+             recs.end());
+  auto table = analysis::group_table(recs, cols);
+  table.title = "Pre-training and fine-tuning metrics (validation splits)";
+  std::string splits = "MLM: " + validation_data(ctx, "pretrain", ctx.config_file());
+  if (qa) splits += ". QA: " + validation_data(ctx, "squad", ctx.part_config("squad"));
+  if (cls) splits += ". Classification: " + validation_data(ctx, classification_stage(),
+                                                             ctx.part_config(classification_stage()));
+  table.note = fmt::format(
+      "Validation splits. {}. Times: wall-clock seconds of each stage's training (train_seconds of "
+      "its result.json); runs that shared the {} with others (--jobs > 1, other work) took "
+      "longer, so compare them within one invocation.",
+      splits, ctx.config().device == "cpu" ? "CPU" : "device");
+  return table;
+}
+
+// The inductive test: test masked-token accuracy per evaluation length.
+analysis::Table inductive_table(const ExperimentContext& ctx, const std::vector<analysis::RunRecord>& pre) {
+  std::vector<analysis::ColumnSpec> cols;
+  for (auto len : ctx.config().eval.lengths)
+    cols.push_back({"accuracy@" + std::to_string(len), fmt::format("MLM acc. at T={} (0–1)", len), 3, true});
+  auto t = analysis::group_table(pre, cols);
+  t.title = "Inductive test: test-split masked-token accuracy at each length";
+  t.note = fmt::format("Test split (the extrapolation evaluation), not the validation split of "
+                       "Table 1. Pre-trained at T={}; '—': the variant cannot run at that length "
+                       "(learned table); \"(clamped)\" rows reuse the table's last row past it.",
+                       ctx.config().task.seq_len);
+  return t;
+}
+
+analysis::Table dropin_table(const ExperimentContext& ctx, std::vector<analysis::RunRecord> drop) {
+  const std::string bits = analysis::bits_name(ctx.config().data.tokenizer);
+  for (auto& r : drop)
+    if (r.values.count("valid_loss")) r.values[bits] = analysis::nats_to_bits(r.values["valid_loss"]);
+  const std::string per = ctx.config().data.tokenizer == "bytes" ? "byte" : "token";
+  auto t = analysis::group_table(drop, {{"valid_accuracy", "MLM acc. after continuing (0–1)", 3, true},
+                                        {"valid_loss", "MLM loss (nats/" + per + ")", 3, true},
+                                        {bits, "MLM loss (bits/" + per + ")", 3, true}});
+  t.title = "Drop-in: continued pre-training (validation split)";
+  t.note = "Both rows of a seed start from that seed's pretrain/learned run and continue for the "
+           "same steps; huang_m4's relative table starts from scratch.";
+  return t;
+}
+
+std::string huang2020_report(ExperimentContext& ctx, std::vector<ReportSection> sections) {
+  const fs::path dir(ctx.dir());
+  const std::string m4 = (dir / "pretrain" / "huang_m4-seed1").string();
+  ReportSection s4{"Method 4: relative-position weights and attention", "", {}, {}, {}};
+  s4.figures.push_back({find_figure(m4, {"relpos_huang_m4", "layer0"}),
+                        "huang_m4, first layer: relative-position vectors a_r (d × r)"});
+  s4.figures.push_back({find_figure(m4, {"attention", "mean", "layer0"}),
+                        "huang_m4, first layer: attention averaged over heads (probe set)"});
+  sections.push_back(s4);
+  std::vector<std::string> ran, not_run;
+  for (const auto& st : {std::string("pretrain"), std::string("squad"), classification_stage(),
+                         std::string("dropin")})
+    (ctx.runs_stage(st) ? ran : not_run).push_back(st);
+  std::string intro = "Stage reports:";
+  for (size_t i = 0; i < ran.size(); ++i)
+    intro += fmt::format("{0} [{1}]({1}/report.md)", i == 0 ? "" : ",", ran[i]);
+  intro += ".";
+  if (!not_run.empty())
+    intro += fmt::format(" Not run: {} (the config's sweep.stages; add them with --set "
+                         "'sweep.stages=[...]').",
+                         join_names(not_run, ", "));
+  return write_experiment_report(ctx, "Huang et al. 2020: relative position embeddings compared",
+                                 intro, sections);
+}
+
+std::string run_huang2020(ExperimentContext& ctx) {
+  check_stages(ctx);
+  const auto grid = ctx.config().sweep.grid;
+  const fs::path dir(ctx.dir());
+  // 1. Pre-training, and the inductive test on its runs (a length-bound table also clamped).
+  auto pre_runs = run_dirs(ctx.sweep("pretrain", {ctx.config_file()}, grid));
+  ctx.evaluate_lengths(pre_runs);
+  for (const auto& [setting, label_runs] : past_bound_evaluations(pre_runs))
+    ctx.evaluate_lengths(label_runs.second, {setting}, label_runs.first);
+  const auto pre = ctx.analyze((dir / "pretrain").string());
+  ctx.report((dir / "pretrain").string(), pre);
+  auto records = stage_records(pre, "pretrain");
+  const auto pre_records = records;
+  // 2. Fine-tuning from each pre-trained run; 3. drop-in from each seed's learned run.
+  const std::string from = (dir / "pretrain").string() + "/{point}";
+  std::optional<StageRuns> qa, cls, drop;
+  if (ctx.runs_stage("squad")) qa = finetune(ctx, "squad", grid, from, pre);
+  if (ctx.runs_stage(classification_stage()))
+    cls = finetune(ctx, classification_stage(), grid, from, pre);
+  if (ctx.runs_stage("dropin")) {
+    const std::string seeds = seed_axis(grid);
+    std::vector<std::string> dropin_grid{"position.type=learned,learned+huang_m4"};
+    if (!seeds.empty()) dropin_grid.push_back(seeds);
+    const std::string learned =
+        (dir / "pretrain" / (seeds.empty() ? "learned" : "learned-seed{seed}")).string();
+    drop = finetune(ctx, "dropin", dropin_grid, learned, pre);
+  }
+  for (const auto* s : {&qa, &cls, &drop})
+    if (*s) records.insert(records.end(), (*s)->records.begin(), (*s)->records.end());
+  ctx.judge_claims(records);
+
+  std::vector<ReportSection> sections{
+      {qa || cls ? "Table 1: pre-training and fine-tuning" : "Table 1: pre-training", "",
+       {table1(ctx, pre_records, qa ? &*qa : nullptr, cls ? &*cls : nullptr)}, {"table1"}, {}},
+      {"Inductive test: longer sequences than in pre-training", "", {inductive_table(ctx, pre_records)},
+       {"inductive"}, {}}};
+  if (drop)
+    sections.push_back({"Drop-in: adding method 4 to a model pre-trained with learned positions", "",
+                        {dropin_table(ctx, drop->records)}, {"dropin"}, {}});
+  return huang2020_report(ctx, sections);
 }
 
 }  // namespace
@@ -118,185 +221,8 @@ std::vector<analysis::Claim> huang2020_claims(const Config& cfg) {
 ExperimentInfo huang2020_experiment() {
   return {"huang2020",
           "every variant: MLM pre-training, span QA and classification fine-tuning, drop-in",
-          [](ExperimentContext& ctx) {
-            const auto grid = ctx.config().sweep.grid;
-            const fs::path dir(ctx.dir());
-            const std::string cls_stage = classification_stage();
-            // sweep.stages may leave out fine-tuning stages (e.g. the gpu scale: pre-training
-            // alone); every other stage starts from the pre-trained runs.
-            if (!ctx.runs_stage("pretrain"))
-              throw ConfigError(
-                  fmt::format("{}: sweep.stages: huang2020's other stages start from the runs of "
-                              "its pretrain stage, which [{}] leaves out",
-                              ctx.config_file(), join_names(ctx.config().sweep.stages, ", ")),
-                  "keep pretrain in sweep.stages, e.g. --set 'sweep.stages=[pretrain, squad]'");
-            const bool run_qa = ctx.runs_stage("squad"), run_cls = ctx.runs_stage(cls_stage),
-                       run_dropin = ctx.runs_stage("dropin");
-            // The drop-in stage continues the pre-trained `learned` run of each seed: a grid
-            // without them would fail only after every other stage has trained.
-            std::vector<GridAxis> axes;
-            for (const auto& g : grid) axes.push_back(parse_grid_axis(g));
-            bool has_learned = false;
-            std::string seed_axis;  // "seed=1,2,3" of the grid, for the drop-in stage
-            for (const auto& a : axes) {
-              if (a.key == "position.type")
-                has_learned = std::count(a.values.begin(), a.values.end(), "learned") > 0;
-              if (a.key == "seed") seed_axis = "seed=" + join_names(a.values, ",");
-            }
-            if (run_dropin && !has_learned)
-              throw ConfigError(
-                  fmt::format("sweep.grid: huang2020's drop-in stage continues the pre-trained "
-                              "`learned` run of each seed, which the grid [{}] does not make",
-                              join_names(grid, "; ")),
-                  "keep position.type=learned in the grid, e.g. --set "
-                  "'sweep.grid=[\"position.type=learned,huang_m4\", \"seed=1\"]'");
-            // 1. Pre-training, and the inductive test on its runs.
-            auto pre = ctx.sweep("pretrain", {ctx.config_file()}, grid);
-            ctx.evaluate_lengths(run_dirs(pre));
-            ctx.analyze_and_report((dir / "pretrain").string());
-            const std::string from = (dir / "pretrain").string() + "/{point}";
-            // 2. Fine-tuning from each pre-trained run.
-            std::vector<SweepRunStatus> qa, cls, dropin;
-            if (run_qa) {
-              qa = ctx.sweep("squad", {ctx.part_config("squad")}, grid, {}, from);
-              ctx.analyze_and_report((dir / "squad").string());
-            }
-            if (run_cls) {
-              cls = ctx.sweep(cls_stage, {ctx.part_config(cls_stage)}, grid, {}, from);
-              ctx.analyze_and_report((dir / cls_stage).string());
-            }
-            // 3. Drop-in: continue each seed's learned model with and without huang_m4, so the
-            // two are compared paired by seed.
-            std::vector<std::string> dropin_grid{"position.type=learned,learned+huang_m4"};
-            if (!seed_axis.empty()) dropin_grid.push_back(seed_axis);
-            const std::string learned_run =
-                (dir / "pretrain" / (seed_axis.empty() ? "learned" : "learned-seed{seed}")).string();
-            if (run_dropin) {
-              dropin =
-                  ctx.sweep("dropin", {ctx.part_config("dropin")}, dropin_grid, {}, learned_run);
-              ctx.analyze_and_report((dir / "dropin").string());
-            }
-
-            // Table 1: one row per variant.
-            auto pre_s = summaries(pre), qa_s = summaries(qa), cls_s = summaries(cls);
-            std::vector<analysis::RunRecord> recs = records(pre_s);
-            for (size_t i = 0; i < recs.size(); ++i) {
-              auto& v = recs[i].values;
-              v["mlm_accuracy"] = v.count("valid_accuracy") ? v["valid_accuracy"] : NAN;
-              for (const auto& [k, x] : pre_s[i].valid) v["pretrain_valid_" + k] = x;
-              if (i < qa_s.size()) {
-                auto get = [&](const char* k) {
-                  auto it = qa_s[i].valid.find(k);
-                  return it == qa_s[i].valid.end() ? NAN : it->second;
-                };
-                v["qa_em"] = get("em");
-                v["qa_f1"] = get("f1");
-                if (qa_s[i].finished) v["qa_train_s"] = qa_s[i].train_seconds;
-              }
-              if (i < cls_s.size()) {
-                auto it = cls_s[i].valid.find("accuracy");
-                v["cls_accuracy"] = it == cls_s[i].valid.end() ? NAN : it->second;
-                if (cls_s[i].finished) v["cls_train_s"] = cls_s[i].train_seconds;
-              }
-              if (!pre_s[i].finished) v.erase("train_s");
-            }
-            const TaskConfig& t = ctx.config().task;
-            // The columns of the stages that ran.
-            std::vector<analysis::ColumnSpec> cols{{"params", "position params (count)", 0, false},
-                                                   {"mlm_accuracy", "MLM acc. (0–1)", 3, true}};
-            if (run_qa)
-              cols.insert(cols.end(),
-                          {{"qa_em", "QA EM (%)", 1, true}, {"qa_f1", "QA F1 (%)", 1, true}});
-            if (run_cls) cols.push_back({"cls_accuracy", "classification acc. (0–1)", 3, true});
-            cols.push_back({"train_s", "pre-train time (s)", 0, true});
-            if (run_qa) cols.push_back({"qa_train_s", "QA fine-tune time (s)", 0, true});
-            if (run_cls) cols.push_back({"cls_train_s", "classif. fine-tune time (s)", 0, true});
-            auto table1 = analysis::group_table(recs, cols);
-            std::string splits = "MLM: " + validation_data(ctx, "pretrain", ctx.config_file());
-            if (run_qa)
-              splits += ". QA: " + validation_data(ctx, "squad", ctx.part_config("squad"));
-            if (run_cls)
-              splits += ". Classification: " +
-                        validation_data(ctx, cls_stage, ctx.part_config(cls_stage));
-            table1.note = fmt::format(
-                "Validation splits. {}. Times: wall-clock seconds of each stage's training "
-                "(train_seconds of its result.json); runs that shared the {} with others "
-                "(--jobs > 1, other work) took longer, so compare them within one invocation.",
-                splits, ctx.config().device == "cpu" ? "CPU" : "device");
-            std::vector<analysis::ColumnSpec> inductive_cols;
-            for (auto len : ctx.config().eval.lengths)
-              inductive_cols.push_back({"accuracy@" + std::to_string(len),
-                                        fmt::format("MLM acc. at T={} (0–1)", len), 3, true});
-            auto inductive = analysis::group_table(recs, inductive_cols);
-            inductive.note = fmt::format("Pre-trained at T={}; '—': the variant cannot run at "
-                                         "that length (learned table).{}", t.seq_len,
-                                         inductive_noise(pre_s, ctx.config()));
-
-            auto drop = records(summaries(dropin));
-            const std::string bits = analysis::bits_name(ctx.config().data.tokenizer);
-            for (auto& r : drop)
-              if (r.values.count("valid_loss"))
-                r.values[bits] = analysis::nats_to_bits(r.values["valid_loss"]);
-            const std::string per = ctx.config().data.tokenizer == "bytes" ? "byte" : "token";
-            auto drop_table = analysis::group_table(
-                drop, {{"valid_accuracy", "MLM acc. after continuing (0–1)", 3, true},
-                       {"valid_loss", "MLM loss (nats/" + per + ")", 3, true},
-                       {bits, "MLM loss (bits/" + per + ")", 3, true}});
-            drop_table.note = "Both rows of a seed start from that seed's pretrain/learned run and "
-                              "continue for the same steps; huang_m4's relative table starts "
-                              "from scratch.";
-            // Claims: Table 1 and the inductive test on the pre-training and fine-tuning
-            // records, the drop-in on its own stage's (its groups marked "dropin: ").
-            std::vector<analysis::RunRecord> claim_recs = recs;
-            for (auto& r : claim_recs) {
-              auto& v = r.values;
-              const std::string from = fmt::format("accuracy@{}", t.seq_len);
-              const std::string to = fmt::format("accuracy@{}", longest_length(ctx.config()));
-              if (v.count(from) && v.count(to)) v["accuracy_change"] = v[to] - v[from];
-            }
-            for (auto r : drop) {
-              r.group = "dropin: " + r.group;
-              claim_recs.push_back(r);
-            }
-            ctx.judge_claims(claim_recs);
-
-            ReportSection s1{run_qa || run_cls ? "Table 1: pre-training and fine-tuning"
-                                               : "Table 1: pre-training",
-                             "",
-                             {table1},
-                             {"table1"},
-                             {}};
-            ReportSection s2{"Inductive test: longer sequences than in pre-training", "",
-                             {inductive}, {"inductive"}, {}};
-            ReportSection s3{"Drop-in: adding method 4 to a model pre-trained with learned positions",
-                             "", {drop_table}, {"dropin"}, {}};
-            const std::string m4 = (dir / "pretrain" / "huang_m4-seed1").string();
-            ReportSection s4{"Method 4: relative-position weights and attention", "", {}, {}, {}};
-            s4.figures.push_back({find_figure(m4, {"relpos_huang_m4", "layer0"}),
-                                  "huang_m4, first layer: relative-position vectors a_r (d × r)"});
-            s4.figures.push_back({find_figure(m4, {"attention", "mean", "layer0"}),
-                                  "huang_m4, first layer: attention averaged over heads (probe set)"});
-            std::vector<std::string> ran, not_run;
-            for (const auto& st :
-                 {std::string("pretrain"), std::string("squad"), cls_stage, std::string("dropin")})
-              (ctx.runs_stage(st) ? ran : not_run).push_back(st);
-            std::string intro = "Stage reports:";
-            for (size_t i = 0; i < ran.size(); ++i)
-              intro += fmt::format("{0} [{1}]({1}/report.md)", i == 0 ? "" : ",", ran[i]);
-            intro += ".";
-            if (!not_run.empty())
-              intro += fmt::format(
-                  " Not run: {} (the config's sweep.stages; add them with --set "
-                  "'sweep.stages=[...]').",
-                  join_names(not_run, ", "));
-            std::vector<ReportSection> sections{s1, s2};
-            if (run_dropin) sections.push_back(s3);
-            sections.push_back(s4);
-            return write_experiment_report(
-                ctx, "Huang et al. 2020: relative position embeddings compared", intro, sections);
-          },
+          run_huang2020,
           {"pretrain", "squad", classification_stage(), "dropin"},
-          huang2020_claims,
           /*stages_selectable=*/true};
 }
 

@@ -1,10 +1,9 @@
 // quickstart: a small byte-level causal LM under five position encodings, five seeds each, on the
 // built-in corpus, evaluated at 1x, 2x and 4x its training length, with every figure and the
-// report. Its claim is the regime check: the absolute encodings must use position at all (beat
-// `none`).
-#include "analysis/run_records.h"
+// report. Its claim (configs/experiments/quickstart/mini.yaml) is the regime check: the absolute
+// encodings must use position at all (beat `none`).
 #include "experiments/experiment.h"
-#include "experiments/regime_claim.h"
+#include "experiments/stage_records.h"
 
 namespace relpos {
 
@@ -16,12 +15,8 @@ ExperimentInfo quickstart_experiment() {
             auto runs = ctx.sweep("", {ctx.config_file()}, ctx.config().sweep.grid);
             ctx.evaluate_lengths(run_dirs(runs));
             const auto result = ctx.analyze(ctx.dir());
-            ctx.judge_claims(analysis::run_records(result.runs));
+            ctx.judge_claims(stage_records(result, ""));
             return ctx.report(ctx.dir(), result);
-          },
-          {},
-          [](const Config& cfg) {
-            return std::vector<analysis::Claim>{regime_claim("quickstart", cfg)};
           }};
 }
 

@@ -17,28 +17,6 @@
 namespace relpos {
 namespace fs = std::filesystem;
 
-std::vector<RunSummary> summaries(const std::vector<SweepRunStatus>& runs) {
-  std::vector<RunSummary> out;
-  for (const auto& r : runs) out.push_back(read_run_summary(r.dir));
-  return out;
-}
-
-std::vector<analysis::RunRecord> records(const std::vector<RunSummary>& runs) {
-  std::vector<analysis::RunRecord> out;
-  for (const auto& s : runs) {
-    analysis::RunRecord r;
-    r.group = s.position_types;
-    r.seed = s.seed;
-    for (const auto& [k, v] : s.valid) r.values["valid_" + k] = v;
-    r.values["params"] = static_cast<double>(s.position_params);
-    r.values["train_s"] = s.train_seconds;
-    for (const auto& [metric, by_len] : s.extrapolation)
-      for (const auto& [len, v] : by_len) r.values[metric + "@" + std::to_string(len)] = v;
-    out.push_back(r);
-  }
-  return out;
-}
-
 std::string write_experiment_report(const ExperimentContext& ctx, const std::string& title,
                                     const std::string& intro,
                                     const std::vector<ReportSection>& sections) {

@@ -7,7 +7,6 @@
 
 #include "analysis/tables.h"
 #include "experiments/experiment.h"
-#include "experiments/run_info.h"
 
 namespace relpos {
 
@@ -28,13 +27,6 @@ ReportSection tisa2021_parameter_section(const Config& own, const std::string& c
 std::string write_experiment_report(const ExperimentContext& ctx, const std::string& title,
                                     const std::string& intro,
                                     const std::vector<ReportSection>& sections);
-
-// Summaries of the runs of a sweep, in order.
-std::vector<RunSummary> summaries(const std::vector<SweepRunStatus>& runs);
-
-// Records for analysis::group_table keyed by position types: valid metrics as "valid_<name>",
-// "params", "train_s", and extrapolation values as "<metric>@<length>".
-std::vector<analysis::RunRecord> records(const std::vector<RunSummary>& runs);
 
 // A corpus value (data.corpus and the like) in words: the built-in sets by name, paths quoted.
 std::string corpus_in_words(const std::string& corpus);

@@ -1,6 +1,6 @@
 #include "experiments/sweep.h"
 
-#include "experiments/run_info.h"
+#include "experiments/run_progress.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,15 +8,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "analysis/run_source.h"
 #include "analysis/tables.h"
 #include "analysis/units.h"
 #include "core/config/config.h"
@@ -28,6 +31,7 @@
 #include "core/util/folder_lock.h"
 #include "core/util/paths.h"
 #include "core/util/process.h"
+#include "core/util/sampling_stats.h"
 #include "core/util/signals.h"
 #include "core/util/threads.h"
 
@@ -212,7 +216,7 @@ void check_existing_runs(const SweepOptions& o, const std::vector<SweepPoint>& p
       stale.push_back(fmt::format("{} (its config.yaml no longer loads: {})", dir, e.what()));
       continue;
     }
-    std::vector<std::string> ignore{"threads", "cpu_allocator", "sweep"};
+    std::vector<std::string> ignore{"threads", "cpu_allocator", "sweep", "claims", "provenance"};
     // A fine-tune records the settings of the pre-trained run's SentencePiece model it uses
     // (with_tokenizer_settings), not its own config's.
     if (!o.init_from.empty())
@@ -410,11 +414,53 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   return runs;
 }
 
+namespace {
+
+// What the summary shows of a run: its RunInfo from run.h5 and result.json (analysis's reader),
+// or, for a run that never wrote a readable run.h5, nothing but why.
+struct SummaryRun {
+  analysis::RunInfo info;
+  std::map<std::string, double> valid;  // last validation value of each metric
+  bool readable = false;
+  std::string problem;
+};
+
+SummaryRun summary_run(const std::string& dir) {
+  SummaryRun s;
+  if (!analysis::is_run_dir(dir)) return s;  // never started, or stopped before writing it
+  try {
+    s.info = analysis::RunFileSource(dir).info();
+    s.readable = true;
+  } catch (const Error& e) {
+    s.problem = e.what();
+    return s;
+  }
+  for (const auto& [m, series] : s.info.metrics)
+    if (m.rfind("valid_", 0) == 0 && !series.y.empty() && !is_sampling_statistic(m))
+      s.valid[m.substr(6)] = series.y.back();
+  return s;
+}
+
+}  // namespace
+
+void keep_sweep_claims(const std::string& out_dir, const std::vector<std::string>& configs,
+                       const std::vector<std::string>& sets) {
+  const Config cfg = load_config(configs, sets).config;
+  if (cfg.claims.empty()) return;
+  create_output_folder(out_dir, "sweep folder");
+  const fs::path file = fs::path(out_dir) / "claims.yaml";
+  std::ofstream f(file);
+  f << "# The claims of the sweep's config (and the settings their placeholders read), judged\n"
+       "# by `relpos analyze` / `relpos report` of this folder (docs/analysis.md).\n"
+    << to_yaml(cfg);
+  if (!f) throw RunError(fmt::format("{}: cannot write", file.string()));
+}
+
 void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunStatus>& runs) {
-  std::vector<RunSummary> sums;
+  std::vector<SummaryRun> sums;
   std::vector<std::string> metric_names;
   for (const auto& r : runs) {
-    sums.push_back(read_run_summary(r.dir));
+    sums.push_back(summary_run(r.dir));
     for (const auto& [k, v] : sums.back().valid)
       if (std::find(metric_names.begin(), metric_names.end(), k) == metric_names.end())
         metric_names.push_back(k);
@@ -423,7 +469,7 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
   // none readable) get headers without units rather than a unit that fits only some of them.
   std::set<std::pair<std::string, std::string>> kinds;
   for (const auto& s : sums)
-    if (!s.task.empty()) kinds.insert({s.task, s.tokenizer});
+    if (!s.info.task.empty()) kinds.insert({s.info.task, s.info.tokenizer});
   const bool one_kind = kinds.size() == 1;
   const std::string task = one_kind ? kinds.begin()->first : "";
   const std::string tokenizer = one_kind ? kinds.begin()->second : "";
@@ -452,15 +498,19 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     const auto& s = sums[i];
-    const double secs = s.finished ? s.train_seconds : r.seconds;
+    const bool finished = s.readable && s.info.finished && std::isfinite(s.info.train_seconds);
+    const double secs = finished ? s.info.train_seconds : r.seconds;
     const std::string overrides = join_names(r.point.overrides, " ");
     // A run that never finished has no model to count: the cell stays empty, not -1.
-    const std::string params = s.position_params < 0 ? "" : std::to_string(s.position_params);
+    const std::string params = !s.readable || s.info.positional_parameters < 0
+                                   ? ""
+                                   : std::to_string(s.info.positional_parameters);
+    const std::string state = finished ? "yes" : s.problem.empty() ? "no" : "no (" + s.problem + ")";
     csv << analysis::csv_field(r.point.name) << "," << analysis::csv_field(overrides) << ","
-        << (s.finished ? 1 : 0) << "," << params << "," << fmt::format("{:.1f}", secs);
+        << (finished ? 1 : 0) << "," << params << "," << fmt::format("{:.1f}", secs);
     md << "| " << analysis::markdown_escape(r.point.name) << " | "
        << (overrides.empty() ? "" : "`" + analysis::markdown_escape(overrides) + "`") << " | "
-       << (s.finished ? "yes" : "no") << " | " << params << " | "
+       << analysis::markdown_escape(state) << " | " << params << " | "
        << fmt::format("{:.1f}", secs) << " |";
     std::string bits_cell;
     for (const auto& m : metric_names) {

@@ -64,6 +64,12 @@ int64_t sweep_run_threads(const SweepOptions& o, int64_t config_threads);
 // was interrupted (after the children have saved their checkpoints).
 std::vector<SweepRunStatus> run_sweep(const SweepOptions& opts);
 
+// When the sweep's config declares claims, keeps it as DIR/claims.yaml (creating DIR), which
+// `relpos analyze DIR` judges on the runs (analysis/claims_folder.h). `configs`/`sets`: the
+// sweep's --config files and --set overrides.
+void keep_sweep_claims(const std::string& out_dir, const std::vector<std::string>& configs,
+                       const std::vector<std::string>& sets);
+
 // Writes DIR/summary.csv and DIR/summary.md: one row per point with its overrides, final
 // validation metrics (from each run's result.json), positional parameter count and time.
 void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunStatus>& runs);

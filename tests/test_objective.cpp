@@ -1,5 +1,6 @@
 // The Lm loss and metrics form logits only at positions with a target; they must equal the
-// same quantities computed from the logits of every position, in a loop.
+// same quantities computed in a loop from the logits of every position that ModelImpl::forward
+// (the model's one entry from tokens to logits) gives.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -25,7 +26,7 @@ ObjectiveCase make_case(Model& model) {
   c.batch.targets = torch::full({3, 8}, -100, torch::kLong);
   {
     torch::NoGradGuard guard;
-    c.logits = model->lm_logits(model->hidden(c.batch.tokens));
+    c.logits = model->forward(c.batch.tokens);  // (B,T,V): the model's documented entry
   }
   c.batch.targets[0][1] = 7;
   c.batch.targets[0][4] = 12;

@@ -156,8 +156,9 @@ TEST_CASE("reproduce: quickstart runs end to end at a tiny size") {
 }
 
 TEST_CASE("reproduce: invariance runs end to end at a tiny size") {
+  // Two runs: the main one and its training_length stage's (the --set grid replaces both grids).
   reproduce_end_to_end({"invariance", "[\"position.type=learned+tisa\", \"seed=1\"]",
-                        {"## Tables", "## Runs", "## Claims"}, 1});
+                        {"## Tables", "## Runs", "## Claims"}, 2});
 }
 
 TEST_CASE("reproduce: extrapolation runs end to end at a tiny size") {
@@ -210,7 +211,7 @@ TEST_CASE("reproduce: invariance at the gpu scale runs on a CPU at its model siz
   reproduce_end_to_end({"invariance",
                         "[\"position.type=learned\", \"seed=1\"]",
                         {"## Tables", "## Claims"},
-                        1,
+                        2,
                         gpu_scale_on_cpu()});
 }
 

@@ -173,6 +173,7 @@ void validate(const Config& c, const SourceMap* src) {
                 ">= 300, or data.sentencepiece_byte_fallback: false");
   // The task's own rules: model mode, corpus kind, lengths, probe.
   if (k.failures == 0) validate_task(c, src);
+  if (k.failures == 0) validate_claims(c, src);
   if (!d.tokenizer_file.empty() && d.tokenizer != "sentencepiece")
     config_fail(src, "data.tokenizer_file", "only the sentencepiece tokenizer loads a model file",
                 fmt::format("'{}' with data.tokenizer {}", d.tokenizer_file, d.tokenizer),

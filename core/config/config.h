@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config/claims_config.h"
 #include "core/config/fields.h"
 #include "core/config/loader.h"
 #include "core/config/position_config.h"
@@ -272,6 +273,11 @@ struct Config : ConfigSection {
   SnapshotConfig snapshots;
   EvalConfig eval;
   SweepConfig sweep;
+  // What a sweep or named experiment tests, judged by `relpos report` / `relpos reproduce`
+  // (analysis/claims.h), and the configuration changes made after a result was seen. Not used
+  // by training: a run's stored config has them empty.
+  std::vector<ClaimConfig> claims;
+  std::vector<ProvenanceConfig> provenance;
 
   template <class V>
   void visit(V& v) {
@@ -289,6 +295,8 @@ struct Config : ConfigSection {
     v("snapshots", snapshots);
     v("eval", eval);
     v("sweep", sweep);
+    v("claims", claims, "claims the runs test (docs/analysis.md, \"Claims\")");
+    v("provenance", provenance, "config changes made after a result was seen");
   }
 };
 
@@ -308,6 +316,8 @@ Config parse_config(const YAML::Node& root, const SourceMap* sources);
 
 // Every cross-field rule, in one place. Throws ConfigError.
 void validate(const Config& c, const SourceMap* sources);
+// The rules of the claims and provenance blocks (validate() calls it; claims_validate.cpp).
+void validate_claims(const Config& c, const SourceMap* sources);
 // The rules of the config's task (validate() calls it): the model mode it needs, its own
 // TaskInfo::validate, and the probe length it needs. Defined by the task registry (core/task/registry.cpp).
 void validate_task(const Config& c, const SourceMap* sources);

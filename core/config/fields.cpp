@@ -244,6 +244,35 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
   for (size_t i = 0; i < v.size(); ++i) check_utf8_value(v[i], fmt::format("{}[{}]", path, i), src);
 }
 
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
+                std::optional<double>& v) {
+  if (n.IsNull()) {
+    v.reset();
+    return;
+  }
+  double x = 0;
+  read_value(n, path, src, x);
+  v = x;
+}
+
+void write_value(YAML::Emitter& out, const std::optional<double>& v) {
+  if (v)
+    write_value(out, *v);
+  else
+    out << YAML::Null;
+}
+
+SourceMap element_sources(const SourceMap* src, const std::string& list_path,
+                          const std::string& element_path, const YAML::Node& element) {
+  SourceMap out = src ? *src : SourceMap();
+  const SourceLocation list = src ? src->find(list_path) : SourceLocation{};
+  const YAML::Mark mark = element.Mark();
+  // Elements parsed from a file carry their line; those of a --set value do not (-1).
+  if (!list.file.empty() && list.file != "command line" && mark.line >= 0)
+    out.set(element_path, {list.file, mark.line + 1, mark.column + 1});
+  return out;
+}
+
 void write_value(YAML::Emitter& out, int64_t v) { out << v; }
 void write_value(YAML::Emitter& out, double v) {
   // Shortest text that reads back to the same double.

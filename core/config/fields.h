@@ -4,6 +4,7 @@
 // and rejects any key visit() did not declare; YamlWriter writes the resolved values back.
 #pragma once
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
@@ -90,6 +91,10 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
 void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
                 std::vector<std::string>& v);
 
+// An optional number: absent or null (~) leaves it empty.
+void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
+                std::optional<double>& v);
+
 void write_value(YAML::Emitter& out, int64_t v);
 void write_value(YAML::Emitter& out, double v);
 void write_value(YAML::Emitter& out, bool v);
@@ -97,8 +102,19 @@ void write_value(YAML::Emitter& out, const std::string& v);
 void write_value(YAML::Emitter& out, const std::vector<int64_t>& v);
 void write_value(YAML::Emitter& out, const std::vector<double>& v);
 void write_value(YAML::Emitter& out, const std::vector<std::string>& v);
+void write_value(YAML::Emitter& out, const std::optional<double>& v);
 
 class YamlReader;
+// A list of sections (claims: [...]): each element a map read through its visit(); errors
+// name the element, e.g. claims[2].comparisons[0].test, at the element's own line.
+template <class T>
+std::enable_if_t<std::is_base_of_v<ConfigSection, T>> read_value(const YAML::Node& n,
+                                                                  const std::string& path,
+                                                                  const SourceMap* src,
+                                                                  std::vector<T>& v);
+template <class T>
+std::enable_if_t<std::is_base_of_v<ConfigSection, T>> write_value(YAML::Emitter& out,
+                                                                   const std::vector<T>& v);
 template <class T>
 std::enable_if_t<std::is_base_of_v<ConfigSection, T>> read_value(const YAML::Node& n,
                                                                   const std::string& path,
@@ -181,6 +197,37 @@ std::enable_if_t<std::is_base_of_v<ConfigSection, T>> write_value(YAML::Emitter&
   // visit() is written once for reading and writing; the writer never modifies the struct.
   const_cast<T&>(v).visit(writer);
   out << YAML::EndMap;
+}
+
+// The SourceMap of a list element: `src` plus the element's own line from its YAML mark, so that
+// an error inside it names that line rather than the list's.
+SourceMap element_sources(const SourceMap* src, const std::string& list_path,
+                          const std::string& element_path, const YAML::Node& element);
+
+template <class T>
+std::enable_if_t<std::is_base_of_v<ConfigSection, T>> read_value(const YAML::Node& n,
+                                                                  const std::string& path,
+                                                                  const SourceMap* src,
+                                                                  std::vector<T>& v) {
+  v.clear();
+  if (n.IsNull()) return;
+  if (!n.IsSequence())
+    config_fail(src, path, "wrong type", describe_node(n), "a list of maps");
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string element = fmt::format("{}[{}]", path, i);
+    const SourceMap local = element_sources(src, path, element, n[i]);
+    T item;
+    read_value(n[i], element, &local, item);
+    v.push_back(std::move(item));
+  }
+}
+
+template <class T>
+std::enable_if_t<std::is_base_of_v<ConfigSection, T>> write_value(YAML::Emitter& out,
+                                                                   const std::vector<T>& v) {
+  out << YAML::BeginSeq;
+  for (const auto& item : v) write_value(out, item);
+  out << YAML::EndSeq;
 }
 
 }  // namespace relpos

@@ -32,6 +32,11 @@ void record_locations(const YAML::Node& node, const std::string& path, const std
       record_locations(it->second, child, file, sources);
       if (km.line >= 0) sources.set(child, {file, km.line + 1, km.column + 1});
     }
+  } else if (node.IsSequence()) {
+    // Elements as list[i] (the paths a list of sections reads them under: claims[0].id), so
+    // that an error inside one names its own line.
+    for (size_t i = 0; i < node.size(); ++i)
+      record_locations(node[i], path + "[" + std::to_string(i) + "]", file, sources);
   }
 }
 

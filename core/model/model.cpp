@@ -31,6 +31,21 @@ ModelImpl::ModelImpl(const Config& cfg, int64_t vocab_size)
   }
 }
 
+torch::Tensor ModelImpl::forward(const torch::Tensor& tokens, const ForwardOptions& opts,
+                                 const torch::Tensor& pool_index) {
+  const torch::Tensor h = hidden(tokens, opts);  // (B,T,D)
+  switch (kind_) {
+    case HeadKind::Lm:
+      return lm_logits(h);  // (B,T,V)
+    case HeadKind::Classifier:
+      TORCH_CHECK(pool_index.defined(), "a classifier's forward needs pool_index (B)");
+      return class_logits(h, pool_index);  // (B,C)
+    case HeadKind::Span:
+      return span_logits(h);  // (B,T,2)
+  }
+  return {};
+}
+
 torch::Tensor ModelImpl::hidden(const torch::Tensor& tokens, const ForwardOptions& opts) {
   return transformer->forward(tokens, opts);  // (B,T,D)
 }

@@ -14,6 +14,15 @@ class ModelImpl : public torch::nn::Module {
  public:
   ModelImpl(const Config& cfg, int64_t vocab_size);
 
+  // The whole path from tokens to the head's logits, in one read:
+  //   tokens (B,T) -> TransformerImpl::forward (embeddings + position encodings, the blocks,
+  //   each with MultiHeadAttentionImpl::forward) -> hidden (B,T,D) -> the task's head:
+  //   language model (B,T,V), classifier (B,C) pooled at pool_index (B), span (B,T,2).
+  // The training loss of a batch is batch_loss() in core/train/objective.cpp (cross-entropy of
+  // these logits at the batch's targets).
+  torch::Tensor forward(const torch::Tensor& tokens, const ForwardOptions& opts = {},
+                        const torch::Tensor& pool_index = {});
+
   // Hidden states (B,T,D).
   torch::Tensor hidden(const torch::Tensor& tokens, const ForwardOptions& opts = {});
   // Vocabulary logits (B,T,V) (Lm head).

@@ -138,10 +138,8 @@ void MetricAccumulator::add(Model& model, const Batch& b) {
       auto r = target_rows(model, b);  // (N,V), (N)
       const double n = static_cast<double>(r.targets.size(0));
       if (n == 0) return;
-      loss_sum_ += F::cross_entropy(r.logits, r.targets,
-                                    F::CrossEntropyFuncOptions().reduction(torch::kSum))
-                       .item<double>();
-      loss_count_ += n;
+      add_losses(F::cross_entropy(r.logits, r.targets,
+                                  F::CrossEntropyFuncOptions().reduction(torch::kNone)));  // (N)
       auto right_rows = r.logits.argmax(-1) == r.targets;  // (N)
       correct_ += right_rows.sum().item<double>();
       total_ += n;
@@ -166,10 +164,8 @@ void MetricAccumulator::add(Model& model, const Batch& b) {
     case HeadKind::Classifier: {
       auto logits = model->class_logits(model->hidden(b.tokens, forward_options(b)),
                                         b.pool_index);  // (B,C)
-      loss_sum_ += F::cross_entropy(logits, b.targets,
-                                    F::CrossEntropyFuncOptions().reduction(torch::kSum))
-                       .item<double>();
-      loss_count_ += b.targets.size(0);
+      add_losses(F::cross_entropy(logits, b.targets,
+                                  F::CrossEntropyFuncOptions().reduction(torch::kNone)));  // (B)
       auto predicted = logits.argmax(-1);  // (B)
       correct_ += (predicted == b.targets).sum().item<double>();
       total_ += b.targets.size(0);
@@ -185,12 +181,9 @@ void MetricAccumulator::add(Model& model, const Batch& b) {
     case HeadKind::Span: {
       auto [start, end] = span_logits(model, b);  // (B,T)
       const int64_t B = start.size(0);
-      loss_sum_ += 0.5 * (F::cross_entropy(start, b.targets.select(1, 0),
-                                           F::CrossEntropyFuncOptions().reduction(torch::kSum)) +
-                          F::cross_entropy(end, b.targets.select(1, 1),
-                                           F::CrossEntropyFuncOptions().reduction(torch::kSum)))
-                             .item<double>();
-      loss_count_ += B;
+      const auto none = F::CrossEntropyFuncOptions().reduction(torch::kNone);
+      add_losses(0.5 * (F::cross_entropy(start, b.targets.select(1, 0), none) +
+                        F::cross_entropy(end, b.targets.select(1, 1), none)));  // (B)
       const int64_t max_len = data_ ? data_->max_answer_len() : TaskConfig{}.max_answer_len;
       const auto best = best_spans(start, end, b.context_range, max_len);
       auto gold = b.targets.to(torch::kCPU);
@@ -203,7 +196,9 @@ void MetricAccumulator::add(Model& model, const Batch& b) {
               data_->span_text(split_, b.example_ids[i], s, e, b.context_range[i]);
           const auto answers = data_->gold_answers(split_, b.example_ids[i]);
           em_sum_ += squad_exact_match(pred, answers);
-          f1_sum_ += squad_f1(pred, answers);
+          const double f1 = squad_f1(pred, answers);
+          f1_sum_ += f1;
+          f1_sq_sum_ += f1 * f1;
           qa_count_ += 1;
         }
       }
@@ -212,9 +207,38 @@ void MetricAccumulator::add(Model& model, const Batch& b) {
   }
 }
 
+void MetricAccumulator::add_losses(const torch::Tensor& losses) {
+  const auto l = losses.to(torch::kFloat64);  // (N)
+  loss_sum_ += l.sum().item<double>();
+  loss_sq_sum_ += l.square().sum().item<double>();
+  loss_count_ += static_cast<double>(l.numel());
+}
+
+namespace {
+
+// The sample standard deviation of items from their sum and sum of squares; NaN for n < 2.
+double sd_of_sums(double sum, double sq_sum, double n) {
+  if (n < 2) return std::nan("");
+  const double var = (sq_sum - sum * sum / n) / (n - 1);
+  return std::sqrt(std::max(var, 0.0));
+}
+
+}  // namespace
+
 std::map<std::string, double> MetricAccumulator::result() const {
   std::map<std::string, double> m;
-  if (loss_count_ > 0) m["loss"] = loss_sum_ / loss_count_;
+  // What sets each metric's sampling error over the evaluation set (is_sampling_statistic):
+  // the items scored and the per-item spread of the loss and of the QA F1.
+  if (loss_count_ > 0) {
+    m["loss"] = loss_sum_ / loss_count_;
+    m["items"] = total_ > 0 ? total_ : loss_count_;
+    const double sd = sd_of_sums(loss_sum_, loss_sq_sum_, loss_count_);
+    if (std::isfinite(sd)) m["loss_sd"] = sd;
+  }
+  if (seq_total_ > 0) m["seq_items"] = seq_total_;
+  for (const auto& [len, counts] : by_length_) m["seq_items@" + std::to_string(len)] = counts.second;
+  if (qa_count_ > 1)
+    m["f1_sd"] = 100.0 * sd_of_sums(f1_sum_, f1_sq_sum_, qa_count_);
   if (total_ > 0) m["accuracy"] = correct_ / total_;
   if (perplexity_ && loss_count_ > 0) m["ppl"] = std::exp(loss_sum_ / loss_count_);
   if (seq_total_ > 0) m["seq_accuracy"] = seq_correct_ / seq_total_;

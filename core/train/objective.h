@@ -59,18 +59,23 @@ class MetricAccumulator {
   MetricAccumulator(const std::string& task, const TaskData* data, Split split);
   // Runs the model on `b` (already on the model's device) without gradients and adds it up.
   void add(Model& model, const Batch& b);
+  // The metrics, and beside them what sets their sampling error over the evaluation set
+  // (core/util/sampling_stats.h): `items` scored, `loss_sd` and (span QA) `f1_sd` per item,
+  // `seq_items` and `seq_items@<length>` sequences.
   std::map<std::string, double> result() const;
 
  private:
+  void add_losses(const torch::Tensor& losses);  // (N) per-item losses
   bool perplexity_ = false;         // the task reports ppl
   bool sequence_accuracy_ = false;  // the task reports seq_accuracy
   const TaskData* data_;
   Split split_;
   double loss_sum_ = 0;      // summed per-item losses
+  double loss_sq_sum_ = 0;   // summed squared per-item losses (their spread)
   double loss_count_ = 0;    // items the loss is averaged over
   double correct_ = 0, total_ = 0;
   double seq_correct_ = 0, seq_total_ = 0;
-  double em_sum_ = 0, f1_sum_ = 0, qa_count_ = 0;
+  double em_sum_ = 0, f1_sum_ = 0, f1_sq_sum_ = 0, qa_count_ = 0;
   ConfusionMatrix confusion_;  // classifier: sized by the first batch's logits
   std::map<int64_t, std::pair<double, double>> by_length_;  // length -> (rows right, rows)
 };

@@ -16,7 +16,11 @@ namespace relpos {
 namespace fs = std::filesystem;
 
 std::vector<std::string> check_resume_config(const std::string& dir, const Config& cfg) {
-  const std::string now = to_yaml(cfg);
+  // A run records no claims (they belong to its sweep or experiment): compare without them.
+  Config run_part = cfg;
+  run_part.claims.clear();
+  run_part.provenance.clear();
+  const std::string now = to_yaml(run_part);
   std::string started;
   try {
     if (fs::exists(run_h5_path(dir))) started = RunFileReader::open(run_h5_path(dir))->root_attribute("config");

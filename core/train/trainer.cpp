@@ -173,7 +173,10 @@ void Training::load_data() {
         opts_.init_from));
   // What config.yaml and run.h5 record: the settings of the tokenizer actually used (a
   // fine-tune takes the pre-trained run's SentencePiece model, and its vocab_size & co.).
-  const Config recorded = with_tokenizer_settings(cfg_, data_cfg_);
+  Config recorded = with_tokenizer_settings(cfg_, data_cfg_);
+  // What a sweep or experiment tests is not part of a run (its report judges it).
+  recorded.claims.clear();
+  recorded.provenance.clear();
   recorded_yaml_ = to_yaml(recorded);
   if (used.tokenizer == "sentencepiece" && cfg_.data.tokenizer == "sentencepiece" &&
       (used.vocab_size != cfg_.data.vocab_size ||
