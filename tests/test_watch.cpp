@@ -14,6 +14,7 @@
 
 #include "analysis/watch.h"
 #include "core/io/run_paths.h"
+#include "core/util/errors.h"
 #include "core/util/folder_lock.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"
@@ -130,18 +131,29 @@ TEST_CASE("relpos watch: a missing path, a file and a folder without runs are er
   TempFolder tmp("watch_bad");
   std::ofstream(tmp.str("file.txt")) << "x";
   fs::create_directories(tmp.str("empty/sub"));
+  const std::string hint = "give a run folder";
+  // The executable: exit status 2, the error and the hint.
+  auto [code, out] = run_relpos({"watch", tmp.str("missing"), "--once"}, tmp.str("bad.log"));
+  CHECK(code == 2);
+  CHECK_MESSAGE(contains(out, "error: watch: " + tmp.str("missing") + ": no such folder"), out);
+  CHECK_MESSAGE(contains(out, "hint: " + hint), out);
+  // The other cases in this process.
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {tmp.str("missing"), "error: watch: " + tmp.str("missing") + ": no such folder"},
-      {tmp.str("file.txt"),
-       "error: watch: " + tmp.str("file.txt") + ": not a folder (it is a regular file)"},
-      {tmp.str("empty"), "error: watch: " + tmp.str("empty") +
+      {tmp.str("file.txt"), "watch: " + tmp.str("file.txt") + ": not a folder (it is a regular file)"},
+      {tmp.str("empty"), "watch: " + tmp.str("empty") +
                              ": no run folder in it (none holds config.yaml or metrics.jsonl) "
                              "and no sweep at work"}};
   for (const auto& [path, message] : cases) {
     CAPTURE(path);
-    auto [code, out] = run_relpos({"watch", path, "--once"}, tmp.str("bad.log"));
-    CHECK(code == 2);
-    CHECK_MESSAGE(contains(out, message), out);
-    CHECK_MESSAGE(contains(out, "hint: give a run folder"), out);
+    std::ostringstream sink;
+    analysis::WatchOptions o;
+    o.once = true;
+    try {
+      analysis::watch_runs(path, o, sink);
+      FAIL("no error");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()) == message);
+      CHECK(contains(e.hint(), hint));
+    }
   }
 }
