@@ -11,6 +11,7 @@
 
 #include "analysis/stats.h"
 #include "analysis/tables.h"
+#include "analysis/tensorboard_events.h"
 #include "analysis/units.h"
 #include "core/task/registry.h"
 #include "core/util/errors.h"
@@ -225,6 +226,7 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
                                             run_label(info), info.task, info.tokenizer));
   }
   if (o.figures) write_figure_index(figures.string(), res.figures);
+  write_analysis_events(res, out_dir, figure_step);
   return res;
 }
 

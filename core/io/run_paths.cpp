@@ -14,6 +14,9 @@ std::string run_h5_path(const std::string& dir) { return (fs::path(dir) / "run.h
 std::string run_result_path(const std::string& dir) { return (fs::path(dir) / "result.json").string(); }
 std::string run_metrics_path(const std::string& dir) { return (fs::path(dir) / "metrics.jsonl").string(); }
 std::string run_split_path(const std::string& dir) { return (fs::path(dir) / "split.json").string(); }
+std::string run_analysis_events_dir(const std::string& dir) {
+  return (fs::path(dir) / "analysis").string();
+}
 std::string run_tokenizer_path(const std::string& dir) {
   return (fs::path(dir) / "tokenizer.model").string();
 }

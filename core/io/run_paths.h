@@ -13,6 +13,9 @@ std::string run_result_path(const std::string& dir);      // DIR/result.json
 std::string run_metrics_path(const std::string& dir);     // DIR/metrics.jsonl
 std::string run_split_path(const std::string& dir);       // DIR/split.json
 std::string run_tokenizer_path(const std::string& dir);   // DIR/tokenizer.model
+// DIR/analysis: the TensorBoard event file of `relpos analyze` (invariance per snapshot, figures);
+// the trainer's own event files lie in DIR itself (docs/training.md, "Live curves").
+std::string run_analysis_events_dir(const std::string& dir);
 
 // result.json and run.h5 both present, and result.json holds the run's step count.
 bool run_finished(const std::string& dir);

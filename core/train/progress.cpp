@@ -12,16 +12,9 @@
 #include <vector>
 
 #include "core/util/errors.h"
+#include "core/util/text_util.h"
 
 namespace relpos {
-
-std::string format_duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  const int64_t t = static_cast<int64_t>(std::llround(s));
-  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
-  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
-  return fmt::format("{}s", t);
-}
 
 ProgressLine::ProgressLine(int64_t total_steps, bool quiet)
     : total_(total_steps), quiet_(quiet), tty_(isatty(fileno(stderr)) != 0),

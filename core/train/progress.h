@@ -27,8 +27,6 @@ class ProgressLine {
   int64_t start_step_ = -1;
 };
 
-std::string format_duration(double seconds);  // "1h02m", "3m05s", "12s"
-
 // Appends one JSON object per line, flushed; reopening after a resume first drops lines past a
 // step (and a last line torn by a crash), keeping event lines ({"event":...}, no "step"). Throws RunError when a line cannot be written.
 class MetricsLog {

@@ -53,6 +53,9 @@ RunRecorder::RunRecorder(const RecorderSetup& setup, const Config& cfg, TrainSta
     run_file_ = RunFileWriter::create(run_h5_path(dir), attrs);
   }
   if (setup.main) metrics_log_.emplace(run_metrics_path(dir), setup.resume ? state.step : -1);
+  // A resumed run logs from the step after its checkpoint's on (a step whose evaluation an
+  // interrupt cut short logged nothing, so redoing it adds no second record).
+  if (setup.main) tensorboard_.emplace(dir, setup.resume ? state.step + 1 : 0);
   if (metrics_log_ && !metrics_log_->damaged_lines().empty())
     progress_.message(fmt::format(
         "warning: {}: dropped {} line(s) that are not metrics records ({}); run.h5 keeps the "
@@ -80,6 +83,7 @@ void RunRecorder::write_start(const Batch& probe, const TaskData& data, const Da
 void RunRecorder::log(int64_t step, const std::map<std::string, double>& values) {
   for (const auto& [k, v] : values) run_file_->append_metric(k, step, v);
   if (metrics_log_) metrics_log_->write(step, values);
+  if (tensorboard_) tensorboard_->log(step, values);
 }
 
 bool RunRecorder::snapshot_due(int64_t step) const {

@@ -1,6 +1,6 @@
 // What a training run leaves in its folder while it trains (docs/training.md, docs/reliability.md):
-// run.h5 (metrics, probe, split, --init-from record, snapshots, final weights), metrics.jsonl and
-// checkpoint.pt. Under data parallelism only rank 0 writes: the other ranks' recorder keeps the
+// run.h5 (metrics, probe, split, --init-from record, snapshots, final weights), metrics.jsonl,
+// a TensorBoard event file per invocation (tensorboard_log.h) and checkpoint.pt. Under data parallelism only rank 0 writes: the other ranks' recorder keeps the
 // same state and discards the writes, so every rank calls it at the same steps.
 #pragma once
 
@@ -20,6 +20,7 @@
 #include "core/io/run_file.h"
 #include "core/model/model.h"
 #include "core/train/progress.h"
+#include "core/train/tensorboard_log.h"
 
 namespace relpos {
 
@@ -44,7 +45,7 @@ class RunRecorder {
   void write_start(const Batch& probe, const TaskData& data, const DataConfig& data_cfg,
                    const std::optional<InitFromRecord>& init_from, bool has_split_record);
 
-  // One logged step: to run.h5's /metrics and metrics.jsonl.
+  // One logged step: to run.h5's /metrics, metrics.jsonl and the event file.
   void log(int64_t step, const std::map<std::string, double>& values);
   // The snapshot steps of the run (snapshots.*) and one snapshot of `probe`.
   bool snapshot_due(int64_t step) const;
@@ -73,6 +74,7 @@ class RunRecorder {
   ProgressLine& progress_;
   std::unique_ptr<RunFileWriter> run_file_;
   std::optional<MetricsLog> metrics_log_;
+  std::optional<TensorBoardLog> tensorboard_;
   std::vector<int64_t> snapshot_steps_;
   int64_t last_checkpoint_ = -1;
   double elapsed_before_ = 0;

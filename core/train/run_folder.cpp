@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/train/tensorboard_log.h"
 #include "core/util/errors.h"
 
 namespace relpos {
@@ -114,6 +115,8 @@ std::unique_ptr<FolderLock> prepare_out_dir(const TrainOptions& o) {
             run_metrics_path(o.out_dir), run_split_path(o.out_dir), run_tokenizer_path(o.out_dir),
             (dir / "eval_extrapolation.csv").string()})
         fs::remove(p, ec);
+    // The old run's curves would otherwise show in TensorBoard beside the new run's.
+    if (has_run) remove_run_event_files(o.out_dir);
   }
   return lock;
 }

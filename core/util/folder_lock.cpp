@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/util/errors.h"
 
@@ -58,6 +61,18 @@ FolderLock::FolderLock(const std::string& dir, const std::string& what) : path_(
     const ssize_t w = ::pwrite(fd_, me.data(), me.size(), 0);
     (void)w;  // the pid is information for the message above, not part of the lock
   }
+}
+
+std::string FolderLock::live_holder(const std::string& dir) {
+  std::ifstream in(lock_path(dir));
+  std::string holder;
+  if (!in || !std::getline(in, holder)) return "";
+  long pid = 0;
+  if (std::sscanf(holder.c_str(), "pid %ld", &pid) != 1 || pid <= 0) return "";
+  // kill(pid, 0) sends nothing: it only asks whether the process exists (EPERM: it does, and
+  // belongs to another user).
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return "";
+  return holder;
 }
 
 FolderLock::~FolderLock() {

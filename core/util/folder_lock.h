@@ -22,6 +22,10 @@ class FolderLock {
   FolderLock& operator=(const FolderLock&) = delete;
 
   static std::string lock_path(const std::string& dir);
+  // The holder the lock file of `dir` names ("pid 4242, training") when that process is alive on
+  // this machine, else "" (no lock file, or one left by a killed process). Reads the file only:
+  // probing with flock() would make a process that starts at that moment fail to lock.
+  static std::string live_holder(const std::string& dir);
 
  private:
   std::string path_;

@@ -56,4 +56,7 @@ std::string trim(const std::string& s);
 std::vector<std::string> split_on(const std::string& s, char sep);
 bool ends_with(const std::string& s, const std::string& suffix);
 
+// A duration in seconds, rounded: "1h02m", "3m05s", "12s"; "?" when negative or not finite.
+std::string format_duration(double seconds);
+
 }  // namespace relpos
