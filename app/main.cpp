@@ -169,6 +169,7 @@ int run_command(int argc, char** argv) {
       app::add_bench(app),
       app::add_import(app),
       app::add_export(app),
+      app::add_tokenizer(app),
   };
   // `relpos bogus`: CLI11 would say only "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {

@@ -319,8 +319,6 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"task.type=classify", "data.corpus=sentiment", "data.label_names=[neg, neg]"},
        "data.label_names: a name is given to two classes (got 'neg' for classes 0 and 1; "
        "expected one distinct name per class)"},
-      {{"data.tokenizer=wordpiece"},
-       "data.vocab_file: the wordpiece tokenizer needs a BERT vocab.txt"},
       {{"data.tokenizer=byte_bpe", "data.merges_file=merges.txt"},
        "data.vocab_file: the byte_bpe tokenizer needs a GPT-2/RoBERTa vocab.json"},
       {{"data.tokenizer=byte_bpe", "data.vocab_file=vocab.json"},

@@ -178,9 +178,6 @@ void validate(const Config& c, const SourceMap* src) {
                 fmt::format("'{}' with data.tokenizer {}", d.tokenizer_file, d.tokenizer),
                 "data.tokenizer: sentencepiece, or no data.tokenizer_file (wordpiece reads "
                 "data.vocab_file)");
-  if (d.tokenizer == "wordpiece" && d.vocab_file.empty())
-    config_fail(src, "data.vocab_file", "the wordpiece tokenizer needs a BERT vocab.txt", "nothing",
-                "a path to vocab.txt");
   if (d.tokenizer == "byte_bpe" && d.vocab_file.empty())
     config_fail(src, "data.vocab_file", "the byte_bpe tokenizer needs a GPT-2/RoBERTa vocab.json",
                 "nothing", "a path to vocab.json");

@@ -13,6 +13,7 @@ std::string run_result_path(const std::string& dir);      // DIR/result.json
 std::string run_metrics_path(const std::string& dir);     // DIR/metrics.jsonl
 std::string run_split_path(const std::string& dir);       // DIR/split.json
 std::string run_tokenizer_path(const std::string& dir);   // DIR/tokenizer.model
+std::string run_vocab_path(const std::string& dir);       // DIR/vocab.txt
 
 // result.json and run.h5 both present, and result.json holds the run's step count.
 bool run_finished(const std::string& dir);
