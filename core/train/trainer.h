@@ -83,6 +83,13 @@ TrainResult train(const LoadedConfig& cfg, const TrainOptions& opts);
 // The config stored in a run folder (for --resume and evaluation), with overrides applied.
 LoadedConfig load_run_config(const std::string& dir, const std::vector<std::string>& overrides = {});
 
+// The config of `relpos train --resume DIR`: load_run_config(dir, sets). `configs` are the
+// --config files given again (none: nothing to compare): merged with `sets` they must give the
+// run's config, key for key; otherwise ConfigError naming every key that differs, with both
+// values.
+LoadedConfig resume_run_config(const std::string& dir, const std::vector<std::string>& configs,
+                               const std::vector<std::string>& sets);
+
 torch::Device parse_device(const std::string& device);
 
 }  // namespace relpos
