@@ -258,9 +258,12 @@ struct SweepConfig : ConfigSection {
   }
 };
 
+// The largest seed (`seed`, `data.split_seed`): seeds are integers in [0, 2^31 - 1].
+inline constexpr int64_t kMaxSeed = 2147483647;
+
 struct Config : ConfigSection {
   std::string name = "run";
-  int64_t seed = 1;
+  int64_t seed = 1;                // 0 .. kMaxSeed
   std::string device = "cpu";      // cpu | cuda | cuda:N
   int64_t threads = 0;             // intra-op threads; 0 = automatic
   std::string cpu_allocator = "cache";  // cache | cache_small_pages | system (cpu_block_cache.h)
