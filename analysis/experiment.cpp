@@ -166,6 +166,7 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables,
   Table t = group_table(records, cols, "variant");
   t.title = any_per_seed ? "Results (mean over runs; per-seed columns: every run's value)"
                          : "Results (mean over runs)";
+  t.split = split_label(std::vector<std::string>(metrics.begin(), metrics.end()));
   t.note =
       "Metrics: last logged value of each run. inv.: translation invariance (0–1) at the last "
       "snapshot (attention: head-averaged maps, mean over layers; position scores: mean "
@@ -185,6 +186,7 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
                              std::vector<FigureInfo>& figs) {
   Table t;
   t.title = "Final invariance and final " + metric + ", per run";
+  t.split = split_label({metric});
   const std::string unit =
       runs.empty() ? "" : metric_unit(metric, runs.front().info.task, runs.front().info.tokenizer);
   t.columns = {{"run", 0}, {"variant", 0}, {"seed", 0}, {with_unit(metric, unit), 4}};
@@ -213,6 +215,7 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
 
   Table c;
   c.title = "Final invariance against final " + metric + " across runs";
+  c.split = t.split;
   c.columns = {{"quantity", 0},  {"runs", 0},      {"Pearson r", 3}, {"r: 95% CI (Fisher z)", 0},
                {"p (r = 0)", 4}, {"Spearman ρ", 3}};
   for (const auto& spec : invariance_columns()) {

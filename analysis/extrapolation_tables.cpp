@@ -172,6 +172,7 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     const std::string unit = metric_unit(col, task, tokenizer);
     Table t;
     t.title = with_unit("Length extrapolation: " + col, unit) + ", mean over runs";
+    t.split = split.empty() ? "" : split + " split";
     t.pooled = true;
     t.columns = {{"variant", 0}, {"runs", 0, false}};
     for (double l : lengths)

@@ -299,7 +299,9 @@ std::string write_report(const ReportInputs& in) {
   }
   const auto tables = table_files(dir / "tables");
   if (!tables.empty()) {
-    md << "## Tables\n\n";
+    md << "## Tables\n\n"
+       << "Each table's title names the data split of its numbers: validation (the evaluations "
+          "during training, and the snapshot probe) or test (`relpos eval`'s lengths).\n\n";
     for (const auto& t : tables) md << slurp(t) << "\n";
   }
   if (!read_figure_index((dir / "figures").string()).empty()) {

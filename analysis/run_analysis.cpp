@@ -180,6 +180,7 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   Table summary;
   summary.title =
       "Translation invariance per snapshot (0–1; 1 = translation invariant) — " + run_label(info);
+  summary.split = split_label({res.metric});
   summary.columns = {{"step", 0}};
   if (!res.metric.empty()) {
     const std::string unit = metric_unit(res.metric, info.task, info.tokenizer);
@@ -199,6 +200,7 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   corr.title = "Invariance against " +
                (res.metric.empty() ? std::string("(no metric)") : res.metric) +
                " over the snapshots — " + run_label(info);
+  corr.split = summary.split;
   corr.columns = {{"quantity", 0}, {"snapshots", 0}, {"Pearson r", 3}, {"Spearman ρ", 3}};
   for (const auto& c : res.correlations)
     corr.rows.push_back({Cell::label(quantity_label(c.quantity)),

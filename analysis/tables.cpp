@@ -1,6 +1,7 @@
 #include "analysis/tables.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -140,10 +141,32 @@ std::string cell_legend(const Table& t) {
   return out;
 }
 
+std::string split_label(const std::vector<std::string>& metrics) {
+  bool train = false, valid = false, test = false;
+  for (const auto& m : metrics) {
+    train = train || m.rfind("train_", 0) == 0;
+    valid = valid || m.rfind("valid_", 0) == 0;
+    test = test || m.rfind("test_", 0) == 0;
+  }
+  std::vector<std::string> names, prefixes;
+  if (train) names.push_back("training"), prefixes.push_back("train_");
+  if (valid) names.push_back("validation"), prefixes.push_back("valid_");
+  if (test) names.push_back("test"), prefixes.push_back("test_");
+  if (names.empty()) return "";
+  if (names.size() == 1) return names[0] + " split";
+  return fmt::format("{} splits (column prefixes {})", fmt::join(names, " and "),
+                     fmt::join(prefixes, ", "));
+}
+
+std::string titled(const Table& t) {
+  if (t.split.empty()) return t.title;
+  return t.title.empty() ? t.split : t.title + " — " + t.split;
+}
+
 std::string to_markdown(const Table& t) {
   check_shape(t);
   std::ostringstream o;
-  if (!t.title.empty()) o << "**" << t.title << "**\n\n";
+  if (const std::string title = titled(t); !title.empty()) o << "**" << title << "**\n\n";
   o << "|";
   for (const auto& c : t.columns) o << ' ' << markdown_escape(c.header) << " |";
   o << "\n|";
@@ -233,8 +256,9 @@ std::string to_latex(const Table& t) {
   std::string caption = t.note;
   if (const std::string legend = cell_legend(t); !legend.empty())
     caption += (caption.empty() ? "" : " ") + legend;
-  if (!t.title.empty() || !caption.empty())
-    o << "\\caption{" << latex_escape(t.title) << (t.title.empty() || caption.empty() ? "" : " ")
+  const std::string title = titled(t);
+  if (!title.empty() || !caption.empty())
+    o << "\\caption{" << latex_escape(title) << (title.empty() || caption.empty() ? "" : " ")
       << latex_escape(caption) << "}\n";
   o << "\\end{table}\n";
   return o.str();

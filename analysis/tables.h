@@ -40,9 +40,20 @@ struct Table {
   std::vector<Column> columns;          // the first column holds the row labels
   std::vector<std::vector<Cell>> rows;  // each row has one cell per column
   std::string note;                     // printed under the table (Markdown, LaTeX caption)
+  // The data split its numbers come from ("validation split", "test split"; split_label()),
+  // written after the title (Markdown, LaTeX) so that a report that puts tables of different
+  // splits side by side says so in each; empty: the table reads no data (parameters alone).
+  std::string split;
   // Rows pool runs (group_table): cell_legend() then says what ± and a lone value mean.
   bool pooled = false;
 };
+
+// "training split", "validation split", "test split", or "validation and test splits (column
+// prefixes valid_, test_)" for metric names with those prefixes (valid_loss, test_accuracy@64);
+// "" for none.
+std::string split_label(const std::vector<std::string>& metrics);
+// The title as tables print it: "Results (mean over runs) — validation split".
+std::string titled(const Table& t);
 
 // The half-width of the 95% Student-t interval of the mean of the finite samples; NaN for
 // fewer than two.

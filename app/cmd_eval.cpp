@@ -15,6 +15,7 @@
 #include "core/position/eval_settings.h"
 #include "core/task/registry.h"
 #include "core/train/extrapolation.h"
+#include "core/train/past_bound.h"
 #include "core/train/trainer.h"
 #include "core/util/child_pool.h"
 #include "core/util/cpu_block_cache.h"
@@ -120,6 +121,70 @@ int eval_folder(const std::string& root, const std::vector<std::string>& options
   return status;
 }
 
+// The options of `relpos eval` that shape a table (-1 / empty: the run's eval.* settings).
+struct EvalTableOptions {
+  int64_t stride = -1, max_tokens = -1, batch = -1;
+  std::vector<int64_t> lengths;
+};
+
+// Evaluates the run in `dir` with `sets`, writes /eval/extrapolation[_SUFFIX] and its CSV, and
+// prints the table. `first`: the process's first evaluation, which sets up threads and allocator.
+void evaluate_table(const std::string& dir, const std::vector<std::string>& sets,
+                    const std::string& suffix, const EvalTableOptions& t, bool first) {
+  auto run = load_run(dir, sets);
+  // Other tasks have no sliding window: the stride would be ignored without a word.
+  const TaskInfo& task_facts = task_info(run.config.config.task.type);
+  if (t.stride > 0 && task_facts.length_eval != LengthEval::CausalStream)
+    throw ConfigError(
+        fmt::format("eval: --stride {} applies to {} runs only (a sliding-window "
+                    "perplexity); this run's task is {}",
+                    t.stride, sliding_window_tasks(), run.config.config.task.type),
+        fmt::format("leave --stride out: only a {} run has a sliding-window perplexity",
+                    sliding_window_tasks()));
+  if (first) {
+    configure_threads(run.config.config.threads);
+    apply_cpu_allocator(run.config.config.cpu_allocator);
+  }
+  // The table goes into the run's run.h5: no other relpos process may write it now
+  // (a training run still going, another eval).
+  FolderLock lock(dir, "evaluation");
+  const std::string table =
+      suffix.empty() ? std::string("extrapolation") : "extrapolation_" + suffix;
+  bool replacing = false;
+  try {
+    replacing = RunFileReader::open(run_h5_path(dir))->exists("/eval/" + table);
+  } catch (const SchemaError&) {
+    // save_extrapolation repairs or reports the file
+  }
+  auto opts = extrapolation_options(run.config.config);
+  if (!t.lengths.empty()) opts.lengths = t.lengths;
+  // -1: not given (the validators refuse every other value below the minimum).
+  if (t.stride != -1) opts.stride = t.stride;
+  if (t.max_tokens != -1) opts.max_tokens = t.max_tokens;
+  if (t.batch != -1) opts.batch_size = t.batch;
+  auto rows = evaluate_lengths(run, opts);
+  save_extrapolation(dir, run, rows, opts, table);
+  const auto& task = run.config.config.task;
+  std::cout << (task_facts.length_eval == LengthEval::TaskLengths
+                    ? fmt::format("length extrapolation of {} (trained at task lengths "
+                                  "{}..{}; T = task length):\n",
+                                  dir, task.min_len, task.max_len)
+                    : fmt::format("length extrapolation of {} (trained at T={}):\n",
+                                  dir, task.seq_len));
+  for (const auto& r : rows) {
+    std::string line = fmt::format("  T={:<6} ", r.length);
+    if (!r.applicable) line += "n/a: " + r.note;
+    for (const auto& [k, v] : r.metrics)
+      line += k.rfind("tokens", 0) == 0 || k == "examples" ? fmt::format("  {} {:.0f}", k, v)
+                                        : fmt::format("  {} {:.4f}", k, v);
+    if (r.applicable && !r.note.empty()) line += "  (" + r.note + ")";
+    std::cout << line << "\n";
+  }
+  if (replacing) std::cout << "(replaced the earlier /eval/" << table << " table)\n";
+  std::cout << "written to " << dir << "/run.h5 (/eval/" << table << ") and "
+            << dir << "/eval_" << table << ".csv\n";
+}
+
 }  // namespace
 
 Command add_eval(CLI::App& app) {
@@ -130,6 +195,7 @@ Command add_eval(CLI::App& app) {
     std::vector<std::string> sets;
     std::string device, suffix;
     int64_t stride = -1, max_tokens = -1, batch = -1, jobs = 1;
+    bool no_past_bound = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--run,-r", a->run,
@@ -150,6 +216,11 @@ Command add_eval(CLI::App& app) {
             return "'" + v + "' (expected letters, digits and _ only)";
         return "";
       });
+  cmd->add_flag("--no-past-bound", a->no_past_bound,
+                "only the table as trained: no second evaluation of an encoding past its length "
+                "bound (by default a learned table is also evaluated with "
+                "position.learned.beyond=clamp, as /eval/extrapolation_clamped: the row "
+                "'learned (clamped)')");
   cmd->add_option("--jobs,-j", a->jobs,
                   "with a sweep or experiment folder: runs evaluated at once (default 1)")
       ->check(integer_in(1));
@@ -188,60 +259,28 @@ Command add_eval(CLI::App& app) {
               for (const auto& s : a->sets) options.insert(options.end(), {"--set", s});
               if (!a->device.empty()) options.insert(options.end(), {"--device", a->device});
               if (!a->suffix.empty()) options.insert(options.end(), {"--suffix", a->suffix});
+              if (a->no_past_bound) options.push_back("--no-past-bound");
               return eval_folder(a->run, options, a->jobs);
             }
             auto sets = a->sets;
             if (!a->device.empty()) sets.push_back("device=" + a->device);
-            auto run = load_run(a->run, sets);
-            // Other tasks have no sliding window: the stride would be ignored without a word.
-            const TaskInfo& task_facts = task_info(run.config.config.task.type);
-            if (a->stride > 0 && task_facts.length_eval != LengthEval::CausalStream)
-              throw ConfigError(
-                  fmt::format("eval: --stride {} applies to {} runs only (a sliding-window "
-                              "perplexity); this run's task is {}",
-                              a->stride, sliding_window_tasks(), run.config.config.task.type),
-                  fmt::format("leave --stride out: only a {} run has a sliding-window perplexity",
-                              sliding_window_tasks()));
-            configure_threads(run.config.config.threads);
-            apply_cpu_allocator(run.config.config.cpu_allocator);
-            // The table goes into the run's run.h5: no other relpos process may write it now
-            // (a training run still going, another eval).
-            FolderLock lock(a->run, "evaluation");
-            const std::string table =
-                a->suffix.empty() ? std::string("extrapolation") : "extrapolation_" + a->suffix;
-            bool replacing = false;
-            try {
-              replacing = RunFileReader::open(run_h5_path(a->run))->exists("/eval/" + table);
-            } catch (const SchemaError&) {
-              // save_extrapolation repairs or reports the file
+            EvalTableOptions t{a->stride, a->max_tokens, a->batch, lengths};
+            evaluate_table(a->run, sets, a->suffix, t, /*first=*/true);
+            // An encoding with a length bound, once more past it (core/train/past_bound.h),
+            // unless the user chose the table or that setting.
+            if (a->no_past_bound || !a->suffix.empty()) return 0;
+            for (const auto& e : past_bound_settings(a->run)) {
+              const std::string key = e.setting.substr(0, e.setting.find('='));
+              if (std::any_of(sets.begin(), sets.end(),
+                              [&](const std::string& s) { return s.rfind(key + "=", 0) == 0; }))
+                continue;
+              std::cout << fmt::format("\n{} also evaluated with {} (its own table, the rows "
+                                       "'{}'):\n",
+                                       a->run, e.setting, e.label);
+              auto with = sets;
+              with.push_back(e.setting);
+              evaluate_table(a->run, with, e.label, t, /*first=*/false);
             }
-            auto opts = extrapolation_options(run.config.config);
-            if (!lengths.empty()) opts.lengths = lengths;
-            // -1: not given (the validators refuse every other value below the minimum).
-            if (a->stride != -1) opts.stride = a->stride;
-            if (a->max_tokens != -1) opts.max_tokens = a->max_tokens;
-            if (a->batch != -1) opts.batch_size = a->batch;
-            auto rows = evaluate_lengths(run, opts);
-            save_extrapolation(a->run, run, rows, opts, table);
-            const auto& task = run.config.config.task;
-            std::cout << (task_facts.length_eval == LengthEval::TaskLengths
-                              ? fmt::format("length extrapolation of {} (trained at task lengths "
-                                            "{}..{}; T = task length):\n",
-                                            a->run, task.min_len, task.max_len)
-                              : fmt::format("length extrapolation of {} (trained at T={}):\n",
-                                            a->run, task.seq_len));
-            for (const auto& r : rows) {
-              std::string line = fmt::format("  T={:<6} ", r.length);
-              if (!r.applicable) line += "n/a: " + r.note;
-              for (const auto& [k, v] : r.metrics)
-                line += k.rfind("tokens", 0) == 0 || k == "examples" ? fmt::format("  {} {:.0f}", k, v)
-                                                  : fmt::format("  {} {:.4f}", k, v);
-              if (r.applicable && !r.note.empty()) line += "  (" + r.note + ")";
-              std::cout << line << "\n";
-            }
-            if (replacing) std::cout << "(replaced the earlier /eval/" << table << " table)\n";
-            std::cout << "written to " << a->run << "/run.h5 (/eval/" << table << ") and "
-                      << a->run << "/eval_" << table << ".csv\n";
             return 0;
           }};
 }

@@ -223,14 +223,12 @@ Command add_train(CLI::App& app) {
                                   "drop it for a single-process run");
             if (opts->resume && opts->overwrite)
               throw ConfigError("train: --resume and --overwrite exclude each other");
-            if (opts->resume && !args->configs.empty())
-              throw ConfigError("train: --resume uses the run's own config.yaml; drop --config",
-                                "--set still applies, e.g. --set train.steps=2000");
             auto sets = args->sets;
             if (!device->empty()) sets.push_back("device=" + *device);
             LoadedConfig cfg;
             if (opts->resume) {
-              cfg = load_run_config(opts->out_dir, sets);
+              // --config given again must give the run's config (compared key by key).
+              cfg = resume_run_config(opts->out_dir, args->configs, sets);
             } else {
               ConfigArgs a = *args;
               a.sets = sets;

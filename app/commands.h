@@ -80,5 +80,6 @@ Command add_bench(CLI::App& app);
 Command add_import(CLI::App& app);
 Command add_export(CLI::App& app);
 Command add_watch(CLI::App& app);
+Command add_tokenizer(CLI::App& app);
 
 }  // namespace relpos::app

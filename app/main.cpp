@@ -170,6 +170,7 @@ int run_command(int argc, char** argv) {
       app::add_import(app),
       app::add_export(app),
       app::add_watch(app),
+      app::add_tokenizer(app),
   };
   // `relpos bogus`: CLI11 would say only "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {

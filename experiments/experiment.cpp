@@ -236,6 +236,8 @@ void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs,
     for (const auto& s : sets)
       if (is_eval_setting(s)) argv.insert(argv.end(), {"--set", s});
     if (!suffix.empty()) argv.insert(argv.end(), {"--suffix", suffix});
+    // The experiment chooses its past-the-bound evaluations itself (extrapolation.cpp).
+    argv.push_back("--no-past-bound");
     todo.push_back(std::move(argv));
     names.push_back(fs::path(d).filename().string());
   }

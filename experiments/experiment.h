@@ -139,11 +139,4 @@ std::string classification_stage();
 // The run folders of a sweep's statuses.
 std::vector<std::string> run_dirs(const std::vector<SweepRunStatus>& runs);
 
-// The runs of `dirs` whose position encoding has an evaluation setting that runs past its length
-// bound (VariantInfo::eval_keys with a value: position.learned.beyond=clamp), not already set so
-// in the run's config: setting -> (the word for their rows, VariantInfo::past_label, else the
-// value; the run folders). The extrapolation experiment evaluates each group a second time.
-std::map<std::string, std::pair<std::string, std::vector<std::string>>> past_bound_evaluations(
-    const std::vector<std::string>& dirs);
-
 }  // namespace relpos

@@ -10,39 +10,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "analysis/run_source.h"
 #include "core/position/registry.h"
+#include "core/train/past_bound.h"
 #include "core/train/trainer.h"
 #include "experiments/experiment.h"
 #include "experiments/stage_records.h"
 
 namespace relpos {
-
-std::map<std::string, std::pair<std::string, std::vector<std::string>>> past_bound_evaluations(
-    const std::vector<std::string>& dirs) {
-  std::map<std::string, std::pair<std::string, std::vector<std::string>>> out;
-  for (const auto& d : dirs) {
-    std::ifstream in(run_config_path(d));
-    std::stringstream text;
-    text << in.rdbuf();
-    std::stringstream parts(analysis::yaml_value(text.str(), "position.type"));
-    for (std::string t; std::getline(parts, t, '+');) {
-      const VariantInfo* v = Registry::get().find(t);
-      if (!v) continue;
-      for (const auto& [key, value] : v->eval_keys) {
-        const std::string dotted = "position." + t + "." + key;
-        if (value.empty() || analysis::yaml_value(text.str(), dotted) == value) continue;
-        auto& [label, runs] = out[dotted + "=" + value];
-        label = v->past_label.empty() ? value : v->past_label;
-        runs.push_back(d);
-      }
-    }
-  }
-  return out;
-}
 
 ExperimentInfo extrapolation_experiment() {
   return {"extrapolation", "causal LM trained at T, perplexity at T..8T for every variant",

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "analysis/units.h"
+#include "core/train/past_bound.h"
 #include "core/util/errors.h"
 #include "experiments/report_util.h"
 #include "experiments/stage_records.h"

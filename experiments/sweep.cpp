@@ -263,6 +263,50 @@ void create_output_folder(const std::string& dir, const std::string& what) {
                    "choose a writable --out");
 }
 
+namespace {
+
+// A run that stopped because it was asked to: SIGTERM forwarded by the sweep, or SIGINT, which a
+// terminal's Ctrl-C sends to the runs too (they save a checkpoint and exit 128 + the signal).
+bool stopped_by_signal(int exit_code) {
+  return exit_code == 128 + SIGTERM || exit_code == 128 + SIGINT;
+}
+
+// " (a, b, c)", or the first `shown` names and how many more.
+std::string sweep_names(const std::vector<std::string>& names, size_t shown = 8) {
+  if (names.size() <= shown) return " (" + join_names(names) + ")";
+  const std::vector<std::string> first(names.begin(), names.begin() + static_cast<long>(shown));
+  return fmt::format(" ({} and {} more)", join_names(first), names.size() - shown);
+}
+
+}  // namespace
+
+std::string sweep_interrupt_summary(const std::vector<SweepRunStatus>& runs,
+                                    const std::string& signal_name, const std::string& out_dir) {
+  std::vector<std::string> resumable, fresh, failed, waiting;
+  size_t finished = 0;
+  for (const auto& r : runs) {
+    if (r.finished)
+      ++finished;
+    else if (stopped_by_signal(r.exit_code))
+      (fs::exists(run_checkpoint_path(r.dir)) ? resumable : fresh).push_back(r.point.name);
+    else if (r.exit_code != 0)
+      failed.push_back(r.point.name);
+    else
+      waiting.push_back(r.point.name);  // never started
+  }
+  std::string msg = fmt::format("sweep interrupted by {}: {} of {} runs finished", signal_name,
+                                finished, runs.size());
+  if (!resumable.empty())
+    msg += fmt::format(", {} stopped at a checkpoint{}", resumable.size(), sweep_names(resumable));
+  if (!fresh.empty())
+    msg += fmt::format(", {} stopped before a first checkpoint, to start over{}", fresh.size(),
+                       sweep_names(fresh));
+  if (!failed.empty())
+    msg += fmt::format(", {} failed{}: see their train.log", failed.size(), sweep_names(failed));
+  if (!waiting.empty()) msg += fmt::format(", {} not started yet", waiting.size());
+  return msg + "; in " + out_dir;
+}
+
 std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
   if (o.out_dir.empty()) throw ConfigError("sweep: --out DIR is required");
   if (o.jobs < 1) throw ConfigError(fmt::format("sweep: --jobs {} (expected >= 1)", o.jobs));
@@ -373,38 +417,18 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double eta = elapsed / done * (todo - done);
       const char* label = r.finished                                        ? "done  "
-                          : interrupted && r.exit_code == 128 + SIGTERM ? "stopped"
-                                                                        : "FAILED";
+                          : interrupted && stopped_by_signal(r.exit_code) ? "stopped"
+                                                                          : "FAILED";
       std::cerr << fmt::format("  {} {} in {:.0f}s ({}/{} done, ETA {:.0f}s){}\n", label,
                                r.point.name, r.seconds, done, todo, eta,
                                r.finished ? "" : " — see " + r.dir + "/train.log");
     }
   }
   write_sweep_summary(o.out_dir, runs);
-  if (interrupted) {
-    std::vector<std::string> stopped, lost;
-    size_t finished = 0;
-    for (const auto& r : runs) {
-      if (r.finished) {
-        ++finished;
-      } else if (r.exit_code != 0) {
-        // 128 + SIGTERM: the run saved its checkpoint and stopped.
-        (r.exit_code == 128 + SIGTERM && fs::exists(run_checkpoint_path(r.dir)) ? stopped : lost)
-            .push_back(r.point.name);
-      }
-    }
+  if (interrupted)
     throw Interrupted(
-        interrupt_signal(),
-        fmt::format("sweep interrupted by {}: {} of {} runs finished, {} stopped at a checkpoint "
-                    "({}){}; in {}",
-                    interrupt_signal_name(), finished, runs.size(), stopped.size(),
-                    join_names(stopped),
-                    lost.empty() ? ""
-                                 : fmt::format(", {} stopped without one ({}: see their train.log)",
-                                               lost.size(), join_names(lost)),
-                    o.out_dir),
+        interrupt_signal(), sweep_interrupt_summary(runs, interrupt_signal_name(), o.out_dir),
         "run the same command again to continue: finished runs are skipped, stopped ones resume");
-  }
   std::vector<std::string> failed;
   for (const auto& r : runs)
     if (!r.finished) failed.push_back(r.point.name + " (" + r.dir + "/train.log)");

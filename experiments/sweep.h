@@ -49,6 +49,14 @@ struct SweepRunStatus {
   double seconds = 0;
 };
 
+// The message of an interrupted sweep: how many runs finished, and only the groups that hold
+// runs, each with its names: stopped at a checkpoint (exit 128 + SIGTERM or SIGINT, with a
+// checkpoint.pt: they resume), stopped before a first checkpoint (they start over), failed
+// (any other exit status), not started yet. "sweep interrupted by SIGINT: 1 of 4 runs finished,
+// 2 stopped at a checkpoint (a, b), 1 not started yet; in DIR".
+std::string sweep_interrupt_summary(const std::vector<SweepRunStatus>& runs,
+                                    const std::string& signal_name, const std::string& out_dir);
+
 // Creates the output folder `dir` (and its parents) of a sweep or experiment; `what` names it in
 // messages ("sweep folder"). Throws RunError: "DIR: exists and is not a folder", or
 // "DIR: cannot create the sweep folder: <OS reason>".

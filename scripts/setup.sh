@@ -40,6 +40,10 @@ scripts/fetch_data.sh || echo "setup: warning: fetching the corpora failed; run 
 if [ "${1:-}" != "--no-build" ]; then
   BUILD_DIR="${RELPOS_BUILD_DIR:-build}"
   export CCACHE_DIR="${CCACHE_DIR:-$PWD/.cache/ccache}"
+  # A build folder copied from another checkout: configure it for this one.
+  # shellcheck source=scripts/build_dir.sh
+  source scripts/build_dir.sh
+  relpos_reset_foreign_build_dir "$BUILD_DIR" .
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH} >/dev/null
   cmake --build "$BUILD_DIR" -j"${RELPOS_JOBS:-2}"
 fi

@@ -281,7 +281,10 @@ TEST_CASE("an experiment: a clamped evaluation is a row of its own, LM losses in
   // valid_loss 3.1 and 3.2: mean 3.15 nats = 3.15 / 0.693147 = 4.5445 bits
   CHECK(results[4].find("| 3.1500 ± 0.6353 | 4.5445 ± 0.9166 |") != std::string::npos);
   const auto loss = test::read_lines(dir / "tables" / "extrapolation_loss.md");
-  CHECK(loss[0] == "**Length extrapolation: loss (nats/byte), mean over runs**");
+  // The extrapolation tables come from the test split, the results table from validation: each
+  // title says so.
+  CHECK(loss[0] == "**Length extrapolation: loss (nats/byte), mean over runs — test split**");
+  CHECK(results[0] == "**Results (mean over runs) — validation split**");
   CHECK(loss[4] == "| learned | 2 | 2.050 ± 0.635 | — |");
   CHECK(loss[5] == "| learned (clamped) | 2 | 2.050 ± 0.635 | 2.550 ± 0.635 |");
   // Counts per length, and the normal interval of one run's mean loss at the training length:
@@ -292,7 +295,8 @@ TEST_CASE("an experiment: a clamped evaluation is a row of its own, LM losses in
   CHECK(loss[7].find("Clamped for learned (clamped), at 128: positions past 64 reuse learned "
                      "row 63.") != std::string::npos);
   const auto bits = test::read_lines(dir / "tables" / "extrapolation_bits_per_byte.md");
-  CHECK(bits[0] == "**Length extrapolation: bits_per_byte (bits/byte), mean over runs**");
+  CHECK(bits[0] ==
+        "**Length extrapolation: bits_per_byte (bits/byte), mean over runs — test split**");
   CHECK(bits[5] == "| learned (clamped) | 2 | 2.958 ± 0.917 | 3.679 ± 0.917 |");
   fs::remove_all(dir);
 }
@@ -330,7 +334,8 @@ TEST_CASE(
   analyze_without_figures(srcs, dir);
   const auto results = test::read_lines(dir / "tables" / "results.md");
   REQUIRE(results.size() >= 7);
-  CHECK(results[0] == "**Results (mean over runs; per-seed columns: every run's value)**");
+  CHECK(results[0] ==
+        "**Results (mean over runs; per-seed columns: every run's value) — validation split**");
   CHECK(results[2].rfind("| variant | runs | valid_loss (nats/target) | "
                          "valid_seq_accuracy@16 (0–1, per seed) |",
                          0) == 0);
@@ -377,7 +382,18 @@ TEST_CASE("the report puts commands, provenance, tables and figures together") {
   CHECK(md.find("relpos commit `0123456789abcdef0123`") != std::string::npos);
   CHECK(md.find("| run1 | learned+alibi | 2 | 0123456789ab | 2024-05-01T12:00:00Z | 1.13.0 |") !=
         std::string::npos);
-  CHECK(md.find("**Results (mean over runs)**") != std::string::npos);
+  CHECK(md.find("**Results (mean over runs) — validation split**") != std::string::npos);
+  // Every table of the report says which split its numbers come from.
+  {
+    std::istringstream lines(md);
+    int titles = 0;
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("**", 0) == 0 && line.size() > 4 && line.compare(line.size() - 2, 2, "**") == 0) {
+        ++titles;
+        CHECK_MESSAGE(line.find(" split") != std::string::npos, line);
+      }
+    CHECK(titles >= 2);
+  }
   CHECK(md.find("### run1 — learned+alibi, seed 2") != std::string::npos);
   CHECK(md.find("did not finish") == std::string::npos);
   // A run without result.json is named in a warning and marked in the table.

@@ -92,6 +92,24 @@ TEST_CASE("a table grouped by variant renders in Markdown, CSV and LaTeX") {
   CHECK(cell_legend(split).find("Per-seed columns list every run's value") == 0);
 }
 
+TEST_CASE("a table names the data split its numbers come from, after its title") {
+  CHECK(split_label({"valid_loss", "valid_accuracy"}) == "validation split");
+  CHECK(split_label({"test_loss"}) == "test split");
+  CHECK(split_label({"train_loss"}) == "training split");
+  CHECK(split_label({"valid_loss", "test_accuracy@64"}) ==
+        "validation and test splits (column prefixes valid_, test_)");
+  CHECK(split_label({"params", "loss@64"}).empty());
+  Table t;
+  t.title = "Results";
+  t.columns = {{"variant", 0}, {"valid_loss", 2}};
+  t.rows = {{Cell::label("rope"), Cell::value(1.5)}};
+  t.split = split_label({"valid_loss"});
+  CHECK(to_markdown(t).rfind("**Results — validation split**\n", 0) == 0);
+  CHECK(to_latex(t).find("\\caption{Results -- validation split}") != std::string::npos);
+  t.split.clear();
+  CHECK(to_markdown(t).rfind("**Results**\n", 0) == 0);
+}
+
 TEST_CASE("text is escaped for each format") {
   Table t;
   t.columns = {{"variant", 0}, {"note", 0}};

@@ -13,6 +13,7 @@
 #include "core/util/process.h"
 #include "core/config/config.h"
 #include "core/io/run_file.h"
+#include "core/train/past_bound.h"
 #include "core/train/run_model.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"
@@ -118,6 +119,55 @@ TEST_CASE("relpos eval --suffix: a further table beside the run's own; a bad suf
   };
   CHECK_MESSAGE(row64(clamped).rfind("64,1,", 0) == 0, row64(clamped));
   CHECK_MESSAGE(row64(own).rfind("64,0,", 0) == 0, row64(own));
+}
+
+TEST_CASE("relpos eval: a learned table is evaluated clamped too, as its own table, without a "
+          "rerun") {
+  TempFolder tmp("cli_eval_past_bound");
+  const std::string run = tiny_trained_run(tmp);  // learned+tisa, max_len 32, trained at T = 32
+  const fs::path own = fs::path(run) / "eval_extrapolation.csv";
+  const fs::path clamped = fs::path(run) / "eval_extrapolation_clamped.csv";
+  auto row64 = [](const fs::path& csv) {
+    std::ifstream in(csv);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("64,", 0) == 0) return line;
+    return std::string();
+  };
+  // --no-past-bound: the table as trained only.
+  auto [code, out] = run_relpos({"eval", "--run", run, "--lengths", "16,64", "--set",
+                                 "eval.max_tokens=128", "--no-past-bound"},
+                                tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK(fs::exists(own));
+  CHECK_FALSE(fs::exists(clamped));
+  // By default: T = 64 is n/a in the run's own table, and evaluated in the clamped one, which
+  // the registry names (position.learned.beyond=clamp, past_label "clamped").
+  std::tie(code, out) = run_relpos(
+      {"eval", "--run", run, "--lengths", "16,64", "--set", "eval.max_tokens=128"}, tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(contains(out, "T=64     n/a"), out);
+  CHECK_MESSAGE(contains(out, "also evaluated with position.learned.beyond=clamp"), out);
+  CHECK_MESSAGE(contains(out, "/eval/extrapolation_clamped"), out);
+  CHECK_MESSAGE(row64(own).rfind("64,0,", 0) == 0, row64(own));
+  CHECK_MESSAGE(row64(clamped).rfind("64,1,", 0) == 0, row64(clamped));
+  {
+    auto h5 = RunFileReader::open(run_h5_path(run));
+    CHECK(h5->exists("/eval/extrapolation"));
+    CHECK(h5->exists("/eval/extrapolation_clamped"));
+  }
+  // Asking for the clamped table by hand (the old way) makes no second one.
+  std::tie(code, out) = run_relpos({"eval", "--run", run, "--lengths", "16", "--set",
+                                    "position.learned.beyond=clamp", "--set", "eval.max_tokens=128"},
+                                   tmp.str("log"));
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(!contains(out, "also evaluated"), out);
+  // A run without a bounded table has no such evaluation.
+  const std::string rope = tmp.str("rope");
+  auto sets = tiny_run(tmp.str("cache"), 2);
+  sets.push_back("position.type=rope");
+  train_here(sets, rope);
+  CHECK(past_bound_settings(rope).empty());
+  CHECK(past_bound_settings(run).size() == 1);
 }
 
 TEST_CASE("relpos eval: numeric options below their minimum or beyond int64 are errors") {

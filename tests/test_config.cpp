@@ -16,6 +16,7 @@
 
 #include "core/config/config.h"
 #include "core/position/registry.h"
+#include "core/util/text_util.h"
 #include "tests/helpers.h"
 #include "tests/text_file.h"
 #include "tests/tiny_run.h"
@@ -109,6 +110,60 @@ TEST_CASE("config: unknown keys at every level name the file, line, key and the 
   // Also when the unknown key is a section the --set itself creates.
   CHECK_CONFIG_ERROR(load({"snapshot.every_percent=5"}),
                      "command line (--set snapshot.every_percent=5): snapshot: unknown key");
+}
+
+TEST_CASE("config: an unknown key, variant or value suggests the nearest known name") {
+  ConfigTempDir dir;
+  // Each misspelling with the name it should suggest; the known lists stay in the message.
+  CHECK_CONFIG_ERROR(load({"train.stpes=4"}), "train.stpes: unknown key (known: steps,",
+                     "; did you mean train.steps?");
+  CHECK_CONFIG_ERROR(load({"snapshot.every_percent=5"}), "did you mean snapshots?");
+  const std::string nested = dir.write("nested.yaml", "model:\n  layers: 2\n  widht: 64\n");
+  CHECK_CONFIG_ERROR(load_config({base(), nested}), nested + ":3:3: model.widht: unknown key",
+                     "did you mean model.width?");
+  const std::string params =
+      dir.write("params.yaml", "position:\n  type: shaw\n  shaw:\n    clipp: 5\n");
+  CHECK_CONFIG_ERROR(load_config({base(), params}), "did you mean position.shaw.clip?");
+  CHECK_CONFIG_ERROR(load({"position.tisaa.scales=3"}), "position.tisaa: unknown key",
+                     "did you mean position.tisa?");
+  CHECK_CONFIG_ERROR(load({"position.type=sinusodal"}), "unknown position variant (got 'sinusodal'",
+                     "did you mean 'sinusoidal'?");
+  CHECK_CONFIG_ERROR(load({"position.type=learned+rop"}), "got 'rop'", "did you mean 'rope'?");
+  CHECK_CONFIG_ERROR(load({"model.norm=psot"}), "model.norm: unknown value (got 'psot'",
+                     "did you mean 'post'?");
+  CHECK_CONFIG_ERROR(load({"task.type=mlmm"}), "task.type: unknown value (got 'mlmm'",
+                     "did you mean 'mlm'?");
+  // Nothing near: no suggestion.
+  CHECK_FALSE(test::contains(config_error([] { load({"position.type=rotary"}); }), "did you mean"));
+  CHECK_FALSE(test::contains(config_error([] { load({"train.schedule=cosine"}); }), "did you mean"));
+}
+
+TEST_CASE("config: edit distance and the closest name, against distances counted by hand") {
+  CHECK(edit_distance("stpes", "steps") == 1);    // one swap of neighbours
+  CHECK(edit_distance("kitten", "sitting") == 3);  // k->s, e->i, +g
+  CHECK(edit_distance("ca", "abc") == 3);          // restricted: no edit inside a swapped pair
+  CHECK(edit_distance("", "abc") == 3);
+  CHECK(edit_distance("LayerS", "layers") == 0);   // case ignored
+  CHECK(edit_distance("widht", "width") == 1);
+  CHECK(closest_name("stpes", {"steps", "lr", "batch_size"}) == "steps");
+  CHECK(closest_name("lt", {"steps", "lr"}) == "lr");
+  CHECK(closest_name("rotary", {"rope", "learned"}).empty());  // 4 edits: too far
+  CHECK(closest_name("sinusodal", {"sinusoidal"}) == "sinusoidal");
+  CHECK(closest_name("steps", {"steps"}).empty());  // nothing misspelt
+}
+
+TEST_CASE("config: seeds outside [0, 2^31 - 1] are refused with file, line and key") {
+  ConfigTempDir dir;
+  const std::string f = dir.write("seed.yaml", "name: x\nseed: -1\n");
+  CHECK_CONFIG_ERROR(load_config({base(), f}),
+                     f + ":2:1: seed: out of range (got -1; expected an integer in [0, "
+                         "2147483647] (2^31 - 1))");
+  CHECK_CONFIG_ERROR(load({"seed=2147483648"}), "seed: out of range (got 2147483648");
+  CHECK_CONFIG_ERROR(load({"data.split_seed=-5"}),
+                     "command line (--set data.split_seed=-5): data.split_seed: out of range");
+  // Both ends of the range are seeds.
+  CHECK(load({"seed=0"}).seed == 0);
+  CHECK(load({"seed=2147483647", "data.split_seed=0"}).seed == 2147483647);
 }
 
 TEST_CASE("config: an unknown variant lists every registered name") {
@@ -319,8 +374,6 @@ TEST_CASE("config: each cross-field and range rule of validate()") {
       {{"task.type=classify", "data.corpus=sentiment", "data.label_names=[neg, neg]"},
        "data.label_names: a name is given to two classes (got 'neg' for classes 0 and 1; "
        "expected one distinct name per class)"},
-      {{"data.tokenizer=wordpiece"},
-       "data.vocab_file: the wordpiece tokenizer needs a BERT vocab.txt"},
       {{"data.tokenizer=byte_bpe", "data.merges_file=merges.txt"},
        "data.vocab_file: the byte_bpe tokenizer needs a GPT-2/RoBERTa vocab.json"},
       {{"data.tokenizer=byte_bpe", "data.vocab_file=vocab.json"},

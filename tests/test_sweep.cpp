@@ -607,3 +607,42 @@ TEST_CASE("sweep: a run keeps its config's threads, and automatic threads split 
   CHECK(commands_threads(tmp.str("one")) == std::vector<std::string>{"threads=1", "threads=1"});
   CHECK(load_run_config(tmp.str("one/seed2")).config.threads == 1);
 }
+
+TEST_CASE("sweep: the interrupt message says where each run stands, and names no empty group") {
+  // Ctrl-C while no run was stopping (between runs, or after the running ones had finished) used
+  // to print "0 stopped at a checkpoint ()"; a run stopped by SIGINT (sent to it directly) was
+  // counted as stopped without a checkpoint.
+  TempFolder tmp("sweep_interrupt_summary");
+  auto status = [&](const std::string& name, int code, bool checkpoint, bool finished = false) {
+    SweepRunStatus s;
+    s.point.name = name;
+    s.dir = tmp.str(name);
+    fs::create_directories(s.dir);
+    if (checkpoint) std::ofstream(run_checkpoint_path(s.dir)) << "x";
+    s.exit_code = code;
+    s.finished = finished;
+    return s;
+  };
+  const std::vector<SweepRunStatus> between = {status("x", 0, true, true), status("y", 0, false)};
+  const std::string quiet = sweep_interrupt_summary(between, "SIGINT", "runs/sw");
+  CHECK(quiet == "sweep interrupted by SIGINT: 1 of 2 runs finished, 1 not started yet; in runs/sw");
+  const std::vector<SweepRunStatus> ctrl_c = {status("a", 128 + SIGINT, true),
+                                              status("b", 128 + SIGINT, true),
+                                              status("c", 0, false)};
+  CHECK(sweep_interrupt_summary(ctrl_c, "SIGINT", "runs/sw") ==
+        "sweep interrupted by SIGINT: 0 of 3 runs finished, 2 stopped at a checkpoint (a, b), 1 "
+        "not started yet; in runs/sw");
+  const std::vector<SweepRunStatus> mixed = {status("done", 0, true, true),
+                                             status("early", 128 + SIGTERM, false),
+                                             status("broken", 2, true)};
+  CHECK(sweep_interrupt_summary(mixed, "SIGTERM", "out") ==
+        "sweep interrupted by SIGTERM: 1 of 3 runs finished, 1 stopped before a first checkpoint, "
+        "to start over (early), 1 failed (broken): see their train.log; in out");
+  // Many runs: the first names and a count.
+  std::vector<SweepRunStatus> many;
+  for (int i = 0; i < 10; ++i) many.push_back(status("r" + std::to_string(i), 128 + SIGTERM, true));
+  const std::string msg = sweep_interrupt_summary(many, "SIGTERM", "o");
+  CHECK(msg.find("10 stopped at a checkpoint (r0, r1, r2, r3, r4, r5, r6, r7 and 2 more)") !=
+        std::string::npos);
+  CHECK(msg.find("()") == std::string::npos);
+}

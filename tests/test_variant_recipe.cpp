@@ -23,6 +23,7 @@
 #include "core/model/model.h"
 #include "core/position/position_encoding.h"
 #include "core/position/registry.h"
+#include "core/train/past_bound.h"
 #include "core/util/errors.h"
 #include "experiments/experiment.h"
 #include "tests/helpers.h"

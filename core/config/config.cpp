@@ -66,6 +66,13 @@ struct Checker {
     if (value < lo || value > hi)
       fail(path, fmt::format("{}", value), fmt::format("a value in [{}, {}]", lo, hi));
   }
+  // Seeds are 0 .. 2^31 - 1 (kMaxSeed): what every reader of the run file's int attribute and
+  // every other tool (numpy's 32-bit seeds) takes as it is; a negative seed used to be turned
+  // into a huge unsigned one without a word.
+  void seed(const std::string& path, int64_t value) const {
+    if (value < 0 || value > kMaxSeed)
+      fail(path, std::to_string(value), fmt::format("an integer in [0, {}] (2^31 - 1)", kMaxSeed));
+  }
   void fail(const std::string& path, const std::string& got, const std::string& expected) const {
     try {
       config_fail(src, path, "out of range", got, expected);
@@ -91,6 +98,8 @@ std::string blamed(const SourceMap* src, const std::string& a, const std::string
 
 void validate(const Config& c, const SourceMap* src) {
   Checker k{src, ConfigErrorCollector::active_count()};
+  k.seed("seed", c.seed);
+  k.seed("data.split_seed", c.data.split_seed);
   const ModelConfig& m = c.model;
   k.at_least("model.layers", m.layers, 1);
   k.at_least("model.width", m.width, 1);
@@ -179,9 +188,6 @@ void validate(const Config& c, const SourceMap* src) {
                 fmt::format("'{}' with data.tokenizer {}", d.tokenizer_file, d.tokenizer),
                 "data.tokenizer: sentencepiece, or no data.tokenizer_file (wordpiece reads "
                 "data.vocab_file)");
-  if (d.tokenizer == "wordpiece" && d.vocab_file.empty())
-    config_fail(src, "data.vocab_file", "the wordpiece tokenizer needs a BERT vocab.txt", "nothing",
-                "a path to vocab.txt");
   if (d.tokenizer == "byte_bpe" && d.vocab_file.empty())
     config_fail(src, "data.vocab_file", "the byte_bpe tokenizer needs a GPT-2/RoBERTa vocab.json",
                 "nothing", "a path to vocab.json");

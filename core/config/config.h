@@ -80,16 +80,19 @@ struct DataConfig : ConfigSection {
   // bytes | sentencepiece | wordpiece | byte_bpe (GPT-2/RoBERTa byte-level BPE from a
   // vocab.json and merges.txt, as `relpos import` records for those checkpoints)
   std::string tokenizer = "bytes";
-  int64_t vocab_size = 4000;       // sentencepiece vocabulary
+  // sentencepiece vocabulary; wordpiece without vocab_file: the vocabulary trained (tokens in all)
+  int64_t vocab_size = 4000;
   std::string sentencepiece_model = "unigram";  // unigram | bpe
   // sentencepiece: a model file to load instead of training one (e.g. a pre-trained run's
   // tokenizer.model). Fine-tuning with --init-from takes the pre-trained run's model by itself.
   std::string tokenizer_file;
-  std::string vocab_file;   // wordpiece: a BERT vocab.txt; byte_bpe: a vocab.json
+  // wordpiece: a BERT vocab.txt (empty: train one of vocab_size on the training split);
+  // byte_bpe: a vocab.json
+  std::string vocab_file;
   std::string merges_file;  // byte_bpe: a merges.txt
   double valid_fraction = 0.05;
   double test_fraction = 0.05;
-  int64_t split_seed = 1234;       // document split, fixed across a sweep
+  int64_t split_seed = 1234;       // document split, fixed across a sweep; 0 .. kMaxSeed
   int64_t max_documents = 0;       // 0 = all
   int64_t max_chars = 0;           // 0 = all; cap on corpus characters (quick runs)
   bool sentencepiece_byte_fallback = true;  // unknown characters as byte pieces (exact round trip)
@@ -106,7 +109,7 @@ struct DataConfig : ConfigSection {
     v("cache_dir", cache_dir, "data cache folder");
     v.choice("tokenizer", tokenizer, {"bytes", "sentencepiece", "wordpiece", "byte_bpe"},
              "tokenizer");
-    v("vocab_size", vocab_size, "sentencepiece vocabulary size");
+    v("vocab_size", vocab_size, "sentencepiece (or trained wordpiece) vocabulary size");
     v.choice("sentencepiece_model", sentencepiece_model, {"unigram", "bpe"}, "sp model type");
     v("tokenizer_file", tokenizer_file, "sentencepiece model file to load instead of training");
     v("vocab_file", vocab_file, "BERT vocab.txt for wordpiece, vocab.json for byte_bpe");
@@ -256,9 +259,12 @@ struct SweepConfig : ConfigSection {
   }
 };
 
+// The largest seed (`seed`, `data.split_seed`): seeds are integers in [0, 2^31 - 1].
+inline constexpr int64_t kMaxSeed = 2147483647;
+
 struct Config : ConfigSection {
   std::string name = "run";
-  int64_t seed = 1;
+  int64_t seed = 1;                // 0 .. kMaxSeed
   std::string device = "cpu";      // cpu | cuda | cuda:N
   int64_t threads = 0;             // intra-op threads; 0 = automatic
   std::string cpu_allocator = "cache";  // cache | cache_small_pages | system (cpu_block_cache.h)

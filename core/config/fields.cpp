@@ -42,6 +42,14 @@ std::string join_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
+std::string suggested_key(const std::string& path, const std::vector<std::string>& known) {
+  const size_t dot = path.rfind('.');
+  const std::string last = dot == std::string::npos ? path : path.substr(dot + 1);
+  const std::string name = closest_name(last, known);
+  if (name.empty()) return "";
+  return dot == std::string::npos ? name : path.substr(0, dot + 1) + name;
+}
+
 std::string join_names(const std::vector<std::string>& names, const std::string& sep) {
   std::string s;
   for (size_t i = 0; i < names.size(); ++i) s += (i ? sep : "") + names[i];
@@ -50,7 +58,7 @@ std::string join_names(const std::vector<std::string>& names, const std::string&
 
 void config_fail(const SourceMap* src, const std::string& path, const std::string& problem,
                  const std::string& got, const std::string& expected,
-                 const std::vector<std::string>& known) {
+                 const std::vector<std::string>& known, const std::string& suggestion) {
   std::string where = src ? src->describe(path) : "<config>";
   std::string msg = fmt::format("{}: {}: {}", where, path.empty() ? "<root>" : path, problem);
   std::vector<std::string> parts;
@@ -58,6 +66,7 @@ void config_fail(const SourceMap* src, const std::string& path, const std::strin
   if (!expected.empty()) parts.push_back("expected " + expected);
   if (!known.empty()) parts.push_back("known: " + join_names(known));
   if (!parts.empty()) msg += " (" + join_names(parts, "; ") + ")";
+  if (!suggestion.empty()) msg += "; did you mean " + suggestion + "?";
   // A position variant's keys appear in base.yaml only as comments: point to where they are.
   const bool variant_key = path.rfind("position.", 0) == 0 && path != "position.type" &&
                            path.find('.', 9) != std::string::npos;
@@ -309,7 +318,9 @@ void YamlReader::choice(const char* key, std::string& value,
   (*this)(key, value, help);
   if (std::find(allowed.begin(), allowed.end(), value) == allowed.end())
     config_fail(src_, join_path(path_, key), "unknown value", "'" + value + "'",
-                "one of " + join_names(allowed, " | "));
+                "one of " + join_names(allowed, " | "), {},
+                closest_name(value, allowed).empty() ? ""
+                                                     : "'" + closest_name(value, allowed) + "'");
 }
 
 void YamlReader::finish() const {
@@ -318,7 +329,8 @@ void YamlReader::finish() const {
     std::string key = it->first.Scalar();
     if (std::find(declared_.begin(), declared_.end(), key) != declared_.end()) continue;
     try {
-      config_fail(src_, join_path(path_, key), "unknown key", "", "", declared_);
+      config_fail(src_, join_path(path_, key), "unknown key", "", "", declared_,
+                  suggested_key(join_path(path_, key), declared_));
     } catch (const ConfigError& e) {
       if (!ConfigErrorCollector::collect(e)) throw;
     }

@@ -46,11 +46,16 @@ class SourceMap {
 std::string join_path(const std::string& parent, const std::string& key);
 std::string join_names(const std::vector<std::string>& names, const std::string& sep = ", ");
 
-// Builds "file:line:col: key.path: problem (got X; expected Y; known: a, b)" and throws ConfigError.
+// Builds "file:line:col: key.path: problem (got X; expected Y; known: a, b)" and throws ConfigError;
+// with `suggestion` (closest_name's likely intended key or value), "; did you mean S?" after it.
 [[noreturn]] void config_fail(const SourceMap* src, const std::string& path,
                               const std::string& problem, const std::string& got = {},
                               const std::string& expected = {},
-                              const std::vector<std::string>& known = {});
+                              const std::vector<std::string>& known = {},
+                              const std::string& suggestion = {});
+// The dotted key `path` most likely meant when its last part is not among `known` ("train.stpes"
+// with the keys of train -> "train.steps"), or "".
+std::string suggested_key(const std::string& path, const std::vector<std::string>& known);
 
 // Collects the ConfigErrors of the fields read (and the rules checked) while it is alive on this
 // thread, so that a config with several bad values reports them all at once. Nested collectors:

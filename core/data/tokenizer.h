@@ -26,7 +26,20 @@ std::unique_ptr<Tokenizer> make_bytes_tokenizer();
 // `lower_case` lower-casing and accent stripping (Latin, Greek and Cyrillic letters; no full
 // Unicode case folding); then greedy longest-match-first with "##" continuation pieces, and
 // [UNK] for a word that cannot be covered or is longer than 100 characters.
-std::unique_ptr<Tokenizer> make_wordpiece_tokenizer(const std::string& vocab_path, bool lower_case);
+// run_keeps_copy: a vocabulary relpos trained (make_trained_wordpiece_tokenizer), which
+// model_file() names so that a run keeps a copy of it.
+std::unique_ptr<Tokenizer> make_wordpiece_tokenizer(const std::string& vocab_path, bool lower_case,
+                                                    bool run_keeps_copy = false);
+// The words of BERT's basic tokenization above (before the word pieces), as UTF-8.
+std::vector<std::string> wordpiece_basic_words(const std::string& text, bool lower_case);
+
+// A WordPiece vocabulary trained on `train_texts` (core/data/wordpiece_trainer.h), cached as
+// <cache_dir>/tokenizers/wordpiece-<hash>.txt (the hash covering the texts and the options); a
+// later run with the same text loads it. model_file() names the cached file.
+struct WordPieceTrainOptions;
+std::unique_ptr<Tokenizer> make_trained_wordpiece_tokenizer(
+    const std::vector<std::string>& train_texts, const WordPieceTrainOptions& opt,
+    const std::string& cache_dir);
 
 // GPT-2 / RoBERTa byte-level BPE from a Hugging Face vocab.json (token -> id) and merges.txt
 // (one merge per line, in priority order, after an optional "#version" line). Text is split as
@@ -58,7 +71,8 @@ std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::vector<std::s
 // A SentencePiece model file trained by relpos (checks the special-token ids).
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& model_path);
 
-// The tokenizer data.tokenizer names; SentencePiece is trained on `train_texts`.
+// The tokenizer data.tokenizer names; SentencePiece, and WordPiece without data.vocab_file, are
+// trained on `train_texts`.
 std::unique_ptr<Tokenizer> make_tokenizer(const Config& cfg,
                                           const std::vector<std::string>& train_texts);
 

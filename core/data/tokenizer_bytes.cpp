@@ -5,6 +5,7 @@
 
 #include "core/data/corpus.h"
 #include "core/data/tokenizer.h"
+#include "core/data/wordpiece_trainer.h"
 #include "core/util/errors.h"
 
 namespace relpos {
@@ -53,7 +54,13 @@ std::unique_ptr<Tokenizer> make_tokenizer(const Config& cfg,
                                           const std::vector<std::string>& train_texts) {
   const DataConfig& d = cfg.data;
   if (d.tokenizer == "bytes") return make_bytes_tokenizer();
-  if (d.tokenizer == "wordpiece") return make_wordpiece_tokenizer(d.vocab_file, d.lower_case);
+  if (d.tokenizer == "wordpiece") {
+    if (!d.vocab_file.empty()) return make_wordpiece_tokenizer(d.vocab_file, d.lower_case);
+    WordPieceTrainOptions o;
+    o.vocab_size = d.vocab_size;
+    o.lower_case = d.lower_case;
+    return make_trained_wordpiece_tokenizer(train_texts, o, resolve_cache_dir(d));
+  }
   if (d.tokenizer == "sentencepiece") {
     if (!d.tokenizer_file.empty()) {
       if (!std::filesystem::is_regular_file(d.tokenizer_file))

@@ -21,9 +21,46 @@ struct Char {
 };
 using Word = std::vector<Char>;
 
+// BERT's basic tokenization: words of folded characters with their source byte spans.
+std::vector<Word> wordpiece_basic_split(const std::string& text, bool lower_case) {
+  std::vector<Word> words;
+  Word cur;
+  auto flush = [&] {
+    if (!cur.empty()) words.push_back(std::move(cur));
+    cur.clear();
+  };
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const int64_t b = static_cast<int64_t>(pos);
+    uint32_t cp = next_codepoint(text, pos);
+    const int64_t e = static_cast<int64_t>(std::min(pos, text.size()));
+    if (cp == 0 || unicode::is_control(cp)) continue;
+    if (unicode::is_whitespace(cp)) {
+      flush();
+      continue;
+    }
+    if (lower_case) {
+      cp = unicode::fold(cp);
+      if (cp == 0) {  // a combining accent: its bytes belong to the previous character
+        if (!cur.empty()) cur.back().e = e;
+        continue;
+      }
+    }
+    if (unicode::is_punctuation(cp) || unicode::is_cjk(cp)) {
+      flush();
+      words.push_back({Char{cp, b, e}});
+      continue;
+    }
+    cur.push_back({cp, b, e});
+  }
+  flush();
+  return words;
+}
+
 class WordPieceTokenizer : public Tokenizer {
  public:
-  WordPieceTokenizer(const std::string& path, bool lower_case) : path_(path), lower_(lower_case) {
+  WordPieceTokenizer(const std::string& path, bool lower_case, bool kept)
+      : path_(path), lower_(lower_case), kept_(kept) {
     const std::string text = read_utf8_file(path, "WordPiece vocabulary");
     if (trim(text).empty())
       throw DataError(fmt::format("{}: empty vocabulary (expected one token per line: BERT's "
@@ -87,12 +124,13 @@ class WordPieceTokenizer : public Tokenizer {
 
   std::string name() const override { return "wordpiece:" + path_; }
   int64_t vocab_size() const override { return static_cast<int64_t>(pieces_.size()); }
+  std::string model_file() const override { return kept_ ? path_ : std::string(); }
 
   std::vector<int64_t> encode_with_offsets(
       const std::string& text, std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     std::vector<int64_t> ids;
     offsets->clear();
-    for (const Word& w : basic_tokenize(text)) wordpieces(w, ids, *offsets);
+    for (const Word& w : wordpiece_basic_split(text, lower_)) wordpieces(w, ids, *offsets);
     return ids;
   }
 
@@ -112,41 +150,6 @@ class WordPieceTokenizer : public Tokenizer {
   }
 
  private:
-  std::vector<Word> basic_tokenize(const std::string& text) const {
-    std::vector<Word> words;
-    Word cur;
-    auto flush = [&] {
-      if (!cur.empty()) words.push_back(std::move(cur));
-      cur.clear();
-    };
-    size_t pos = 0;
-    while (pos < text.size()) {
-      const int64_t b = static_cast<int64_t>(pos);
-      uint32_t cp = next_codepoint(text, pos);
-      const int64_t e = static_cast<int64_t>(std::min(pos, text.size()));
-      if (cp == 0 || unicode::is_control(cp)) continue;
-      if (unicode::is_whitespace(cp)) {
-        flush();
-        continue;
-      }
-      if (lower_) {
-        cp = unicode::fold(cp);
-        if (cp == 0) {  // a combining accent: its bytes belong to the previous character
-          if (!cur.empty()) cur.back().e = e;
-          continue;
-        }
-      }
-      if (unicode::is_punctuation(cp) || unicode::is_cjk(cp)) {
-        flush();
-        words.push_back({Char{cp, b, e}});
-        continue;
-      }
-      cur.push_back({cp, b, e});
-    }
-    flush();
-    return words;
-  }
-
   void wordpieces(const Word& w, std::vector<int64_t>& ids,
                   std::vector<std::pair<int64_t, int64_t>>& offsets) const {
     if (w.size() > kMaxWordChars) {
@@ -192,6 +195,7 @@ class WordPieceTokenizer : public Tokenizer {
 
   std::string path_;
   bool lower_;
+  bool kept_;  // a vocabulary relpos trained: the run keeps a copy
   std::unordered_map<std::string, int64_t> seen_;  // token -> line (loading only)
   std::unordered_map<std::string, int64_t> ids_;
   std::vector<std::string> pieces_;
@@ -200,8 +204,18 @@ class WordPieceTokenizer : public Tokenizer {
 }  // namespace
 
 std::unique_ptr<Tokenizer> make_wordpiece_tokenizer(const std::string& vocab_path,
-                                                    bool lower_case) {
-  return std::make_unique<WordPieceTokenizer>(vocab_path, lower_case);
+                                                    bool lower_case, bool run_keeps_copy) {
+  return std::make_unique<WordPieceTokenizer>(vocab_path, lower_case, run_keeps_copy);
+}
+
+std::vector<std::string> wordpiece_basic_words(const std::string& text, bool lower_case) {
+  std::vector<std::string> out;
+  for (const Word& w : wordpiece_basic_split(text, lower_case)) {
+    std::string s;
+    for (const Char& c : w) append_utf8(s, c.cp);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace relpos

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "core/config/config.h"
 #include "core/util/text_util.h"
@@ -38,6 +39,22 @@ int64_t run_vocab_size(const std::string& run) {
   return reader->dataset(p).value.size(0);
 }
 
+// A YAML tree as JSON: maps as objects, sequences as arrays, scalars as strings (the text
+// relpos's config reader parses, whatever the type).
+nlohmann::ordered_json hf_export_yaml_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::ordered_json o = nlohmann::ordered_json::object();
+    for (const auto& kv : n) o[kv.first.as<std::string>()] = hf_export_yaml_json(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (const auto& x : n) a.push_back(hf_export_yaml_json(x));
+    return a;
+  }
+  return n.IsScalar() ? n.Scalar() : std::string();
+}
+
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -45,6 +62,16 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json exported_run_settings(const Config& cfg) {
+  const YAML::Node root = YAML::Load(to_yaml(cfg));
+  nlohmann::ordered_json j = {{"format", 1},
+                              {"about", "written by relpos export: the run's data, task and "
+                                        "evaluation settings, which relpos import restores"},
+                              {"tokenizer", cfg.data.tokenizer}};
+  for (const char* section : kExportedSections) j[section] = hf_export_yaml_json(root[section]);
+  return j;
+}
 
 std::string hf_exportable_variants() {
   return "learned (absolute), huang_m4 (relative_key_query), shaw with position.shaw.values=false "
@@ -163,39 +190,21 @@ HfExportReport export_hf_model(const HfExportOptions& opts) {
       {"position_embedding_type", r.position_embedding_type},
       {"torch_dtype", "float32"}};
 
-  // The vocabulary in relpos's id order, for a wordpiece run.
-  std::string vocab_text;
+  // The tokenizer in relpos's id order, and the settings an import needs to read the same
+  // documents the run read.
   use_run_tokenizer(opts.run, cfg);
-  if (cfg.data.tokenizer == "wordpiece") {
-    std::vector<std::string> lines = split_on(read_utf8_file(cfg.data.vocab_file, "WordPiece vocabulary"), '\n');
-    if (!lines.empty() && lines.back().empty()) lines.pop_back();
-    for (auto& l : lines)
-      if (!l.empty() && l.back() == '\r') l.pop_back();
-    const auto rows = wordpiece_rows(cfg.data.vocab_file);
-    if (static_cast<int64_t>(rows.size()) != vocab)
-      throw DataError(fmt::format("{}: {} tokens, but the run's embeddings have {} rows",
-                                  cfg.data.vocab_file, rows.size(), vocab));
-    for (int64_t id : rows) vocab_text += lines[static_cast<size_t>(id)] + "\n";
-  } else {
-    r.notes.push_back(fmt::format("data.tokenizer {}: no vocab.txt written (Hugging Face's "
-                                  "BertTokenizer reads WordPiece vocabularies only); token ids "
-                                  "are relpos's",
-                                  cfg.data.tokenizer));
-  }
+  const ExportedVocab tokenizer = export_vocab(cfg, vocab, max_positions);
+  r.notes.insert(r.notes.end(), tokenizer.notes.begin(), tokenizer.notes.end());
+  config["relpos"] = exported_run_settings(load_run_config(opts.run).config);
 
   StagedFolder folder(opts.out, opts.overwrite, "export: --out", "config.json");
   const fs::path dir(folder.path());
   write_text((dir / "config.json").string(), config.dump(2) + "\n");
   write_safetensors((dir / "model.safetensors").string(), t, {{"format", "pt"}});
   r.files = {"config.json", "model.safetensors"};
-  if (!vocab_text.empty()) {
-    write_text((dir / "vocab.txt").string(), vocab_text);
-    const nlohmann::ordered_json tc = {{"tokenizer_class", "BertTokenizer"},
-                                       {"do_lower_case", cfg.data.lower_case},
-                                       {"model_max_length", max_positions}};
-    write_text((dir / "tokenizer_config.json").string(), tc.dump(2) + "\n");
-    r.files.push_back("vocab.txt");
-    r.files.push_back("tokenizer_config.json");
+  for (const auto& [name, text] : tokenizer.files) {
+    write_text((dir / name).string(), text);
+    r.files.push_back(name);
   }
   folder.commit();
   return r;

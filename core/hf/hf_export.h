@@ -1,6 +1,10 @@
 // `relpos export RUN --format hf --out DIR`: a BERT-shaped relpos run as a Hugging Face
-// BertForMaskedLM folder (config.json, model.safetensors, and vocab.txt + tokenizer_config.json
-// for a wordpiece run), which `BertForMaskedLM.from_pretrained(DIR)` loads without code.
+// BertForMaskedLM folder (config.json, model.safetensors, and the tokenizer's files: vocab.txt
+// + tokenizer_config.json for wordpiece, a byte vocab.txt for bytes, spiece.model for
+// sentencepiece, vocab.json + merges.txt for byte_bpe; export_vocab in hf_vocab.h), which
+// `BertForMaskedLM.from_pretrained(DIR)` loads without code. config.json also carries the
+// run's data, task and evaluation settings under "relpos" (exported_run_settings), which
+// `relpos import` restores.
 // Exportable: a post-LN encoder with an MLM head, E = D, no layer sharing, and one position
 // encoding Hugging Face's BERT expresses:
 //   learned                      -> position_embedding_type absolute
@@ -8,11 +12,14 @@
 //   shaw without values, clip K  -> relative_key, max_position_embeddings K + 1
 // where the relative ones must never have clipped in the run (K >= task.seq_len - 1), since
 // Hugging Face's table has one row per distance.
-// vocab.txt is written in relpos's id order, so token ids are the same on both sides.
+// The tokenizer files are written in relpos's id order, so token ids are the same on both sides.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "core/config/config.h"
 
 namespace relpos {
 
@@ -27,6 +34,13 @@ struct HfExportReport {
   std::vector<std::string> files;  // written into `out`
   std::vector<std::string> notes;
 };
+
+// config.json's "relpos" object: {"format": 1, "about", "tokenizer", and the run's resolved
+// sections kExportedSections, scalars as strings}. `relpos import` restores those sections
+// (except what the tokenizer files and the model fix), so the imported run reads the documents
+// and splits the run read (docs/pretrained.md).
+inline constexpr const char* kExportedSections[] = {"data", "task", "eval"};
+nlohmann::ordered_json exported_run_settings(const Config& cfg);
 
 // The run's encodings that can be exported, with the Hugging Face type each becomes (for
 // messages and `relpos export --help`).

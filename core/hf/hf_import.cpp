@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/config/config.h"
 #include "core/hf/hf_config.h"
+#include "core/hf/hf_export.h"
 #include "core/hf/hf_layout.h"
 #include "core/hf/hf_vocab.h"
 #include "core/hf/hf_weights.h"
@@ -44,6 +46,36 @@ std::string base_prefix(HfArch a) {
     case HfArch::Gpt2: return "transformer.";
   }
   return "";
+}
+
+// The settings a folder written by `relpos export` carries (config.json's "relpos":
+// exported_run_settings), as overrides: the run's data, task and evaluation settings, except
+// what the tokenizer files and config.json fix (the tokenizer and its files, the task type).
+std::vector<std::string> exported_settings(const HfModelConfig& hf) {
+  if (!hf.json.contains("relpos")) return {};
+  const nlohmann::json& r = hf.json["relpos"];
+  const auto bad = [&](const std::string& what) {
+    return DataError(fmt::format("{}: \"relpos\": {} (expected the object relpos export writes: "
+                                 "sections of string settings)",
+                                 hf.config_path, what));
+  };
+  if (!r.is_object()) throw bad("not an object");
+  static const std::set<std::string> fixed = {"data.tokenizer", "data.vocab_file",
+                                              "data.merges_file", "data.tokenizer_file",
+                                              "task.type"};
+  std::vector<std::string> out;
+  for (const char* section : kExportedSections) {
+    if (!r.contains(section)) continue;
+    if (!r[section].is_object()) throw bad(fmt::format("{} is not an object", section));
+    for (const auto& [key, value] : r[section].items()) {
+      const std::string dotted = fmt::format("{}.{}", section, key);
+      if (fixed.count(dotted)) continue;
+      if (!value.is_string() && !value.is_array())
+        throw bad(fmt::format("{} is {}", dotted, value.type_name()));
+      out.push_back(dotted + "=" + value.dump());  // JSON strings and arrays are YAML
+    }
+  }
+  return out;
 }
 
 // The relpos config of the imported model: what config.json fixes (model.*, position.*, the task
@@ -111,6 +143,8 @@ LoadedConfig relpos_config(const HfModelConfig& hf, const ImportedVocab& vocab,
     add("data.vocab_size", num(vocab.vocab_size));
     add("data.sentencepiece_byte_fallback", "false");
   }
+  const std::vector<std::string> restored = exported_settings(hf);
+  o.insert(o.end(), restored.begin(), restored.end());
   o.insert(o.end(), sets.begin(), sets.end());
   return load_config({config_dir() + "/base.yaml"}, o);
 }

@@ -20,6 +20,7 @@ std::string run_analysis_events_dir(const std::string& dir) {
 std::string run_tokenizer_path(const std::string& dir) {
   return (fs::path(dir) / "tokenizer.model").string();
 }
+std::string run_vocab_path(const std::string& dir) { return (fs::path(dir) / "vocab.txt").string(); }
 
 // result.json alone is not enough: committed results (results/<name>/) keep result.json but not
 // run.h5, and a sweep over such a folder must train again rather than skip to an analysis that

@@ -16,6 +16,7 @@ std::string run_tokenizer_path(const std::string& dir);   // DIR/tokenizer.model
 // DIR/analysis: the TensorBoard event file of `relpos analyze` (invariance per snapshot, figures);
 // the trainer's own event files lie in DIR itself (docs/training.md, "Live curves").
 std::string run_analysis_events_dir(const std::string& dir);
+std::string run_vocab_path(const std::string& dir);       // DIR/vocab.txt
 
 // result.json and run.h5 both present, and result.json holds the run's step count.
 bool run_finished(const std::string& dir);

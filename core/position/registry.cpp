@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/config/config.h"
+#include "core/util/text_util.h"
 #include "core/position/position_encoding.h"
 
 namespace relpos {
@@ -187,8 +188,9 @@ const VariantInfo* Registry::find(const std::string& name) const {
 const VariantInfo& Registry::at(const std::string& name, const std::string& path,
                                 const SourceMap* sources) const {
   if (const VariantInfo* v = find(name)) return *v;
+  const std::string near = closest_name(name, names());
   config_fail(sources, path, "unknown position variant", "'" + name + "'", "a registered name",
-              names());
+              names(), near.empty() ? "" : "'" + near + "'");
 }
 
 std::vector<std::string> Registry::names() const {
@@ -296,7 +298,7 @@ void read_value(const YAML::Node& n, const std::string& path, const SourceMap* s
       const VariantInfo* info = reg.find(key);
       if (!info)
         config_fail(src, kpath, "unknown key (not a position variant or setting)", "", "",
-                    known);
+                    known, suggested_key(kpath, known));
       auto params = info->make_params();
       params->read(val, kpath, src);
       v.params[key] = params;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/data/task.h"
+#include "core/util/text_util.h"
 
 namespace relpos {
 
@@ -59,8 +60,9 @@ const TaskInfo* TaskRegistry::find(const std::string& name) const {
 const TaskInfo& TaskRegistry::at(const std::string& name, const std::string& path,
                                  const SourceMap* sources) const {
   if (const TaskInfo* t = find(name)) return *t;
+  const std::string near = closest_name(name, names());
   config_fail(sources, path, "unknown value", "'" + name + "'",
-              "one of " + join_names(names(), " | "));
+              "one of " + join_names(names(), " | "), {}, near.empty() ? "" : "'" + near + "'");
 }
 
 std::vector<std::string> TaskRegistry::names() const {

@@ -1,7 +1,7 @@
 // The task registry: name -> every fact about a task (model head, loss, metrics, batching, probe,
 // evaluation at other lengths, figure labels, data). One file per task family declares its
 // entries (core/task/mlm.cpp, clm.cpp, classify.cpp, span_qa.cpp, synthetic.cpp), registered in
-// one explicit function, register_all() in registry.cpp. The trainer, `relpos eval`, analysis,
+// one explicit function, build_task_registry() in registry.cpp. The trainer, `relpos eval`, analysis,
 // figures and experiments ask the registry instead of comparing task names.
 //
 // Adding a task: a file here with its TaskInfo and a register function, one line in

@@ -48,4 +48,22 @@ LoadedConfig load_run_config(const std::string& dir, const std::vector<std::stri
   return loaded;
 }
 
+LoadedConfig resume_run_config(const std::string& dir, const std::vector<std::string>& configs,
+                               const std::vector<std::string>& sets) {
+  LoadedConfig stored = load_run_config(dir, sets);
+  if (configs.empty()) return stored;
+  const LoadedConfig given = load_config(configs, sets);
+  const std::vector<std::string> diff =
+      config_differences(to_yaml(stored.config), to_yaml(given.config));
+  if (diff.empty()) return stored;
+  std::string list;
+  for (const auto& d : diff) list += "\n  " + d;
+  throw ConfigError(
+      fmt::format("train: --resume {}: --config {} gives another config than the run's {} "
+                  "(the run's -> --config's):{}",
+                  dir, fmt::join(configs, " --config "), run_config_path(dir), list),
+      "drop --config to continue with the run's own config (--set still applies, e.g. --set "
+      "train.steps=2000), or add the --set options the run was started with");
+}
+
 }  // namespace relpos

@@ -113,6 +113,7 @@ std::unique_ptr<FolderLock> prepare_out_dir(const TrainOptions& o) {
            {run_config_path(o.out_dir), run_checkpoint_path(o.out_dir), run_h5_path(o.out_dir),
             run_h5_path(o.out_dir) + ".shadow", run_result_path(o.out_dir),
             run_metrics_path(o.out_dir), run_split_path(o.out_dir), run_tokenizer_path(o.out_dir),
+            run_vocab_path(o.out_dir),
             (dir / "eval_extrapolation.csv").string()})
         fs::remove(p, ec);
     // The old run's curves would otherwise show in TensorBoard beside the new run's.

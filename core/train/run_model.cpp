@@ -26,6 +26,12 @@ LoadedRun load_run(const std::string& dir, const std::vector<std::string>& overr
                                   run_tokenizer_path(dir)),
                       "restore it from a copy of the run folder; the embeddings were trained on "
                       "its token ids");
+  if (cfg.data.tokenizer == "wordpiece" && task_info(cfg.task.type).tokenized &&
+      cfg.data.vocab_file.empty() && !std::filesystem::exists(run_vocab_path(dir)))
+    throw ConfigError(fmt::format("{}: missing: the WordPiece vocabulary the run trained",
+                                  run_vocab_path(dir)),
+                      "restore it from a copy of the run folder; the embeddings were trained on "
+                      "its token ids");
   use_run_tokenizer(dir, data_cfg);
   run.data = make_task_data(data_cfg);
   run.model = Model(cfg, run.data->vocab_size());

@@ -32,7 +32,8 @@ void use_run_tokenizer(const std::string& dir, Config& cfg) {
   // A run imported from a BERT folder keeps its vocab.txt, one from GPT-2 or RoBERTa its
   // vocab.json and merges.txt (`relpos import`): the copies in the folder, wherever the folder
   // was moved since.
-  const fs::path vocab = fs::path(dir) / "vocab.txt";
+  // So does a run whose WordPiece vocabulary relpos trained (keep_run_tokenizer).
+  const fs::path vocab = run_vocab_path(dir);
   if (cfg.data.tokenizer == "wordpiece" && fs::exists(vocab)) cfg.data.vocab_file = vocab.string();
   const fs::path json = fs::path(dir) / "vocab.json", merges = fs::path(dir) / "merges.txt";
   if (cfg.data.tokenizer == "byte_bpe" && fs::exists(json) && fs::exists(merges)) {
@@ -92,7 +93,8 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts,
   // (A SentencePiece model comes with its settings below.)
   if (a.tokenizer != b.tokenizer && !chosen(sources, "data.tokenizer")) b.tokenizer = a.tokenizer;
   if (b.tokenizer == "wordpiece" && a.tokenizer == "wordpiece") {
-    if (!chosen(sources, "data.vocab_file")) b.vocab_file = a.vocab_file;
+    // No vocabulary given would train a new one, whose ids do not match the embeddings.
+    if (!chosen(sources, "data.vocab_file") || b.vocab_file.empty()) b.vocab_file = a.vocab_file;
     if (!chosen(sources, "data.lower_case")) b.lower_case = a.lower_case;
   }
   if (b.tokenizer == "byte_bpe" && a.tokenizer == "byte_bpe") {
@@ -159,7 +161,9 @@ Config with_tokenizer_settings(const Config& cfg, const Config& data_cfg) {
 void keep_run_tokenizer(const Tokenizer& tok, const std::string& dir) {
   const std::string from = tok.model_file();
   if (from.empty()) return;
-  const std::string to = run_tokenizer_path(dir);
+  // A trained WordPiece vocabulary is kept as BERT names it; a SentencePiece model as tokenizer.model.
+  const std::string to =
+      tok.name().rfind("wordpiece", 0) == 0 ? run_vocab_path(dir) : run_tokenizer_path(dir);
   std::error_code ec;
   if (fs::exists(to) && fs::equivalent(from, to, ec)) return;
   // Binary-safe: a temporary name, then a rename.

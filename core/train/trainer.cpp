@@ -162,7 +162,8 @@ void Training::load_data() {
   data_ = make_task_data(data_cfg_);
   progress_.message(fmt::format("data: {}", data_->describe()));
   const DataConfig& used = data_cfg_.data;
-  if (used.tokenizer != cfg_.data.tokenizer || used.vocab_file != cfg_.data.vocab_file)
+  if (!opts_.init_from.empty() &&
+      (used.tokenizer != cfg_.data.tokenizer || used.vocab_file != cfg_.data.vocab_file))
     progress_.message(fmt::format(
         "tokenizer: {}{} from --init-from {} (the config does not choose one; set data.tokenizer "
         "to choose)",
@@ -173,7 +174,8 @@ void Training::load_data() {
         opts_.init_from));
   // What config.yaml and run.h5 record: the settings of the tokenizer actually used (a
   // fine-tune takes the pre-trained run's SentencePiece model, and its vocab_size & co.).
-  Config recorded = with_tokenizer_settings(cfg_, data_cfg_);
+  // A resumed run's config.yaml already records them (and its own vocab.txt is no setting).
+  Config recorded = opts_.resume ? cfg_ : with_tokenizer_settings(cfg_, data_cfg_);
   // What a sweep or experiment tests is not part of a run (its report judges it).
   recorded.claims.clear();
   recorded.provenance.clear();

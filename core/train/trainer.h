@@ -48,10 +48,11 @@ struct TrainResult {
 
 class Tokenizer;
 // A run's token ids belong to one tokenizer, and its model must keep it: a SentencePiece run
-// keeps a copy of its model as DIR/tokenizer.model, and whatever reloads the run (resume,
-// eval, analysis) tokenizes with that copy rather than training a new model.
+// keeps a copy of its model as DIR/tokenizer.model, a run whose WordPiece vocabulary relpos
+// trained (wordpiece without data.vocab_file) a copy as DIR/vocab.txt, and whatever reloads the
+// run (resume, eval, analysis) tokenizes with that copy rather than training a new one.
 // use_run_tokenizer: cfg (a run's stored config) reads DIR/tokenizer.model when there is one,
-// and a wordpiece run reads DIR/vocab.txt when there is one (runs made by `relpos import`).
+// and a wordpiece run reads DIR/vocab.txt when there is one (also runs made by `relpos import`).
 void use_run_tokenizer(const std::string& dir, Config& cfg);
 // The config a run builds its data from: with --resume its own tokenizer.model; with
 // --init-from the pre-trained run's tokenizer (its tokenizer.model for SentencePiece, so a
@@ -66,7 +67,8 @@ Config data_config_for_run(const Config& cfg, const TrainOptions& opts,
 // SentencePiece model's vocab_size, model type and byte fallback, which the run records instead
 // of its own unused ones.
 Config with_tokenizer_settings(const Config& cfg, const Config& data_cfg);
-// Copies the tokenizer's model file (if it has one) to DIR/tokenizer.model, atomically.
+// Copies the tokenizer's model file (if it has one) to DIR/tokenizer.model (SentencePiece) or
+// DIR/vocab.txt (a trained WordPiece vocabulary), atomically.
 void keep_run_tokenizer(const Tokenizer& tok, const std::string& dir);
 
 // Trains; throws ConfigError/DataError/RunError. An interrupt (SIGINT/SIGTERM) saves a
@@ -80,6 +82,13 @@ TrainResult train(const LoadedConfig& cfg, const TrainOptions& opts);
 
 // The config stored in a run folder (for --resume and evaluation), with overrides applied.
 LoadedConfig load_run_config(const std::string& dir, const std::vector<std::string>& overrides = {});
+
+// The config of `relpos train --resume DIR`: load_run_config(dir, sets). `configs` are the
+// --config files given again (none: nothing to compare): merged with `sets` they must give the
+// run's config, key for key; otherwise ConfigError naming every key that differs, with both
+// values.
+LoadedConfig resume_run_config(const std::string& dir, const std::vector<std::string>& configs,
+                               const std::vector<std::string>& sets);
 
 torch::Device parse_device(const std::string& device);
 

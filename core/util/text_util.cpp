@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -214,6 +216,35 @@ std::string format_duration(double s) {
   if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60);
   if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
   return fmt::format("{}s", t);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  const auto low = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  const size_t n = a.size(), m = b.size();
+  // d[i][j]: distance of a's first i and b's first j characters.
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1, 0));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i)
+    for (size_t j = 1; j <= m; ++j) {
+      const size_t cost = low(a[i - 1]) == low(b[j - 1]) ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && low(a[i - 1]) == low(b[j - 2]) && low(a[i - 2]) == low(b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
+std::string closest_name(const std::string& word, const std::vector<std::string>& names) {
+  const size_t limit = std::max<size_t>(1, word.size() / 4);
+  std::string best;
+  size_t best_d = limit + 1;
+  for (const auto& n : names) {
+    if (n == word) return "";
+    const size_t d = edit_distance(word, n);
+    if (d < best_d) best = n, best_d = d;
+  }
+  return best;
 }
 
 }  // namespace relpos

@@ -58,5 +58,13 @@ bool ends_with(const std::string& s, const std::string& suffix);
 
 // A duration in seconds, rounded: "1h02m", "3m05s", "12s"; "?" when negative or not finite.
 std::string format_duration(double seconds);
+// The edit distance of `a` and `b` (optimal string alignment: insertions, deletions,
+// substitutions, and swaps of two neighbouring characters, each one edit), ASCII case ignored.
+size_t edit_distance(const std::string& a, const std::string& b);
+// The name of `names` that `word` most likely misspells, for "did you mean ...?": the closest by
+// edit_distance when it is at most max(1, size of word / 4) edits away ("stpes" -> "steps",
+// "sinusodal" -> "sinusoidal"); "" when none is that close or `word` is one of them. Ties go
+// to the first in `names`.
+std::string closest_name(const std::string& word, const std::vector<std::string>& names);
 
 }  // namespace relpos
