@@ -109,7 +109,8 @@ analysis::Table table1(const ExperimentContext& ctx, const std::vector<analysis:
                             [](const analysis::RunRecord& r) { return r.group.find(" (") != std::string::npos; }),
              recs.end());
   auto table = analysis::group_table(recs, cols);
-  table.title = "Pre-training and fine-tuning metrics (validation splits)";
+  table.title = "Pre-training and fine-tuning metrics";
+  table.split = "validation splits";
   std::string splits = "MLM: " + validation_data(ctx, "pretrain", ctx.config_file());
   if (qa) splits += ". QA: " + validation_data(ctx, "squad", ctx.part_config("squad"));
   if (cls) splits += ". Classification: " + validation_data(ctx, classification_stage(),
@@ -128,7 +129,8 @@ analysis::Table inductive_table(const ExperimentContext& ctx, const std::vector<
   for (auto len : ctx.config().eval.lengths)
     cols.push_back({"accuracy@" + std::to_string(len), fmt::format("MLM acc. at T={} (0–1)", len), 3, true});
   auto t = analysis::group_table(pre, cols);
-  t.title = "Inductive test: test-split masked-token accuracy at each length";
+  t.title = "Inductive test: masked-token accuracy at each length";
+  t.split = "test split";
   t.note = fmt::format("Test split (the extrapolation evaluation), not the validation split of "
                        "Table 1. Pre-trained at T={}; '—': the variant cannot run at that length "
                        "(learned table); \"(clamped)\" rows reuse the table's last row past it.",
@@ -144,7 +146,8 @@ analysis::Table dropin_table(const ExperimentContext& ctx, std::vector<analysis:
   auto t = analysis::group_table(drop, {{"valid_accuracy", "MLM acc. after continuing (0–1)", 3, true},
                                         {"valid_loss", "MLM loss (nats/" + per + ")", 3, true},
                                         {bits, "MLM loss (bits/" + per + ")", 3, true}});
-  t.title = "Drop-in: continued pre-training (validation split)";
+  t.title = "Drop-in: continued pre-training";
+  t.split = "validation split";
   t.note = "Both rows of a seed start from that seed's pretrain/learned run and continue for the "
            "same steps; huang_m4's relative table starts from scratch.";
   return t;

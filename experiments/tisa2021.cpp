@@ -85,7 +85,8 @@ analysis::Table classification_table(std::vector<analysis::RunRecord> cls,
             {"valid_f1", "classification F1 (0–1)", 3, true},
             {"pretrain_train_s", "pre-train time (s)", 0, true},
             {"train_s", "fine-tune time (s)", 0, true}});
-  table.title = "Classification with and without TISA (validation split)";
+  table.title = "Classification with and without TISA";
+  table.split = "validation splits";
   table.note = "Validation split of each stage. Times: wall-clock seconds of each stage's "
                "training (train_seconds of its result.json).";
   return table;

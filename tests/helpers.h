@@ -8,6 +8,9 @@
 
 namespace relpos::test {
 
+// The system Python the reference scripts run under (Debian's, with the packages setup.sh installs).
+inline const char* kPython = "/usr/bin/python3";
+
 inline std::string config_path(const std::string& rel) {
   return std::string(RELPOS_SOURCE_DIR) + "/configs/" + rel;
 }

@@ -22,7 +22,6 @@
 
 namespace relpos::test {
 
-inline const char* kPython = "/usr/bin/python3";
 
 inline std::string hf_fixture(const std::string& name) { return fixture_path("hf/" + name); }
 

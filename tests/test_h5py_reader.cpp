@@ -21,8 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kPython = "/usr/bin/python3";
-
 std::string reader_script() { return std::string(RELPOS_TEST_DIR) + "/reference/read_run_file.py"; }
 
 // h5py importable by the system Python; the failure says how to get it.

@@ -20,6 +20,7 @@
 #include "core/util/process.h"
 #include "core/util/sha256.h"
 #include "core/util/text_util.h"
+#include "tests/helpers.h"
 #include "tests/text_file.h"
 #include "tests/tiny_run.h"
 
@@ -29,8 +30,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 namespace {
-
-const char* kPython = "/usr/bin/python3";
 
 std::string tfevents_reader() {
   return std::string(RELPOS_TEST_DIR) + "/reference/read_tfevents.py";
