@@ -30,64 +30,71 @@ Batch padded_probe(const std::vector<int64_t>& lengths, int64_t T, uint64_t seed
 
 }  // namespace
 
-TEST_CASE("snapshot attention of a padded probe: each query row averages the probes where it "
-          "is a real token") {
-  for (bool causal : {false, true}) {
-    CAPTURE(causal);
-    const Config cfg = test::small_config(
-        "alibi", causal, {"task.type=classify", "data.corpus=sentiment", "task.num_classes=2"});
-    Model model = test::small_model(cfg);
-    const int64_t P = 3, T = 8, L = cfg.model.layers, H = cfg.model.heads;
-    // Real lengths 6, 4 and 2: queries 0-1 are real in all three probes, 2-3 in two, 4-5 in
-    // one, and 6-7 in none (a probe padded past its longest row).
-    const std::vector<int64_t> lengths = {6, 4, 2};
-    const Batch probe = padded_probe(lengths, T, 3);
-    const SnapshotContent snap = compute_snapshot(model, probe, cfg.snapshots, torch::kCPU);
-    REQUIRE(snap.attention.sizes() == torch::IntArrayRef({L, H, T, T}));
+TEST_CASE(
+    "snapshot attention of a padded probe: each query row averages the probes where it "
+    "is a real token") {
+  // Real lengths 6, 4 and 2: queries 0-1 are real in all three probes, 2-3 in two, 4-5 in one,
+  // and 6-7 in none (a probe padded past its longest row). Then 19 probes of lengths 2..6: more
+  // than one chunk of the snapshot's forward passes (16), so the means are accumulated.
+  std::vector<int64_t> nineteen;
+  for (int64_t b = 0; b < 19; ++b) nineteen.push_back(2 + (b * 3) % 5);
+  for (const auto& lengths : {std::vector<int64_t>{6, 4, 2}, nineteen})
+    for (bool causal : {false, true}) {
+      CAPTURE(causal);
+      CAPTURE(lengths.size());
+      const Config cfg = test::small_config(
+          "alibi", causal, {"task.type=classify", "data.corpus=sentiment", "task.num_classes=2"});
+      Model model = test::small_model(cfg);
+      const int64_t P = static_cast<int64_t>(lengths.size()), T = 8, L = cfg.model.layers,
+                    H = cfg.model.heads;
+      const Batch probe = padded_probe(lengths, T, 3);
+      const SnapshotContent snap = compute_snapshot(model, probe, cfg.snapshots, torch::kCPU);
+      REQUIRE(snap.attention.sizes() == torch::IntArrayRef({L, H, T, T}));
 
-    // Each probe on its own: (P) x (L,H,T,T).
-    std::vector<torch::Tensor> single;
-    {
-      torch::NoGradGuard guard;
-      for (int64_t b = 0; b < P; ++b) {
-        std::vector<AttentionRecord> records;
-        ForwardOptions o;
-        o.key_mask = probe.key_mask.narrow(0, b, 1);  // (1,T)
-        o.records = &records;
-        model->hidden(probe.tokens.narrow(0, b, 1), o);
-        std::vector<torch::Tensor> layers;
-        for (const auto& r : records) layers.push_back(r.probs[0].to(torch::kDouble));  // (H,T,T)
-        single.push_back(torch::stack(layers));  // (L,H,T,T)
-      }
-    }
-    auto expected = torch::zeros({L, H, T, T}, torch::kDouble);  // (L,H,T,T)
-    for (int64_t l = 0; l < L; ++l)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t i = 0; i < T; ++i) {
-          std::vector<int64_t> real;
-          for (int64_t b = 0; b < P; ++b)
-            if (i < lengths[b]) real.push_back(b);
-          if (real.empty())
-            for (int64_t b = 0; b < P; ++b) real.push_back(b);  // padding everywhere: all
-          for (int64_t j = 0; j < T; ++j) {
-            double sum = 0;
-            for (int64_t b : real) sum += single[b][l][h][i][j].item<double>();
-            expected[l][h][i][j] = sum / static_cast<double>(real.size());
-          }
+      // Each probe on its own: (P) x (L,H,T,T).
+      std::vector<torch::Tensor> single;
+      {
+        torch::NoGradGuard guard;
+        for (int64_t b = 0; b < P; ++b) {
+          std::vector<AttentionRecord> records;
+          ForwardOptions o;
+          o.key_mask = probe.key_mask.narrow(0, b, 1);  // (1,T)
+          o.records = &records;
+          model->hidden(probe.tokens.narrow(0, b, 1), o);
+          std::vector<torch::Tensor> layers;
+          for (const auto& r : records) layers.push_back(r.probs[0].to(torch::kDouble));  // (H,T,T)
+          single.push_back(torch::stack(layers));  // (L,H,T,T)
         }
-    const auto got = snap.attention.to(torch::kDouble);  // (L,H,T,T)
-    CHECK(torch::allclose(got, expected, 1e-5, 1e-6));
-    auto rows = got.sum(-1);  // (L,H,T)
-    CHECK(torch::allclose(rows, torch::ones_like(rows), 1e-5, 1e-5));
-    // The old plain mean differs wherever some probe pads the query: rows 2..5.
-    const auto plain = (single[0] + single[1] + single[2]) / 3.0;  // (L,H,T,T)
-    CHECK_FALSE(torch::allclose(got.narrow(2, 2, 4), plain.narrow(2, 2, 4), 1e-3, 1e-4));
-    CHECK(torch::allclose(got.narrow(2, 0, 2), plain.narrow(2, 0, 2), 1e-5, 1e-6));
-  }
+      }
+      auto expected = torch::zeros({L, H, T, T}, torch::kDouble);  // (L,H,T,T)
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < T; ++i) {
+            std::vector<int64_t> real;
+            for (int64_t b = 0; b < P; ++b)
+              if (i < lengths[b]) real.push_back(b);
+            if (real.empty())
+              for (int64_t b = 0; b < P; ++b) real.push_back(b);  // padding everywhere: all
+            for (int64_t j = 0; j < T; ++j) {
+              double sum = 0;
+              for (int64_t b : real) sum += single[b][l][h][i][j].item<double>();
+              expected[l][h][i][j] = sum / static_cast<double>(real.size());
+            }
+          }
+      const auto got = snap.attention.to(torch::kDouble);  // (L,H,T,T)
+      CHECK(torch::allclose(got, expected, 1e-5, 1e-6));
+      auto rows = got.sum(-1);  // (L,H,T)
+      CHECK(torch::allclose(rows, torch::ones_like(rows), 1e-5, 1e-5));
+      // The old plain mean differs wherever some probe pads the query: rows 2..5.
+      const auto plain = torch::stack(single).mean(0);  // (L,H,T,T)
+      CHECK_FALSE(torch::allclose(got.narrow(2, 2, 4), plain.narrow(2, 2, 4), 1e-3, 1e-4));
+      CHECK(torch::allclose(got.narrow(2, 0, 2), plain.narrow(2, 0, 2), 1e-5, 1e-6));
+    }
 }
 
-TEST_CASE("snapshot position scores of a padded probe: entry (i, j) averages the probes where "
-          "query i and key j are both real") {
+TEST_CASE(
+    "snapshot position scores of a padded probe: entry (i, j) averages the probes where "
+    "query i and key j are both real") {
   const Config cfg = test::small_config(
       "shaw", false, {"task.type=classify", "data.corpus=sentiment", "task.num_classes=2"});
   Model model = test::small_model(cfg);
@@ -110,8 +117,9 @@ TEST_CASE("snapshot position scores of a padded probe: entry (i, j) averages the
       o.records = &records;
       model->hidden(probe.tokens.narrow(0, b, 1), o);
       std::vector<torch::Tensor> layers;
-      for (const auto& r : records) layers.push_back(r.terms.at(0)[0].to(torch::kDouble));  // (H,T,T)
-      single.push_back(torch::stack(layers));  // (L,H,T,T)
+      for (const auto& r : records)
+        layers.push_back(r.terms.at(0)[0].to(torch::kDouble));  // (H,T,T)
+      single.push_back(torch::stack(layers));                   // (L,H,T,T)
     }
   }
   double worst = 0;

@@ -213,7 +213,7 @@ struct TrainConfig : ConfigSection {
 struct SnapshotConfig : ConfigSection {
   int64_t every_percent = 10;      // a snapshot every this % of training (plus step 0); 0 = off
   std::vector<int64_t> steps;      // extra explicit snapshot steps
-  int64_t probe_size = 8;          // validation sequences in the probe set
+  int64_t probe_size = 64;         // validation sequences in the probe set
   int64_t probe_len = 0;           // probe sequence length; 0 = task.seq_len
   int64_t profile_radius = 50;     // R: functions of r are exported on [-R, R]
 
