@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "app/commands.h"
+#include "experiments/run_evaluation.h"
 #include "core/io/run_file.h"
 #include "core/position/registry.h"
 #include "core/position/eval_settings.h"
@@ -17,7 +18,6 @@
 #include "core/train/extrapolation.h"
 #include "core/train/past_bound.h"
 #include "core/train/trainer.h"
-#include "core/util/child_pool.h"
 #include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"
@@ -56,69 +56,6 @@ std::string sliding_window_tasks() {
   for (const auto& name : TaskRegistry::get().names())
     if (task_info(name).length_eval == LengthEval::CausalStream) names.push_back(name);
   return fmt::format("{}", fmt::join(names, ", "));
-}
-
-// The run folders under `root` (its sub-folders at any depth that hold a config.yaml), sorted;
-// those without result.json (unfinished) go to `unfinished`.
-std::vector<std::string> runs_below(const std::string& root, std::vector<std::string>& unfinished) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> runs;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (!it->is_directory(ec) || !fs::exists(run_config_path(it->path().string()), ec)) continue;
-    (run_finished(it->path().string()) ? runs : unfinished).push_back(it->path().string());
-    it.disable_recursion_pending();  // a run folder holds no runs
-  }
-  std::sort(runs.begin(), runs.end());
-  std::sort(unfinished.begin(), unfinished.end());
-  return runs;
-}
-
-// `relpos eval` of every finished run under a sweep or experiment folder, `jobs` at a time, each
-// in a child process with the same options; prints each run's table as it finishes. Exit status:
-// 0 when every run was evaluated, else the first failed run's.
-int eval_folder(const std::string& root, const std::vector<std::string>& options, int64_t jobs) {
-  std::vector<std::string> unfinished;
-  const std::vector<std::string> runs = runs_below(root, unfinished);
-  if (runs.empty())
-    throw ConfigError(
-        fmt::format("eval: {}: no config.yaml, so not a run folder, and no finished run folder "
-                    "below it{}",
-                    root,
-                    unfinished.empty() ? ""
-                                       : fmt::format(" ({} unfinished: no result.json)",
-                                                     unfinished.size())),
-        "give a run folder written by relpos train, or a sweep or experiment folder holding some");
-  for (const auto& u : unfinished)
-    std::cout << fmt::format("skipped {}: unfinished (no result.json)\n", u);
-  std::cout << fmt::format("evaluating {} runs under {}, {} at a time\n", runs.size(), root,
-                           std::min<int64_t>(jobs, static_cast<int64_t>(runs.size())))
-            << std::flush;
-  const std::string self = self_executable();
-  std::vector<std::vector<std::string>> argvs;
-  for (const auto& r : runs) {
-    argvs.push_back({self, "eval", "--run", r});
-    argvs.back().insert(argvs.back().end(), options.begin(), options.end());
-  }
-  size_t done = 0;
-  const std::vector<ChildResult> results =
-      run_children(argvs, jobs, [&](size_t i, const ChildResult& r) {
-        std::cout << fmt::format("[{}/{}] {}{}\n{}", ++done, runs.size(), runs[i],
-                                 r.ok() ? "" : " FAILED (" + r.describe(0) + ")", r.out)
-                  << std::flush;
-      });
-  int status = 0;
-  std::vector<std::string> failed;
-  for (size_t i = 0; i < runs.size(); ++i)
-    if (!results[i].ok()) {
-      if (status == 0) status = results[i].status();
-      failed.push_back(runs[i]);
-    }
-  std::cout << fmt::format("evaluated {} of {} runs under {}{}\n", runs.size() - failed.size(),
-                           runs.size(), root,
-                           failed.empty() ? "" : "; failed: " + join_names(failed));
-  return status;
 }
 
 // The options of `relpos eval` that shape a table (-1 / empty: the run's eval.* settings).
@@ -245,8 +182,7 @@ Command add_eval(CLI::App& app) {
                 "--lengths", a->lengths, "relpos eval --help lists the options and their values",
                 2);
             for (const auto& s : a->sets) check_eval_override(s);
-            if (!std::filesystem::exists(run_config_path(a->run)) &&
-                std::filesystem::is_directory(a->run)) {
+            if (!is_run_folder(a->run) && std::filesystem::is_directory(a->run)) {
               std::vector<std::string> options;
               if (!a->lengths.empty())
                 options.insert(options.end(), {"--lengths", join_names(a->lengths, ",")});
@@ -260,7 +196,7 @@ Command add_eval(CLI::App& app) {
               if (!a->device.empty()) options.insert(options.end(), {"--device", a->device});
               if (!a->suffix.empty()) options.insert(options.end(), {"--suffix", a->suffix});
               if (a->no_past_bound) options.push_back("--no-past-bound");
-              return eval_folder(a->run, options, a->jobs);
+              return evaluate_runs_below(a->run, options, a->jobs);
             }
             auto sets = a->sets;
             if (!a->device.empty()) sets.push_back("device=" + a->device);
