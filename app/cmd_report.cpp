@@ -9,7 +9,7 @@
 #include "analysis/report.h"
 #include "analysis/run_source.h"
 #include "app/commands.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/io/run_paths.h"
 
 namespace relpos::app {

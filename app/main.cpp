@@ -11,7 +11,7 @@
 
 #include "app/commands.h"
 #include "core/config/config.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/util/errors.h"
 #include "core/util/paths.h"
 #include "core/util/signals.h"

@@ -25,7 +25,7 @@
 #include "core/config/config.h"
 #include "core/config/labelled_override.h"
 #include "core/position/position_encoding.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"

@@ -15,9 +15,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/bench/report.h"
+#include "core/bench/bench_report.h"
 #include "core/model/fused_attention.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/util/device.h"
 #include "core/util/errors.h"
 #include "core/util/paths.h"

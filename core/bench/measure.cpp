@@ -15,7 +15,7 @@
 
 #include "core/bench/tensor_memory.h"
 #include "core/model/model.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/util/cpu_block_cache.h"
 #include "core/util/errors.h"
 #include "core/util/precision.h"

@@ -1,4 +1,4 @@
-#include "core/bench/report.h"
+#include "core/bench/bench_report.h"
 
 #include <fmt/format.h>
 #include <torch/version.h>

@@ -1,4 +1,4 @@
-#include "experiments/experiment.h"
+#include "experiments/experiment_context.h"
 
 #include <fmt/format.h>
 
@@ -11,9 +11,9 @@
 #include "analysis/claims_report.h"
 #include "analysis/report.h"
 #include "analysis/run_source.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/position/eval_settings.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/train/trainer.h"
 #include "core/util/child_pool.h"
 #include "core/util/errors.h"
