@@ -132,7 +132,9 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables,
     return is_lm_task(task) && m.size() > 4 && m.compare(m.size() - 4, 4, "loss") == 0;
   };
   for (const auto& r : runs) {
-    RunRecord rec{r.info.group, {}, r.info.seed};
+    RunRecord rec;
+    rec.group = r.info.group;
+    rec.seed = r.info.seed;
     for (const auto& [m, s] : r.info.metrics)
       if ((m.rfind("valid_", 0) == 0 || m.rfind("test_", 0) == 0) && !s.y.empty() &&
           !is_sampling_statistic(m)) {
