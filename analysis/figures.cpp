@@ -9,7 +9,7 @@
 
 #include "analysis/gnuplot.h"
 #include "analysis/units.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {

@@ -13,7 +13,7 @@
 #include "analysis/tables.h"
 #include "analysis/tensorboard_events.h"
 #include "analysis/units.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/util/errors.h"
 
 namespace relpos::analysis {

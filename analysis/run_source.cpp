@@ -108,8 +108,6 @@ std::string yaml_value(const std::string& yaml, const std::string& dotted_key) {
   }
 }
 
-bool is_run_dir(const std::string& dir) { return fs::is_regular_file(fs::path(dir) / "run.h5"); }
-
 std::string newer_than_tables(const std::vector<std::string>& run_dirs, const std::string& tables) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -128,7 +126,7 @@ std::vector<std::string> find_run_dirs(const std::string& dir) {
   std::vector<std::string> out;
   if (!fs::is_directory(dir)) return out;
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_directory() && is_run_dir(e.path().string())) out.push_back(e.path().string());
+    if (e.is_directory() && is_run_folder(e.path().string())) out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   // The order the runs were started in (`relpos sweep` writes one `--out DIR` command per run
   // into commands.txt), so tables list variants in the order of the sweep's grid.
@@ -276,7 +274,7 @@ std::vector<std::string> run_dirs_of(const std::string& dir) {
   if (!fs::is_directory(dir, ec))
     throw ConfigError(fmt::format("{} is not a folder", dir),
                       "give the run folder that holds run.h5, not the file");
-  if (is_run_dir(dir)) return {dir};
+  if (is_run_folder(dir)) return {dir};
   auto dirs = find_run_dirs(dir);
   if (dirs.empty())
     throw ConfigError(
@@ -290,7 +288,7 @@ ExperimentResult analyze_folder(const std::string& dir, const AnalyzeOptions& o,
   // first; a missing gnuplot is then found before any work is done.
   const auto dirs = run_dirs_of(dir);
   check_group_by(group_by);
-  if (is_run_dir(dir)) {
+  if (is_run_folder(dir)) {
     RunFileSource src(dir, group_by);
     check_group_by_keys(group_by, {&src.info()});
     if (o.figures) require_gnuplot();

@@ -26,7 +26,6 @@ class RunFileSource : public RunSource {
   torch::Tensor key_mask_;  // /probe/key_mask (P,T), undefined when the probe has no padding
 };
 
-bool is_run_dir(const std::string& dir);  // holds run.h5
 // The run folders directly inside an experiment folder: in the order of their `--out DIR`
 // in DIR/commands.txt (as `relpos sweep` writes it), the others after them by name.
 std::vector<std::string> find_run_dirs(const std::string& dir);

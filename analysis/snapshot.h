@@ -65,7 +65,7 @@ Matrix to_matrix(const torch::Tensor& t);  // a 2-D tensor, any floating dtype
 Mask real_pairs(const torch::Tensor& key_mask, bool causal);
 // (T,T) float64: what the snapshot's attention would hold if every probe attended uniformly to
 // its real keys: row i is the mean over the probes where token i is real of 1/n_p at their real
-// keys (n_p real tokens), 0 elsewhere (core/train/snapshot.cpp averages rows the same way).
+// keys (n_p real tokens), 0 elsewhere (core/train/snapshot_capture.cpp averages rows the same way).
 torch::Tensor uniform_reference(const torch::Tensor& key_mask);
 // The absolute tables of a snapshot: variant -> (N,E) tensor.
 std::map<std::string, torch::Tensor> absolute_tables(const SnapshotData& s);

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 
 namespace relpos::analysis {
 namespace {

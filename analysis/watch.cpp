@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "core/io/run_paths.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"
 #include "core/util/text_util.h"

@@ -9,7 +9,7 @@
 #include "analysis/claims_folder.h"
 #include "analysis/run_source.h"
 #include "app/commands.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 
 namespace relpos::app {
 namespace {

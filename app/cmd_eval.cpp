@@ -1,191 +1,14 @@
 // relpos eval: length extrapolation of a trained run (core/train/extrapolation.h).
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <filesystem>
-#include <iostream>
-
-#include <fmt/ranges.h>
 
 #include "app/commands.h"
-#include "core/io/run_file.h"
-#include "core/position/registry.h"
-#include "core/position/eval_settings.h"
-#include "core/task/registry.h"
-#include "core/train/extrapolation.h"
-#include "core/train/past_bound.h"
-#include "core/train/trainer.h"
-#include "core/util/child_pool.h"
-#include "core/util/cpu_block_cache.h"
-#include "core/util/errors.h"
-#include "core/util/folder_lock.h"
-#include "core/util/process.h"
-#include "core/util/system.h"
-#include "core/util/threads.h"
+#include "core/io/run_paths.h"
+#include "experiments/run_evaluation.h"
 
 namespace relpos::app {
-namespace {
-
-// The keys `eval --set` may change (eval_settings(): eval.*, device, threads, cpu_allocator,
-// precision, and the evaluation keys of the position variants, such as a learned table's
-// `beyond`): how the run is evaluated, never what was trained or which documents are its test
-// split (everything else comes from the run's own config.yaml).
-void check_eval_override(const std::string& set) {
-  if (set.find('=') == std::string::npos) return;  // the config loader reports the form
-  if (is_eval_setting(set)) return;
-  const std::string key = set.substr(0, set.find('='));
-  const std::vector<std::string> settings = eval_settings();
-  std::vector<std::string> listed;  // "eval.*, device, ... and position.learned.beyond"
-  for (const auto& k : settings) listed.push_back(k == "eval" ? "eval.*" : k);
-  const std::string last = listed.back();
-  listed.pop_back();
-  throw ConfigError(
-      fmt::format("eval: --set {}: '{}' is not an evaluation setting: eval uses the run's own "
-                  "config (its model, position encoding, data split and task as trained)",
-                  set, key),
-      fmt::format("eval --set accepts {} and {}; to evaluate another configuration, train it "
-                  "(relpos train --set ...)",
-                  fmt::join(listed, ", "), last));
-}
-
-// The tasks whose evaluation has a sliding window (eval --stride), comma-separated.
-std::string sliding_window_tasks() {
-  std::vector<std::string> names;
-  for (const auto& name : TaskRegistry::get().names())
-    if (task_info(name).length_eval == LengthEval::CausalStream) names.push_back(name);
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
-// The run folders under `root` (its sub-folders at any depth that hold a config.yaml), sorted;
-// those without result.json (unfinished) go to `unfinished`.
-std::vector<std::string> runs_below(const std::string& root, std::vector<std::string>& unfinished) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> runs;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (!it->is_directory(ec) || !fs::exists(run_config_path(it->path().string()), ec)) continue;
-    (run_finished(it->path().string()) ? runs : unfinished).push_back(it->path().string());
-    it.disable_recursion_pending();  // a run folder holds no runs
-  }
-  std::sort(runs.begin(), runs.end());
-  std::sort(unfinished.begin(), unfinished.end());
-  return runs;
-}
-
-// `relpos eval` of every finished run under a sweep or experiment folder, `jobs` at a time, each
-// in a child process with the same options; prints each run's table as it finishes. Exit status:
-// 0 when every run was evaluated, else the first failed run's.
-int eval_folder(const std::string& root, const std::vector<std::string>& options, int64_t jobs) {
-  std::vector<std::string> unfinished;
-  const std::vector<std::string> runs = runs_below(root, unfinished);
-  if (runs.empty())
-    throw ConfigError(
-        fmt::format("eval: {}: no config.yaml, so not a run folder, and no finished run folder "
-                    "below it{}",
-                    root,
-                    unfinished.empty() ? ""
-                                       : fmt::format(" ({} unfinished: no result.json)",
-                                                     unfinished.size())),
-        "give a run folder written by relpos train, or a sweep or experiment folder holding some");
-  for (const auto& u : unfinished)
-    std::cout << fmt::format("skipped {}: unfinished (no result.json)\n", u);
-  std::cout << fmt::format("evaluating {} runs under {}, {} at a time\n", runs.size(), root,
-                           std::min<int64_t>(jobs, static_cast<int64_t>(runs.size())))
-            << std::flush;
-  const std::string self = self_executable();
-  std::vector<std::vector<std::string>> argvs;
-  for (const auto& r : runs) {
-    argvs.push_back({self, "eval", "--run", r});
-    argvs.back().insert(argvs.back().end(), options.begin(), options.end());
-  }
-  size_t done = 0;
-  const std::vector<ChildResult> results =
-      run_children(argvs, jobs, [&](size_t i, const ChildResult& r) {
-        std::cout << fmt::format("[{}/{}] {}{}\n{}", ++done, runs.size(), runs[i],
-                                 r.ok() ? "" : " FAILED (" + r.describe(0) + ")", r.out)
-                  << std::flush;
-      });
-  int status = 0;
-  std::vector<std::string> failed;
-  for (size_t i = 0; i < runs.size(); ++i)
-    if (!results[i].ok()) {
-      if (status == 0) status = results[i].status();
-      failed.push_back(runs[i]);
-    }
-  std::cout << fmt::format("evaluated {} of {} runs under {}{}\n", runs.size() - failed.size(),
-                           runs.size(), root,
-                           failed.empty() ? "" : "; failed: " + join_names(failed));
-  return status;
-}
-
-// The options of `relpos eval` that shape a table (-1 / empty: the run's eval.* settings).
-struct EvalTableOptions {
-  int64_t stride = -1, max_tokens = -1, batch = -1;
-  std::vector<int64_t> lengths;
-};
-
-// Evaluates the run in `dir` with `sets`, writes /eval/extrapolation[_SUFFIX] and its CSV, and
-// prints the table. `first`: the process's first evaluation, which sets up threads and allocator.
-void evaluate_table(const std::string& dir, const std::vector<std::string>& sets,
-                    const std::string& suffix, const EvalTableOptions& t, bool first) {
-  auto run = load_run(dir, sets);
-  // Other tasks have no sliding window: the stride would be ignored without a word.
-  const TaskInfo& task_facts = task_info(run.config.config.task.type);
-  if (t.stride > 0 && task_facts.length_eval != LengthEval::CausalStream)
-    throw ConfigError(
-        fmt::format("eval: --stride {} applies to {} runs only (a sliding-window "
-                    "perplexity); this run's task is {}",
-                    t.stride, sliding_window_tasks(), run.config.config.task.type),
-        fmt::format("leave --stride out: only a {} run has a sliding-window perplexity",
-                    sliding_window_tasks()));
-  if (first) {
-    configure_threads(run.config.config.threads);
-    apply_cpu_allocator(run.config.config.cpu_allocator);
-  }
-  // The table goes into the run's run.h5: no other relpos process may write it now
-  // (a training run still going, another eval).
-  FolderLock lock(dir, "evaluation");
-  const std::string table =
-      suffix.empty() ? std::string("extrapolation") : "extrapolation_" + suffix;
-  bool replacing = false;
-  try {
-    replacing = RunFileReader::open(run_h5_path(dir))->exists("/eval/" + table);
-  } catch (const SchemaError&) {
-    // save_extrapolation repairs or reports the file
-  }
-  auto opts = extrapolation_options(run.config.config);
-  if (!t.lengths.empty()) opts.lengths = t.lengths;
-  // -1: not given (the validators refuse every other value below the minimum).
-  if (t.stride != -1) opts.stride = t.stride;
-  if (t.max_tokens != -1) opts.max_tokens = t.max_tokens;
-  if (t.batch != -1) opts.batch_size = t.batch;
-  auto rows = evaluate_lengths(run, opts);
-  save_extrapolation(dir, run, rows, opts, table);
-  const auto& task = run.config.config.task;
-  std::cout << (task_facts.length_eval == LengthEval::TaskLengths
-                    ? fmt::format("length extrapolation of {} (trained at task lengths "
-                                  "{}..{}; T = task length):\n",
-                                  dir, task.min_len, task.max_len)
-                    : fmt::format("length extrapolation of {} (trained at T={}):\n",
-                                  dir, task.seq_len));
-  for (const auto& r : rows) {
-    std::string line = fmt::format("  T={:<6} ", r.length);
-    if (!r.applicable) line += "n/a: " + r.note;
-    for (const auto& [k, v] : r.metrics)
-      line += k.rfind("tokens", 0) == 0 || k == "examples" ? fmt::format("  {} {:.0f}", k, v)
-                                        : fmt::format("  {} {:.4f}", k, v);
-    if (r.applicable && !r.note.empty()) line += "  (" + r.note + ")";
-    std::cout << line << "\n";
-  }
-  if (replacing) std::cout << "(replaced the earlier /eval/" << table << " table)\n";
-  std::cout << "written to " << dir << "/run.h5 (/eval/" << table << ") and "
-            << dir << "/eval_" << table << ".csv\n";
-}
-
-}  // namespace
 
 Command add_eval(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "evaluate a trained run on its test split at several sequence lengths");
@@ -245,8 +68,7 @@ Command add_eval(CLI::App& app) {
                 "--lengths", a->lengths, "relpos eval --help lists the options and their values",
                 2);
             for (const auto& s : a->sets) check_eval_override(s);
-            if (!std::filesystem::exists(run_config_path(a->run)) &&
-                std::filesystem::is_directory(a->run)) {
+            if (!is_run_folder(a->run) && std::filesystem::is_directory(a->run)) {
               std::vector<std::string> options;
               if (!a->lengths.empty())
                 options.insert(options.end(), {"--lengths", join_names(a->lengths, ",")});
@@ -260,27 +82,18 @@ Command add_eval(CLI::App& app) {
               if (!a->device.empty()) options.insert(options.end(), {"--device", a->device});
               if (!a->suffix.empty()) options.insert(options.end(), {"--suffix", a->suffix});
               if (a->no_past_bound) options.push_back("--no-past-bound");
-              return eval_folder(a->run, options, a->jobs);
+              return evaluate_runs_below(a->run, options, a->jobs);
             }
-            auto sets = a->sets;
-            if (!a->device.empty()) sets.push_back("device=" + a->device);
-            EvalTableOptions t{a->stride, a->max_tokens, a->batch, lengths};
-            evaluate_table(a->run, sets, a->suffix, t, /*first=*/true);
-            // An encoding with a length bound, once more past it (core/train/past_bound.h),
-            // unless the user chose the table or that setting.
-            if (a->no_past_bound || !a->suffix.empty()) return 0;
-            for (const auto& e : past_bound_settings(a->run)) {
-              const std::string key = e.setting.substr(0, e.setting.find('='));
-              if (std::any_of(sets.begin(), sets.end(),
-                              [&](const std::string& s) { return s.rfind(key + "=", 0) == 0; }))
-                continue;
-              std::cout << fmt::format("\n{} also evaluated with {} (its own table, the rows "
-                                       "'{}'):\n",
-                                       a->run, e.setting, e.label);
-              auto with = sets;
-              with.push_back(e.setting);
-              evaluate_table(a->run, with, e.label, t, /*first=*/false);
-            }
+            EvalRunOptions e;
+            e.sets = a->sets;
+            if (!a->device.empty()) e.sets.push_back("device=" + a->device);
+            e.suffix = a->suffix;
+            e.stride = a->stride;
+            e.max_tokens = a->max_tokens;
+            e.batch = a->batch;
+            e.lengths = lengths;
+            e.past_bound = !a->no_past_bound;
+            evaluate_run(a->run, e);
             return 0;
           }};
 }

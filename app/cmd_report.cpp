@@ -9,7 +9,8 @@
 #include "analysis/report.h"
 #include "analysis/run_source.h"
 #include "app/commands.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
+#include "core/io/run_paths.h"
 
 namespace relpos::app {
 
@@ -30,7 +31,7 @@ Command add_report(CLI::App& app) {
             analysis::ReportInputs in;
             in.dir = *dir;
             std::vector<std::string> dirs = analysis::run_dirs_of(*dir);
-            in.experiment = !analysis::is_run_dir(*dir);
+            in.experiment = !is_run_folder(*dir);
             const fs::path tables = fs::path(*dir) / "tables";
             if (!claims->empty()) analysis::adopt_claims_file(*dir, *claims);
             std::string why = *reanalyze ? "asked for" : !claims->empty() ? "claims to judge" : "";

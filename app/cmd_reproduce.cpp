@@ -1,4 +1,4 @@
-// relpos reproduce NAME: a named experiment end to end (experiments/experiment.h).
+// relpos reproduce NAME: a named experiment end to end (experiments/experiment_context.h).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -7,7 +7,7 @@
 #include "core/util/errors.h"
 #include "core/util/paths.h"
 #include "core/util/system.h"
-#include "experiments/experiment.h"
+#include "experiments/experiment_context.h"
 
 namespace relpos::app {
 

@@ -2,7 +2,7 @@
 // built-in corpus, evaluated at 1x, 2x and 4x its training length, with every figure and the
 // report. Its claim (configs/experiments/quickstart/mini.yaml) is the regime check: the absolute
 // encodings must use position at all (beat `none`).
-#include "experiments/experiment.h"
+#include "experiments/experiment_context.h"
 #include "experiments/stage_records.h"
 
 namespace relpos {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "analysis/tables.h"
-#include "experiments/experiment.h"
+#include "experiments/experiment_context.h"
 
 namespace relpos {
 

@@ -9,7 +9,7 @@
 #include "analysis/run_records.h"
 #include "analysis/run_source.h"
 #include "core/position/position_encoding.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 
 namespace relpos {
 

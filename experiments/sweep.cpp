@@ -25,7 +25,7 @@
 #include "core/config/config.h"
 #include "core/config/labelled_override.h"
 #include "core/position/position_encoding.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/folder_lock.h"
@@ -34,6 +34,7 @@
 #include "core/util/sampling_stats.h"
 #include "core/util/signals.h"
 #include "core/util/threads.h"
+#include "core/io/run_paths.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
@@ -107,8 +108,6 @@ std::vector<SweepPoint> expand_grid(const std::vector<GridAxis>& axes) {
   return points;
 }
 
-namespace {
-
 std::string init_from_dir(const SweepOptions& o, const SweepPoint& p) {
   std::string s = o.init_from;
   std::vector<std::pair<std::string, std::string>> fields{{"{point}", p.name}};
@@ -119,6 +118,29 @@ std::string init_from_dir(const SweepOptions& o, const SweepPoint& p) {
       s.replace(pos, key.size(), value);
   return s;
 }
+
+std::vector<ResolvedPoint> resolve_points(const SweepOptions& o,
+                                          const std::vector<SweepPoint>& points) {
+  std::vector<ResolvedPoint> resolved;
+  for (const auto& p : points) {
+    // A point's overrides come one per axis, in the axes' order; errors name the axis.
+    std::vector<LabelledOverride> axes;
+    for (size_t i = 0; i < p.overrides.size() && i < o.grid.size(); ++i) {
+      const GridAxis& g = o.grid[i];
+      const std::string spec =
+          g.spec.empty() ? fmt::format("{}={}", g.key, fmt::join(g.values, ",")) : g.spec;
+      axes.push_back({p.overrides[i], g.option == "--grid" ? "command line (--grid " + spec + ")"
+                                                           : g.option + " (" + spec + ")"});
+    }
+    std::vector<std::string> files = o.configs;
+    if (files.empty()) throw ConfigError("sweep: --config FILE is required");
+    const Config cfg = load_config(files, o.sets, axes).config;
+    resolved.push_back({to_yaml(cfg), cfg.position.types, cfg.threads});
+  }
+  return resolved;
+}
+
+namespace {
 
 std::vector<std::string> train_args(const SweepOptions& o, const SweepPoint& p,
                                     const std::string& dir, bool resume, int64_t threads) {
@@ -165,34 +187,7 @@ std::string quote_args(const std::vector<std::string>& args) {
   return s;
 }
 
-struct ResolvedPoint {
-  std::string yaml;                 // to_yaml of the point's config
-  std::vector<std::string> types;   // its position variants
-  int64_t threads = 0;              // its `threads` (0: automatic)
-};
 
-// Every point's config, loaded and validated (the errors name the point's --grid axis), as its
-// run stores it.
-std::vector<ResolvedPoint> resolve_points(const SweepOptions& o,
-                                          const std::vector<SweepPoint>& points) {
-  std::vector<ResolvedPoint> resolved;
-  for (const auto& p : points) {
-    // A point's overrides come one per axis, in the axes' order; errors name the axis.
-    std::vector<LabelledOverride> axes;
-    for (size_t i = 0; i < p.overrides.size() && i < o.grid.size(); ++i) {
-      const GridAxis& g = o.grid[i];
-      const std::string spec =
-          g.spec.empty() ? fmt::format("{}={}", g.key, fmt::join(g.values, ",")) : g.spec;
-      axes.push_back({p.overrides[i], g.option == "--grid" ? "command line (--grid " + spec + ")"
-                                                           : g.option + " (" + spec + ")"});
-    }
-    std::vector<std::string> files = o.configs;
-    if (files.empty()) throw ConfigError("sweep: --config FILE is required");
-    const Config cfg = load_config(files, o.sets, axes).config;
-    resolved.push_back({to_yaml(cfg), cfg.position.types, cfg.threads});
-  }
-  return resolved;
-}
 
 // A run folder that is finished (skipped) or has a checkpoint (resumed from its stored config)
 // must have been made with the config the sweep would give it now: otherwise the sweep would
@@ -307,16 +302,14 @@ std::string sweep_interrupt_summary(const std::vector<SweepRunStatus>& runs,
   return msg + "; in " + out_dir;
 }
 
-std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
-  if (o.out_dir.empty()) throw ConfigError("sweep: --out DIR is required");
-  if (o.jobs < 1) throw ConfigError(fmt::format("sweep: --jobs {} (expected >= 1)", o.jobs));
-  // Check the shared config (and every point's overrides) before anything starts.
-  auto points = expand_grid(o.grid);
-  const std::vector<ResolvedPoint> resolved = resolve_points(o, points);
-  check_existing_runs(o, points, resolved);
-  // Each run's threads, passed to it explicitly: a resumed run would otherwise keep the count
-  // its stored config.yaml recorded. A count above the CPUs this process may use would fail
-  // every run still to train (configure_threads refuses it): said once, now.
+namespace {
+
+// Each run's threads, passed to it explicitly: a resumed run would otherwise keep the count its
+// stored config.yaml recorded. A count above the CPUs this process may use would fail every run
+// still to train (configure_threads refuses it): said once, now.
+std::vector<int64_t> sweep_thread_counts(const SweepOptions& o,
+                                         const std::vector<SweepPoint>& points,
+                                         const std::vector<ResolvedPoint>& resolved) {
   std::vector<int64_t> threads;
   for (size_t i = 0; i < points.size(); ++i) {
     threads.push_back(sweep_run_threads(o, resolved[i].threads));
@@ -329,6 +322,133 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
                         : "set threads: 0 (automatic: the CPUs are split between the --jobs "
                           "runs), or a smaller count");
   }
+  return threads;
+}
+
+// The commands this sweep runs, appended to commands.txt; a finished run is named, not listed
+// as if run again.
+void append_commands(const SweepOptions& o, const std::vector<SweepRunStatus>& runs,
+                     const std::vector<int64_t>& threads) {
+  std::ofstream cmds(fs::path(o.out_dir) / "commands.txt", std::ios::app);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].skipped)
+      cmds << "# already finished, not run again: " << repo_relative(runs[i].dir) << "\n";
+    else
+      cmds << quote_args(train_args(o, runs[i].point, runs[i].dir, false, threads[i])) << "\n";
+  }
+}
+
+// The runs of a sweep as child processes, `jobs` at a time, until all have ended or a signal
+// asked the sweep to stop (then each running run gets SIGTERM once and saves a checkpoint).
+class SweepLoop {
+ public:
+  SweepLoop(const SweepOptions& o, std::vector<SweepRunStatus>& runs,
+            const std::vector<int64_t>& threads)
+      : o_(o), runs_(runs), threads_(threads) {
+    todo_ = std::count_if(runs.begin(), runs.end(), [](auto& r) { return !r.skipped; });
+  }
+
+  size_t todo() const { return todo_; }
+
+  // Returns true when the sweep was interrupted.
+  bool run() {
+    t0_ = last_report_ = std::chrono::steady_clock::now();
+    while (true) {
+      if (interrupt_requested() && !interrupted_) forward_interrupt();
+      start_more();
+      if (active_.empty()) break;
+      // Poll, so that a signal arriving at any moment is seen within a few milliseconds
+      // (handlers restart system calls, so a blocking waitpid would not return for it).
+      const auto ended = reap_child();
+      if (ended) {
+        finish(*ended);
+      } else {  // all still running: show where they are now and then
+        sleep_unless_interrupted(0.02);
+        report_progress();
+      }
+    }
+    return interrupted_;
+  }
+
+ private:
+  void forward_interrupt() {
+    interrupted_ = true;
+    if (!o_.quiet)
+      std::cerr << fmt::format("sweep: {} received; asking the {} running run(s) to save a "
+                               "checkpoint...\n",
+                               interrupt_signal_name(), active_.size());
+    for (const auto& [child, idx] : active_) kill(child, SIGTERM);
+  }
+
+  void start_more() {
+    while (!interrupted_ && static_cast<int64_t>(active_.size()) < o_.jobs &&
+           next_ < runs_.size()) {
+      const size_t i = next_++;
+      auto& r = runs_[i];
+      if (r.skipped) continue;
+      fs::create_directories(r.dir);
+      const bool resume = fs::exists(run_checkpoint_path(r.dir));
+      const pid_t pid = spawn(train_args(o_, r.point, r.dir, resume, threads_[i]),
+                              (fs::path(r.dir) / "train.log").string());
+      active_[pid] = i;
+      started_[pid] = std::chrono::steady_clock::now();
+      if (!o_.quiet)
+        std::cerr << fmt::format("  start  {}{}\n", r.point.name, resume ? " (resuming)" : "");
+    }
+  }
+
+  void report_progress() {
+    const auto now = std::chrono::steady_clock::now();
+    const auto every = std::chrono::seconds(isatty(fileno(stderr)) ? 15 : 60);
+    if (o_.quiet || now - last_report_ <= every) return;
+    last_report_ = now;
+    for (const auto& [child, idx] : active_) {
+      const std::string p = run_progress(runs_[idx].dir);
+      if (!p.empty()) std::cerr << fmt::format("  ...    {}: {}\n", runs_[idx].point.name, p);
+    }
+  }
+
+  void finish(const ChildExit& ended) {
+    auto it = active_.find(ended.pid);
+    if (it == active_.end()) return;
+    auto& r = runs_[it->second];
+    const auto now = std::chrono::steady_clock::now();
+    r.exit_code = ended.code();
+    r.seconds = std::chrono::duration<double>(now - started_[ended.pid]).count();
+    r.finished = run_finished(r.dir);
+    active_.erase(it);
+    ++done_;
+    if (o_.quiet) return;
+    const double elapsed = std::chrono::duration<double>(now - t0_).count();
+    const double eta = elapsed / static_cast<double>(done_) * static_cast<double>(todo_ - done_);
+    const char* label = r.finished                                          ? "done  "
+                        : interrupted_ && stopped_by_signal(r.exit_code) ? "stopped"
+                                                                          : "FAILED";
+    std::cerr << fmt::format("  {} {} in {:.0f}s ({}/{} done, ETA {:.0f}s){}\n", label,
+                             r.point.name, r.seconds, done_, todo_, eta,
+                             r.finished ? "" : " — see " + r.dir + "/train.log");
+  }
+
+  const SweepOptions& o_;
+  std::vector<SweepRunStatus>& runs_;
+  const std::vector<int64_t>& threads_;
+  std::map<pid_t, size_t> active_;
+  std::map<pid_t, std::chrono::steady_clock::time_point> started_;
+  size_t next_ = 0, done_ = 0, todo_ = 0;
+  std::chrono::steady_clock::time_point t0_, last_report_;
+  bool interrupted_ = false;
+};
+
+}  // namespace
+
+std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
+  if (o.out_dir.empty()) throw ConfigError("sweep: --out DIR is required");
+  if (o.jobs < 1) throw ConfigError(fmt::format("sweep: --jobs {} (expected >= 1)", o.jobs));
+  // Check the shared config (and every point's overrides) before anything starts.
+  auto points = expand_grid(o.grid);
+  const std::vector<ResolvedPoint> resolved = resolve_points(o, points);
+  check_existing_runs(o, points, resolved);
+  const std::vector<int64_t> threads = sweep_thread_counts(o, points, resolved);
   install_interrupt_handlers();
   create_output_folder(o.out_dir, "sweep folder");
   // One sweep per folder at a time (each run also locks its own folder).
@@ -342,88 +462,16 @@ std::vector<SweepRunStatus> run_sweep(const SweepOptions& o) {
     s.finished = s.skipped = run_finished(s.dir);
     runs.push_back(s);
   }
-  {
-    // The commands this sweep runs; a finished run is named, not listed as if run again.
-    std::ofstream cmds(fs::path(o.out_dir) / "commands.txt", std::ios::app);
-    for (size_t i = 0; i < runs.size(); ++i) {
-      if (runs[i].skipped)
-        cmds << "# already finished, not run again: " << repo_relative(runs[i].dir) << "\n";
-      else
-        cmds << quote_args(train_args(o, runs[i].point, runs[i].dir, false, threads[i])) << "\n";
-    }
-  }
-  const size_t todo = std::count_if(runs.begin(), runs.end(), [](auto& r) { return !r.skipped; });
+  append_commands(o, runs, threads);
+  SweepLoop loop(o, runs, threads);
   if (!o.quiet) {
     const auto [fewest, most] = std::minmax_element(threads.begin(), threads.end());
     const std::string each = *fewest == *most ? fmt::format("{} thread(s) each", *fewest)
                                               : fmt::format("{} to {} threads each", *fewest, *most);
     std::cerr << fmt::format("sweep: {} runs ({} already finished), {} at a time, {} -> {}\n",
-                             runs.size(), runs.size() - todo, o.jobs, each, o.out_dir);
+                             runs.size(), runs.size() - loop.todo(), o.jobs, each, o.out_dir);
   }
-  std::map<pid_t, size_t> active;
-  std::map<pid_t, std::chrono::steady_clock::time_point> started;
-  size_t next = 0, done = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  bool interrupted = false;
-  auto last_report = t0;
-  const auto progress_every = std::chrono::seconds(isatty(fileno(stderr)) ? 15 : 60);
-  while (true) {
-    if (interrupt_requested() && !interrupted) {
-      interrupted = true;
-      if (!o.quiet)
-        std::cerr << fmt::format("sweep: {} received; asking the {} running run(s) to save a "
-                                 "checkpoint...\n",
-                                 interrupt_signal_name(), active.size());
-      for (const auto& [child, idx] : active) kill(child, SIGTERM);
-    }
-    while (!interrupted && static_cast<int64_t>(active.size()) < o.jobs && next < runs.size()) {
-      auto& r = runs[next++];
-      if (r.skipped) continue;
-      fs::create_directories(r.dir);
-      const bool resume = fs::exists(run_checkpoint_path(r.dir));
-      const pid_t pid = spawn(train_args(o, r.point, r.dir, resume, threads[next - 1]),
-                              (fs::path(r.dir) / "train.log").string());
-      active[pid] = next - 1;
-      started[pid] = std::chrono::steady_clock::now();
-      if (!o.quiet)
-        std::cerr << fmt::format("  start  {}{}\n", r.point.name, resume ? " (resuming)" : "");
-    }
-    if (active.empty()) break;
-    // Poll, so that a signal arriving at any moment is seen within a few milliseconds
-    // (handlers restart system calls, so a blocking waitpid would not return for it).
-    const auto ended = reap_child();
-    if (!ended) {  // all still running: show where they are now and then
-      sleep_unless_interrupted(0.02);
-      const auto now = std::chrono::steady_clock::now();
-      if (!o.quiet && now - last_report > progress_every) {
-        last_report = now;
-        for (const auto& [child, idx] : active) {
-          const std::string p = run_progress(runs[idx].dir);
-          if (!p.empty()) std::cerr << fmt::format("  ...    {}: {}\n", runs[idx].point.name, p);
-        }
-      }
-      continue;
-    }
-    auto it = active.find(ended->pid);
-    if (it == active.end()) continue;
-    auto& r = runs[it->second];
-    r.exit_code = ended->code();
-    r.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started[ended->pid]).count();
-    r.finished = run_finished(r.dir);
-    active.erase(it);
-    ++done;
-    if (!o.quiet) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double eta = elapsed / done * (todo - done);
-      const char* label = r.finished                                        ? "done  "
-                          : interrupted && stopped_by_signal(r.exit_code) ? "stopped"
-                                                                          : "FAILED";
-      std::cerr << fmt::format("  {} {} in {:.0f}s ({}/{} done, ETA {:.0f}s){}\n", label,
-                               r.point.name, r.seconds, done, todo, eta,
-                               r.finished ? "" : " — see " + r.dir + "/train.log");
-    }
-  }
+  const bool interrupted = loop.run();
   write_sweep_summary(o.out_dir, runs);
   if (interrupted)
     throw Interrupted(
@@ -451,7 +499,7 @@ struct SummaryRun {
 
 SummaryRun summary_run(const std::string& dir) {
   SummaryRun s;
-  if (!analysis::is_run_dir(dir)) return s;  // never started, or stopped before writing it
+  if (!is_run_folder(dir)) return s;  // never started, or stopped before writing it
   try {
     s.info = analysis::RunFileSource(dir).info();
     s.readable = true;
@@ -552,132 +600,6 @@ void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunS
     csv << "\n";
     md << "\n";
   }
-}
-
-namespace {
-
-// A word for bash: as is when it holds only safe characters, else in single quotes.
-std::string shell_word(const std::string& w) {
-  const bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                       "0123456789_-+=.,/:@%") == std::string::npos;
-  if (plain) return w;
-  std::string q = "'";
-  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-}  // namespace
-
-std::string slurm_script(const SweepOptions& o, const std::vector<SweepPoint>& points) {
-  // A point whose config does not load is an error now, not on the cluster.
-  const std::vector<ResolvedPoint> resolved = resolve_points(o, points);
-  // Absolute paths: the job runs wherever SLURM starts it.
-  const std::string out = fs::absolute(o.out_dir).lexically_normal().string();
-  // CPUs per element: --threads, else the most a point's config asks for, else 4. A run gets
-  // the element's CPUs as its threads unless its config names a count (sweep_run_threads).
-  int64_t cpus = o.threads;
-  if (cpus <= 0)
-    for (const auto& r : resolved) cpus = std::max(cpus, r.threads);
-  if (cpus <= 0) cpus = 4;
-  std::string s = "#!/bin/bash\n";
-  s += "# SLURM array job written by `relpos sweep --emit-slurm`: one array element per grid point,\n";
-  s += "# each running the `relpos train` command of `relpos sweep` (docs/scaling.md).\n";
-  s += "# Submit with: sbatch THIS_FILE   (adjust the #SBATCH lines to your cluster: partition,\n";
-  s += "# account, --gres=gpu:1 with --set device=cuda, a %N suffix on --array to cap parallel runs).\n";
-  s += "# A finished point is skipped and an unfinished one resumed from its checkpoint, so a\n";
-  s += "# requeued or resubmitted element continues where it stopped.\n";
-  s += "# Preemption and time limits: relpos checkpoints and stops on SIGTERM. --signal sends this\n";
-  s += "# shell (B: only the shell; keep it, SIGUSR1 would end relpos without a checkpoint) SIGUSR1\n";
-  s += "# 120 s before the time limit: the trap below forwards SIGTERM to relpos, waits for its\n";
-  s += "# checkpoint and requeues the element, at most RELPOS_MAX_REQUEUES times (default 3, counted\n";
-  s += "# by SLURM_RESTART_COUNT). A preempted element (SIGTERM to the job) checkpoints the same way\n";
-  s += "# and SLURM requeues it itself (--requeue).\n";
-  s += "#SBATCH --job-name=relpos-sweep\n";
-  s += fmt::format("#SBATCH --array=0-{}\n", points.size() - 1);
-  s += fmt::format("#SBATCH --cpus-per-task={}\n", cpus);
-  s += "#SBATCH --time=24:00:00\n";
-  s += "#SBATCH --signal=B:USR1@120\n";
-  s += "#SBATCH --requeue\n";
-  s += "#SBATCH --open-mode=append\n";  // a requeued element adds to its log
-  s += fmt::format("#SBATCH --output={}/slurm-%A_%a.log\n", out);  // SLURM needs the folder
-  s += "set -euo pipefail\n";
-  s += fmt::format("RELPOS=\"${{RELPOS:-{}}}\"\n", o.relpos_binary);
-  s += "TASK=\"${SLURM_ARRAY_TASK_ID:?submit with sbatch, or set SLURM_ARRAY_TASK_ID=N to run point N}\"\n";
-  // The element's CPUs, for the points whose config names no thread count (shellcheck: an unused
-  // variable is a warning).
-  bool uses_cpus = false;
-  for (const auto& r : resolved) uses_cpus |= o.threads > 0 || r.threads <= 0;
-  if (uses_cpus) s += "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n";
-  s += "MAX_REQUEUES=\"${RELPOS_MAX_REQUEUES:-3}\"\n";
-  s += "case \"$TASK\" in\n";
-  for (size_t i = 0; i < points.size(); ++i) {
-    const std::string dir = shell_word((fs::path(out) / points[i].name).string());
-    std::string fresh = "--overwrite";
-    for (const auto& c : o.configs) fresh += " --config " + shell_word(fs::absolute(c).string());
-    for (const auto& x : o.sets) fresh += " --set " + shell_word(x);
-    for (const auto& x : points[i].overrides) fresh += " --set " + shell_word(x);
-    if (!o.init_from.empty())
-      fresh += " --init-from " + shell_word(fs::absolute(init_from_dir(o, points[i])).string());
-    const std::string threads = o.threads <= 0 && resolved[i].threads > 0
-                                    ? fmt::format("threads={}", resolved[i].threads)
-                                    : std::string("threads=$THREADS");
-    s += fmt::format("  {})\n", i);
-    s += fmt::format("    NAME={}\n", shell_word(points[i].name));
-    s += fmt::format("    DIR={}\n", dir);
-    s += fmt::format("    FRESH=({})\n", fresh);
-    s += fmt::format("    THREADS_SET=\"{}\" ;;\n", threads);
-  }
-  s += "  *) echo \"no grid point $TASK (0..";
-  s += std::to_string(points.size() - 1);
-  s += ")\" >&2; exit 1 ;;\n";
-  s += "esac\n";
-  s += R"SH(if [ -f "$DIR/result.json" ]; then echo "$NAME already finished"; exit 0; fi
-if [ -f "$DIR/checkpoint.pt" ]; then
-  echo "$NAME: resuming from $DIR/checkpoint.pt"
-  ARGS=(--resume)
-else
-  ARGS=("${FRESH[@]}")
-fi
-CHILD=""
-STATUS=0
-# The handlers below run from the traps only, which shellcheck does not see (SC2317).
-# SIGTERM to relpos (it saves a checkpoint and stops), then wait for it.
-# shellcheck disable=SC2317
-stop_run() {
-  if [ -n "$CHILD" ]; then
-    kill -TERM "$CHILD" 2>/dev/null || true
-    wait "$CHILD" || STATUS=$?
-  fi
-}
-# shellcheck disable=SC2317
-on_usr1() {
-  echo "$NAME: the time limit is near: stopping at a checkpoint" >&2
-  stop_run
-  if [ -f "$DIR/result.json" ]; then exit 0; fi
-  local restarts="${SLURM_RESTART_COUNT:-0}"
-  if [ "$restarts" -ge "$MAX_REQUEUES" ]; then
-    echo "$NAME: not requeued: requeued $restarts times already (RELPOS_MAX_REQUEUES=$MAX_REQUEUES); submit again to continue" >&2
-    exit 1
-  fi
-  echo "$NAME: requeueing (requeue $((restarts + 1)) of $MAX_REQUEUES)" >&2
-  scontrol requeue "${SLURM_JOB_ID:?no SLURM_JOB_ID to requeue}"
-  exit 0
-}
-# shellcheck disable=SC2317
-on_term() {
-  echo "$NAME: SIGTERM (preempted or cancelled): stopping at a checkpoint" >&2
-  stop_run
-  exit "$STATUS"
-}
-trap on_usr1 USR1
-trap on_term TERM
-# In the background, so that this shell can run its traps while relpos trains.
-"$RELPOS" train --out "$DIR" --quiet "${ARGS[@]}" --set "$THREADS_SET" &
-CHILD=$!
-wait "$CHILD" || STATUS=$?
-exit "$STATUS"
-)SH";
-  return s;
 }
 
 }  // namespace relpos

@@ -82,7 +82,21 @@ void keep_sweep_claims(const std::string& out_dir, const std::vector<std::string
 // validation metrics (from each run's result.json), positional parameter count and time.
 void write_sweep_summary(const std::string& out_dir, const std::vector<SweepRunStatus>& runs);
 
-// A SLURM array job running the same `relpos train` commands, one array element per point.
+// Every point's config, loaded and validated (the errors name the point's --grid axis), as its
+// run stores it.
+struct ResolvedPoint {
+  std::string yaml;                 // to_yaml of the point's config
+  std::vector<std::string> types;   // its position variants
+  int64_t threads = 0;              // its `threads` (0: automatic)
+};
+std::vector<ResolvedPoint> resolve_points(const SweepOptions& o,
+                                          const std::vector<SweepPoint>& points);
+
+// --init-from of one point: SweepOptions::init_from with {point} and {seed} filled in.
+std::string init_from_dir(const SweepOptions& o, const SweepPoint& p);
+
+// A SLURM array job running the same `relpos train` commands, one array element per point
+// (experiments/slurm_script.cpp).
 std::string slurm_script(const SweepOptions& opts, const std::vector<SweepPoint>& points);
 
 }  // namespace relpos

@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "core/position/position_encoding.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "experiments/report_util.h"
 #include "experiments/stage_records.h"
 

@@ -2,7 +2,7 @@
 // probes"): only pairs real in at least one probe are measured, and a bidirectional attention map
 // is measured against what uniform attention over each probe's real keys gives, so that uniform
 // attention over the real keys — attention that ignores position — scores 1. The averaged maps
-// are built here with loops, as core/train/snapshot.cpp documents its averaging.
+// are built here with loops, as core/train/snapshot_capture.cpp documents its averaging.
 #include <doctest/doctest.h>
 
 #include <cmath>

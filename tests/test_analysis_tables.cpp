@@ -7,7 +7,7 @@
 
 #include "analysis/experiment.h"
 #include "analysis/tables.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 
 using namespace relpos::analysis;
 

@@ -15,7 +15,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/run_file.h"
 #include "core/model/model.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "tests/helpers.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"

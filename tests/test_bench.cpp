@@ -14,7 +14,7 @@
 #include <string>
 
 #include "core/bench/bench.h"
-#include "core/bench/report.h"
+#include "core/bench/bench_report.h"
 #include "core/util/errors.h"
 #include "core/util/process.h"
 #include "core/util/threads.h"

@@ -21,7 +21,7 @@ namespace {
 constexpr int64_t kMiB = int64_t{1} << 20;
 
 // The cache can be installed once per process. ctest runs each case in its own process; run
-// as one process (relpos_tests without a filter), every case after the first is skipped.
+// as one process (relpos_core_tests without a filter), every case after the first is skipped.
 bool fresh_process() {
   if (!cpu_block_cache_installed()) return true;
   MESSAGE("skipped: the block cache is already installed in this process");

@@ -7,7 +7,7 @@
 
 #include "core/data/corpus.h"
 #include "core/data/task.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "data_helpers.h"
 
 using namespace relpos;

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <map>
 
-#include "core/data/synthetic.h"
+#include "core/data/synthetic_sequences.h"
 #include "core/data/task.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "data_helpers.h"
 
 using namespace relpos;

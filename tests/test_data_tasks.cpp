@@ -9,7 +9,7 @@
 #include "core/data/task.h"
 #include "core/data/tasks.h"
 #include "core/util/text_util.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "data_helpers.h"
 
 using namespace relpos;

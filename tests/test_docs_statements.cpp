@@ -12,7 +12,7 @@
 
 #include "core/io/run_file.h"
 #include "core/io/schema.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "tests/hf_test_util.h"
 
 using namespace relpos;
@@ -52,8 +52,8 @@ TEST_CASE("docs: every function the registries' recipes name exists under that n
   // and register_all(), functions that do not exist).
   const std::regex fn("`?\\b([a-z_][a-z0-9_]*)\\(\\)");
   std::set<std::string> names;
-  for (const char* file : {"README.md", "docs/variants.md", "core/position/registry.h",
-                           "core/task/registry.h", "docs/architecture.md"}) {
+  for (const char* file : {"README.md", "docs/variants.md", "core/position/position_registry.h",
+                           "core/task/task_registry.h", "docs/architecture.md"}) {
     const std::string text = source_text(file);
     REQUIRE_MESSAGE(!text.empty(), file);
     for (auto it = std::sregex_iterator(text.begin(), text.end(), fn); it != std::sregex_iterator();

@@ -42,7 +42,7 @@ TEST_CASE("relpos eval --run SWEEP_DIR evaluates every finished run in it, --job
   fs::create_directories(empty);
   auto [code2, out2] = run_relpos({"eval", "--run", empty}, tmp.str("log2"));
   CHECK(code2 == 2);
-  CHECK(out2.find("no config.yaml, so not a run folder, and no finished run folder below it") !=
+  CHECK(out2.find("not a run folder (no run.h5), and no finished run folder below it") !=
         std::string::npos);
   // --jobs below 1 is refused before anything runs.
   auto [code3, out3] = run_relpos({"eval", "--run", root, "--jobs", "0"}, tmp.str("log3"));

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/model/fused_attention.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/position/relative_ops.h"
 #include "core/util/errors.h"
 #include "tests/small_model.h"

@@ -223,6 +223,6 @@ TEST_CASE("hf export: runs Hugging Face's BERT cannot express are refused, listi
   CHECK(r.err.find("--format") != std::string::npos);
   r = relpos_cli({"export", tmp.str("nothing"), "--format", "hf", "--out", tmp.str("x")});
   CHECK(r.exit_code == 2);
-  CHECK(r.err.find(tmp.str("nothing") + ": not a run folder (no config.yaml)") != std::string::npos);
+  CHECK(r.err.find(tmp.str("nothing") + ": not a run folder (no run.h5)") != std::string::npos);
   check_no_partial_folder(tmp.str("x"));
 }

@@ -12,7 +12,7 @@
 #include "core/io/run_file.h"
 #include "core/util/folder_lock.h"
 #include "core/util/signals.h"
-#include "experiments/experiment.h"
+#include "experiments/experiment_context.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"
 

@@ -60,8 +60,8 @@ TEST_CASE("layers: an include from a higher layer fails, naming the file, line a
       {"analysis/tables.cpp", "#include \"core/train/trainer.h\"\n",
        "analysis/tables.cpp:1: includes \"core/train/trainer.h\" (core/train), but analysis may "
        "include only analysis and: core/util, core/config, core/io, core/task"},
-      {"core/config/config.cpp", "  #  include \"core/position/registry.h\"\n",
-       "core/config/config.cpp:1: includes \"core/position/registry.h\" (core/position), but "
+      {"core/config/config.cpp", "  #  include \"core/position/position_registry.h\"\n",
+       "core/config/config.cpp:1: includes \"core/position/position_registry.h\" (core/position), but "
        "core/config may include only core/config and: core/util"}};
   for (const auto& c : cases) {
     CAPTURE(c.file);

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/model/model.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/train/extrapolation.h"
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"

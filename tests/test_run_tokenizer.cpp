@@ -14,7 +14,7 @@
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "tests/helpers.h"
 #include "tests/process_util.h"
 #include "tests/tiny_run.h"

@@ -1,11 +1,11 @@
-// Snapshot attention of a padded probe (core/train/snapshot.h): each query row is averaged over
+// Snapshot attention of a padded probe (core/train/snapshot_capture.h): each query row is averaged over
 // the probes where that query is a real token, and over every probe where it is real in none.
 // Checked against each probe run on its own and a per-row average written as a loop here.
 #include <doctest/doctest.h>
 
 #include <vector>
 
-#include "core/train/snapshot.h"
+#include "core/train/snapshot_capture.h"
 #include "tests/small_model.h"
 
 using namespace relpos;

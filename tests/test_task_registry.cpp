@@ -1,4 +1,4 @@
-// The task registry (core/task/registry.h): what each task declares is what the code does with
+// The task registry (core/task/task_registry.h): what each task declares is what the code does with
 // it — the head the model gets, the metrics the evaluation reports, the model mode validate()
 // demands — and the registry refuses unknown and duplicate names with the known ones listed.
 #include <doctest/doctest.h>
@@ -10,7 +10,7 @@
 #include "core/config/config.h"
 #include "core/data/task.h"
 #include "core/model/model.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/train/extrapolation.h"
 #include "core/train/objective.h"
 #include "core/util/errors.h"

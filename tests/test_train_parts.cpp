@@ -17,7 +17,7 @@
 #include "core/io/schema.h"
 #include "core/model/fused_attention.h"
 #include "core/model/model.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/train/nonfinite.h"
 #include "core/train/objective.h"
 #include "core/train/optim.h"

@@ -16,7 +16,7 @@
 #include "core/train/objective.h"
 #include "core/train/progress.h"
 #include "core/train/run_model.h"
-#include "core/train/snapshot.h"
+#include "core/train/snapshot_capture.h"
 #include "core/train/trainer.h"
 #include "tests/helpers.h"
 #include "tests/tiny_run.h"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/position/position_encoding.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "tests/tensor_compare.h"
 
 namespace relpos::test {

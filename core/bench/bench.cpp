@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/util/process.h"
 
 namespace relpos {

@@ -85,7 +85,7 @@ std::vector<BenchCase> plan_cases(const BenchPlan& plan);
 
 // The variants of `variants` whose relative_impl selects between two code paths
 // (VariantInfo::direct_path): the direct column is measured for them. has_direct_path() of a
-// stack: core/position/registry.h.
+// stack: core/position/position_registry.h.
 std::vector<std::string> default_direct_variants(const std::vector<std::string>& variants);
 
 // Runs every case `repeats` times (cases interleaved within a repeat), each in a child process.

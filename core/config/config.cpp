@@ -94,12 +94,9 @@ std::string blamed(const SourceMap* src, const std::string& a, const std::string
   return !from_command_line(a) && from_command_line(b) ? b : a;
 }
 
-}  // namespace
-
-void validate(const Config& c, const SourceMap* src) {
-  Checker k{src, ConfigErrorCollector::active_count()};
-  k.seed("seed", c.seed);
-  k.seed("data.split_seed", c.data.split_seed);
+// The model section, then (with every model key in range) the rules between its keys and the
+// position variants' own checks.
+void validate_model(Checker& k, const Config& c, const SourceMap* src) {
   const ModelConfig& m = c.model;
   k.at_least("model.layers", m.layers, 1);
   k.at_least("model.width", m.width, 1);
@@ -138,7 +135,9 @@ void validate(const Config& c, const SourceMap* src) {
     // Position variants: each checks its own parameters against the model.
     validate_position(c, src);
   }
+}
 
+void validate_task_keys(Checker& k, const Config& c, const SourceMap* src) {
   const TaskConfig& t = c.task;
   k.at_least("task.seq_len", t.seq_len, 2);
   k.in_range("task.mask_prob", t.mask_prob, 0.01, 1.0);
@@ -157,6 +156,10 @@ void validate(const Config& c, const SourceMap* src) {
       config_fail(src, "task.eval_lengths", "test length outside [min_len, test_max_len]",
                   std::to_string(len),
                   fmt::format("lengths in [{}, {}]", t.min_len, t.test_max_len));
+}
+
+void validate_data(Checker& k, const Config& c, const SourceMap* src) {
+  const TaskConfig& t = c.task;
   const DataConfig& d = c.data;
   k.at_least("data.vocab_size", d.vocab_size, 16);
   k.in_range("data.valid_fraction", d.valid_fraction, 0, 0.5);
@@ -180,9 +183,11 @@ void validate(const Config& c, const SourceMap* src) {
     config_fail(src, "data.vocab_size", "byte fallback takes 256 ids of the vocabulary",
                 std::to_string(d.vocab_size),
                 ">= 300, or data.sentencepiece_byte_fallback: false");
-  // The task's own rules: model mode, corpus kind, lengths, probe.
-  if (k.failures == 0) validate_task(c, src);
-  if (k.failures == 0) validate_claims(c, src);
+}
+
+// The tokenizer's files: what each tokenizer reads.
+void validate_tokenizer_files(const Config& c, const SourceMap* src) {
+  const DataConfig& d = c.data;
   if (!d.tokenizer_file.empty() && d.tokenizer != "sentencepiece")
     config_fail(src, "data.tokenizer_file", "only the sentencepiece tokenizer loads a model file",
                 fmt::format("'{}' with data.tokenizer {}", d.tokenizer_file, d.tokenizer),
@@ -194,7 +199,9 @@ void validate(const Config& c, const SourceMap* src) {
   if (d.tokenizer == "byte_bpe" && d.merges_file.empty())
     config_fail(src, "data.merges_file", "the byte_bpe tokenizer needs a GPT-2/RoBERTa merges.txt",
                 "nothing", "a path to merges.txt");
+}
 
+void validate_train_and_snapshots(Checker& k, const Config& c, const SourceMap* src) {
   const TrainConfig& tr = c.train;
   k.at_least("train.steps", tr.steps, 1);
   k.at_least("train.batch_size", tr.batch_size, 1);
@@ -220,7 +227,9 @@ void validate(const Config& c, const SourceMap* src) {
     if (step < 0 || step > tr.steps)
       config_fail(src, "snapshots.steps", "snapshot step outside the run", std::to_string(step),
                   fmt::format("steps in [0, {}]", tr.steps));
+}
 
+void validate_eval_and_sweep(Checker& k, const Config& c, const SourceMap* src) {
   for (size_t i = 0; i < c.eval.lengths.size(); ++i) {
     const int64_t len = c.eval.lengths[i];
     if (len < 2) config_fail(src, "eval.lengths", "evaluation length too short", std::to_string(len), ">= 2");
@@ -240,7 +249,10 @@ void validate(const Config& c, const SourceMap* src) {
     if (std::find(c.sweep.stages.begin(), c.sweep.stages.begin() + i, st) != c.sweep.stages.begin() + i)
       config_fail(src, "sweep.stages", "stage listed twice", "'" + st + "'", "each stage once");
   }
+}
 
+// threads, the CPU allocator and the device.
+void validate_runtime(Checker& k, const Config& c, const SourceMap* src) {
   k.at_least("threads", c.threads, 0);
   if (c.cpu_allocator != "cache" && c.cpu_allocator != "cache_small_pages" &&
       c.cpu_allocator != "system")
@@ -253,6 +265,24 @@ void validate(const Config& c, const SourceMap* src) {
   if (!(c.device == "cpu" || c.device == "cuda" || gpu_index))
     config_fail(src, "device", "unknown device", "'" + c.device + "'",
                 "cpu, cuda or cuda:N with N a GPU index >= 0");
+}
+
+}  // namespace
+
+void validate(const Config& c, const SourceMap* src) {
+  Checker k{src, ConfigErrorCollector::active_count()};
+  k.seed("seed", c.seed);
+  k.seed("data.split_seed", c.data.split_seed);
+  validate_model(k, c, src);
+  validate_task_keys(k, c, src);
+  validate_data(k, c, src);
+  // The task's own rules: model mode, corpus kind, lengths, probe.
+  if (k.failures == 0) validate_task(c, src);
+  if (k.failures == 0) validate_claims(c, src);
+  validate_tokenizer_files(c, src);
+  validate_train_and_snapshots(k, c, src);
+  validate_eval_and_sweep(k, c, src);
+  validate_runtime(k, c, src);
 }
 
 }  // namespace relpos

@@ -127,7 +127,7 @@ struct DataConfig : ConfigSection {
   }
 };
 
-// The task names of the task registry (core/task/registry.h), which defines this function,
+// The task names of the task registry (core/task/task_registry.h), which defines this function,
 // and the default task (defined by its file in core/task/).
 std::vector<std::string> known_task_types();
 extern const char* const kDefaultTaskType;
@@ -325,7 +325,7 @@ void validate(const Config& c, const SourceMap* sources);
 // The rules of the claims and provenance blocks (validate() calls it; claims_validate.cpp).
 void validate_claims(const Config& c, const SourceMap* sources);
 // The rules of the config's task (validate() calls it): the model mode it needs, its own
-// TaskInfo::validate, and the probe length it needs. Defined by the task registry (core/task/registry.cpp).
+// TaskInfo::validate, and the probe length it needs. Defined by the task registry (core/task/task_registry.cpp).
 void validate_task(const Config& c, const SourceMap* sources);
 
 // The resolved config as YAML text (every key, defaults included).

@@ -3,7 +3,7 @@
 // visit(), defaults in the members) in its file in core/position/.
 //
 // The config layer knows the section's shape; which variants exist and what parameters each
-// takes is the position registry's (core/position/registry.h). The registry therefore defines
+// takes is the position registry's (core/position/position_registry.h). The registry therefore defines
 // the functions declared at the end of this file: the config layer includes nothing above it,
 // and a config still rejects an unknown variant or parameter while it is read.
 #pragma once
@@ -70,13 +70,13 @@ struct PositionConfig {
   const VariantParams& params_of(const std::string& type) const;
 };
 
-// Defined in core/position/registry.cpp.
+// Defined in core/position/position_registry.cpp.
 void read_value(const YAML::Node& n, const std::string& path, const SourceMap* src,
                 PositionConfig& v);
 void write_value(YAML::Emitter& out, const PositionConfig& v);
 struct Config;
 // The position checks of validate(): each variant's own rules against the rest of the config,
-// and the stacking rule. Defined in core/position/registry.cpp.
+// and the stacking rule. Defined in core/position/position_registry.cpp.
 void validate_position(const Config& c, const SourceMap* src);
 
 }  // namespace relpos

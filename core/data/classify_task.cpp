@@ -71,19 +71,12 @@ class ClassifyTaskData : public TaskData {
   std::vector<Batch> eval_batches(Split split, int64_t batch_size, int64_t max_batches,
                                   int64_t length) const override {
     const int64_t n = static_cast<int64_t>(ids(split).size());
-    std::vector<Batch> out;
-    for (int64_t b = 0; b < batch_count(n, batch_size, max_batches); ++b) {
-      std::vector<int64_t> pos;
-      for (int64_t k = b * batch_size; k < std::min(n, (b + 1) * batch_size); ++k) pos.push_back(k);
-      out.push_back(make_batch(split, pos, length > 0 ? length : cfg_.task.seq_len));
-    }
-    return out;
+    const int64_t T = length > 0 ? length : cfg_.task.seq_len;
+    return example_batches(n, batch_size, max_batches,
+                           [&](const std::vector<int64_t>& pos) { return make_batch(split, pos, T); });
   }
 
-  const std::vector<int64_t>& stream(Split) const override {
-    static const std::vector<int64_t> none;
-    return none;
-  }
+  const std::vector<int64_t>& stream(Split) const override { return no_stream(); }
   std::string describe() const override { return describe_; }
   std::vector<int64_t> split_documents(Split split) const override { return ids(split); }
   std::vector<std::string> split_document_names(Split split) const override {

@@ -33,6 +33,30 @@ bool parse_decimal_label(const std::string& s, int64_t& out) {
   return true;
 }
 
+// The class of a row's label cell: its index in data.label_names, or the integer itself, in
+// 0..num_classes-1.
+int64_t tsv_label(const std::string& path, int64_t line_no, const std::string& lab,
+                  const TsvOptions& opt) {
+  int64_t label = -1;
+  if (!opt.label_names.empty()) {
+    const int64_t k = column_index(opt.label_names, lab);
+    if (k < 0)
+      throw DataError(fmt::format("{}:{}: label '{}' is not one of data.label_names ({})", path,
+                                  line_no, printable_utf8(lab), join_names(opt.label_names)));
+    label = k;
+  } else if (!parse_decimal_label(lab, label)) {
+    throw DataError(fmt::format("{}:{}: label '{}' is not an integer (expected 0..{})", path,
+                                line_no, printable_utf8(lab), opt.num_classes - 1),
+                    "for text labels list them in data.label_names, e.g. "
+                    "--set data.label_names=entailment,not_entailment");
+  }
+  if (label < 0 || label >= opt.num_classes)
+    throw DataError(fmt::format("{}:{}: label {} out of range (expected 0..{} for "
+                                "task.num_classes = {})",
+                                path, line_no, label, opt.num_classes - 1, opt.num_classes));
+  return label;
+}
+
 }  // namespace
 
 Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
@@ -102,24 +126,7 @@ Corpus load_tsv(const std::string& path, const TsvOptions& opt) {
     d.name = fmt::format("line {}", line_no);
     d.text = cells[text_idx[0]];
     if (text_idx.size() > 1) d.text_b = cells[text_idx[1]];
-    const std::string& lab = cells[label_idx];
-    if (!opt.label_names.empty()) {
-      const int64_t k = column_index(opt.label_names, lab);
-      if (k < 0)
-        throw DataError(fmt::format("{}:{}: label '{}' is not one of data.label_names ({})", path,
-                                    line_no, printable_utf8(lab), join_names(opt.label_names)));
-      d.label = k;
-    } else if (!parse_decimal_label(lab, d.label)) {
-      throw DataError(fmt::format("{}:{}: label '{}' is not an integer (expected 0..{})", path,
-                                  line_no, printable_utf8(lab), opt.num_classes - 1),
-                      "for text labels list them in data.label_names, e.g. "
-                      "--set data.label_names=entailment,not_entailment");
-    }
-    if (d.label < 0 || d.label >= opt.num_classes)
-      throw DataError(
-          fmt::format("{}:{}: label {} out of range (expected 0..{} for "
-                      "task.num_classes = {})",
-                      path, line_no, d.label, opt.num_classes - 1, opt.num_classes));
+    d.label = tsv_label(path, line_no, cells[label_idx], opt);
     if (trim(d.text).empty())
       throw DataError(fmt::format("{}:{}: empty text in column '{}'", path, line_no, wanted[0]));
     // A pair row without its second sentence would become a single sentence, [CLS] a [SEP],

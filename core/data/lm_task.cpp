@@ -151,9 +151,7 @@ class LmTaskData : public TaskData {
   }
   std::string describe() const override { return describe_; }
   std::vector<int64_t> split_documents(Split split) const override {
-    return split == Split::Train   ? split_.train
-           : split == Split::Valid ? split_.valid
-                                   : split_.test;
+    return split_part(split_, split);
   }
   std::vector<std::string> split_document_names(Split split) const override {
     std::vector<std::string> out;

@@ -6,7 +6,7 @@
 // short lengths.
 #include <fmt/format.h>
 
-#include "core/data/synthetic.h"
+#include "core/data/synthetic_sequences.h"
 #include "core/data/task_util.h"
 #include "core/data/tasks.h"
 

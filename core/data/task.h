@@ -13,40 +13,12 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/data/tokenizer.h"  // the Tokenizer interface
 
 namespace relpos {
 
 enum class Split { Train, Valid, Test };
 const char* split_name(Split s);
-
-// Reserved token ids. Every tokenizer reserves these at the start of its vocabulary
-// (bytes: ids 0..4 special, then the 256 bytes at 5..260).
-struct SpecialTokens {
-  int64_t pad = 0, unk = 1, cls = 2, sep = 3, mask = 4;
-};
-
-class Tokenizer {
- public:
-  virtual ~Tokenizer() = default;
-  virtual std::string name() const = 0;  // "bytes", "sentencepiece:<hash>", "wordpiece:<file>"
-  virtual int64_t vocab_size() const = 0;
-  // The ids of `text`; by default encode_with_offsets() without the offsets.
-  virtual std::vector<int64_t> encode(const std::string& text) const {
-    std::vector<std::pair<int64_t, int64_t>> offsets;
-    return encode_with_offsets(text, &offsets);
-  }
-  // Like encode(), plus the byte span [begin, end) of `text` each token covers (span QA).
-  virtual std::vector<int64_t> encode_with_offsets(
-      const std::string& text, std::vector<std::pair<int64_t, int64_t>>* offsets) const = 0;
-  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
-  // The file the tokenizer was loaded from when a run must keep a copy of it (SentencePiece
-  // models, which relpos trains per corpus); empty for bytes and wordpiece (named in the config).
-  virtual std::string model_file() const { return {}; }
-  const SpecialTokens& special() const { return special_; }
-
- protected:
-  SpecialTokens special_;
-};
 
 // Token positions [begin, end) of a row.
 struct TokenRange {
@@ -113,6 +85,6 @@ class TaskData {
 };
 
 // make_task_data(cfg), which builds the TaskData of a config's task, is the task registry's:
-// core/task/registry.h.
+// core/task/task_registry.h.
 
 }  // namespace relpos

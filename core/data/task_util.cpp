@@ -56,4 +56,24 @@ int64_t batch_count(int64_t n, int64_t batch_size, int64_t max_batches) {
   return max_batches > 0 ? std::min(k, max_batches) : k;
 }
 
+std::vector<Batch> example_batches(int64_t n, int64_t batch_size, int64_t max_batches,
+                                   const std::function<Batch(const std::vector<int64_t>&)>& make) {
+  std::vector<Batch> out;
+  for (int64_t b = 0; b < batch_count(n, batch_size, max_batches); ++b) {
+    std::vector<int64_t> pos;
+    for (int64_t k = b * batch_size; k < std::min(n, (b + 1) * batch_size); ++k) pos.push_back(k);
+    out.push_back(make(pos));
+  }
+  return out;
+}
+
+const std::vector<int64_t>& no_stream() {
+  static const std::vector<int64_t> none;
+  return none;
+}
+
+const std::vector<int64_t>& split_part(const DocumentSplit& split, Split part) {
+  return part == Split::Train ? split.train : part == Split::Valid ? split.valid : split.test;
+}
+
 }  // namespace relpos

@@ -4,11 +4,13 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "core/data/rng.h"
+#include "core/data/split.h"
 #include "core/data/task.h"
 
 namespace relpos {
@@ -56,5 +58,17 @@ torch::Tensor key_mask_for(const std::vector<std::vector<int64_t>>& rows);
 
 // The number of batches of `batch_size` over `n` items, capped by max_batches (0 = no cap).
 int64_t batch_count(int64_t n, int64_t batch_size, int64_t max_batches);
+
+// Evaluation batches of a task whose split is a list of examples (classify, span_qa): examples
+// 0..n-1 in order, `batch_size` at a time, at most max_batches (0 = all), each made by
+// `make(positions)`.
+std::vector<Batch> example_batches(int64_t n, int64_t batch_size, int64_t max_batches,
+                                   const std::function<Batch(const std::vector<int64_t>&)>& make);
+
+// The token stream of a task that has none (its evaluation is by example).
+const std::vector<int64_t>& no_stream();
+
+// The documents of one part of a split.
+const std::vector<int64_t>& split_part(const DocumentSplit& split, Split part);
 
 }  // namespace relpos

@@ -1,16 +1,47 @@
-// Tokenizers. All of them reserve the ids of SpecialTokens (task.h): 0 [PAD], 1 [UNK], 2 [CLS],
-// 3 [SEP], 4 [MASK]; text tokens start at id 5. decode() writes the specials by name
+// The Tokenizer interface and the tokenizers. All of them reserve the ids of SpecialTokens:
+// 0 [PAD], 1 [UNK], 2 [CLS], 3 [SEP], 4 [MASK]; text tokens start at id 5. decode() writes the specials by name
 // ([CLS], ...) and leaves [PAD] out.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config/config.h"
-#include "core/data/task.h"
 
 namespace relpos {
+
+// Reserved token ids. Every tokenizer reserves these at the start of its vocabulary
+// (bytes: ids 0..4 special, then the 256 bytes at 5..260).
+struct SpecialTokens {
+  int64_t pad = 0, unk = 1, cls = 2, sep = 3, mask = 4;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual std::string name() const = 0;  // "bytes", "sentencepiece:<hash>", "wordpiece:<file>"
+  virtual int64_t vocab_size() const = 0;
+  // The ids of `text`; by default encode_with_offsets() without the offsets.
+  virtual std::vector<int64_t> encode(const std::string& text) const {
+    std::vector<std::pair<int64_t, int64_t>> offsets;
+    return encode_with_offsets(text, &offsets);
+  }
+  // Like encode(), plus the byte span [begin, end) of `text` each token covers (span QA).
+  virtual std::vector<int64_t> encode_with_offsets(
+      const std::string& text, std::vector<std::pair<int64_t, int64_t>>* offsets) const = 0;
+  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  // The file the tokenizer was loaded from when a run must keep a copy of it (SentencePiece
+  // models, which relpos trains per corpus); empty for bytes and wordpiece (named in the config).
+  virtual std::string model_file() const { return {}; }
+  const SpecialTokens& special() const { return special_; }
+
+ protected:
+  SpecialTokens special_;
+};
+
 
 constexpr int64_t kNumSpecial = 5;
 // "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]" for ids 0..4.

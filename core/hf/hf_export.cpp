@@ -78,28 +78,27 @@ std::string hf_exportable_variants() {
          "(relative_key); the relative ones with clip >= task.seq_len - 1";
 }
 
-HfExportReport export_hf_model(const HfExportOptions& opts) {
-  if (opts.run.empty()) throw ConfigError("export: no run folder given", "relpos export RUN --format hf --out DIR");
-  if (opts.out.empty()) throw ConfigError("export: --out DIR is required", "the folder to write");
-  if (!fs::is_regular_file(run_config_path(opts.run)))
-    throw ConfigError(fmt::format("export: {}: not a run folder (no config.yaml)", opts.run));
-  Config cfg = load_run_config(opts.run).config;
-  const ModelConfig& m = cfg.model;
-  const int64_t vocab = run_vocab_size(opts.run);
-  Model model(cfg, vocab);
-  load_model_parameters(run_checkpoint_path(opts.run), *model);
-  std::map<std::string, torch::Tensor> p;
-  for (const auto& kv : model->named_parameters()) p[kv.key()] = kv.value().detach();
+namespace {
 
-  // Every reason at once: the user sees all that stands between the run and BertForMaskedLM.
+using ParameterMap = std::map<std::string, torch::Tensor>;
+
+// The relative table of a huang_m4 or shaw run ((L,2K+1,d), or (L,H,2K+1,d) per head).
+const torch::Tensor& relative_table(const ParameterMap& p, const std::string& type) {
+  return p.at(type == "huang_m4" ? "transformer.position.huang_m4.table"
+                                 : "transformer.position.shaw.keys");
+}
+
+// Every reason at once why the run is not Hugging Face's BertForMaskedLM (empty: it is), and the
+// relative table's clip K (-1 for learned).
+std::vector<std::string> bert_incompatibilities(const Config& cfg, const Model& model,
+                                                const ParameterMap& p, int64_t& K) {
   std::vector<std::string> why;
+  const ModelConfig& m = cfg.model;
   const auto& types = cfg.position.types;
-  std::string type = types.size() == 1 ? types[0] : "";
-  int64_t K = -1;
+  const std::string type = types.size() == 1 ? types[0] : "";
+  K = -1;
   if (type == "huang_m4" || type == "shaw") {
-    // (L, 2K+1, d), or (L, H, 2K+1, d) with per_head.
-    const torch::Tensor& table = p.at(type == "huang_m4" ? "transformer.position.huang_m4.table"
-                                                         : "transformer.position.shaw.keys");
+    const torch::Tensor& table = relative_table(p, type);
     K = (table.size(-2) - 1) / 2;
     const char* hf = type == "huang_m4" ? "relative_key_query" : "relative_key";
     if (table.dim() == 4)
@@ -124,20 +123,20 @@ HfExportReport export_hf_model(const HfExportOptions& opts) {
   if (m.embed_dim() != m.width) why.push_back("model.embedding_width below model.width (ALBERT-style)");
   if (m.share_layers) why.push_back("model.share_layers (ALBERT-style)");
   if (!model->lm_head) why.push_back(fmt::format("task.type {} has no MLM head", cfg.task.type));
-  if (!why.empty())
-    throw ConfigError(
-        fmt::format("export {}: cannot be written as Hugging Face's BertForMaskedLM: {}",
-                    opts.run, fmt::join(why, "; ")),
-        "exportable: BERT-shaped runs (model.mode encoder, model.norm post, task.type mlm) with "
-        "position.type " + hf_exportable_variants());
+  return why;
+}
 
-  HfExportReport r;
+// The run's parameters under BertForMaskedLM's names; sets the report's position embedding type
+// and notes, and `max_positions`.
+Tensors bert_tensors(const Config& cfg, const ParameterMap& p, int64_t K, HfExportReport& r,
+                     int64_t& max_positions) {
+  const ModelConfig& m = cfg.model;
+  const std::string& type = cfg.position.types[0];
   const int64_t D = m.width, L = m.layers;
   Tensors t;
   auto bert = [](const std::string& name) { return "bert." + name; };
   const auto& word = p.at("transformer.token_embedding.weight");
   t.push_back({bert("embeddings.word_embeddings.weight"), word});
-  int64_t max_positions = 0;
   if (type == "learned") {
     const auto& table = p.at("transformer.position.learned.table");
     max_positions = table.size(0);
@@ -162,34 +161,66 @@ HfExportReport export_hf_model(const HfExportOptions& opts) {
       t.push_back({(head ? mp.hf : bert(mp.hf)) + part, p.at(mp.relpos + part)});
   }
   if (type != "learned") {
-    const auto& table = p.at(type == "huang_m4" ? "transformer.position.huang_m4.table"
-                                                : "transformer.position.shaw.keys");  // (L,2K+1,d)
+    const auto& table = relative_table(p, type);  // (L,2K+1,d)
     for (int64_t l = 0; l < L; ++l)
       t.push_back({bert(bert_distance_name(l)), reverse_distance_rows(table[l])});  // (2K+1,d)
   }
   t.push_back({"cls.predictions.bias", p.at("lm_head.bias")});
   t.push_back({"cls.predictions.decoder.weight", word});  // tied; stored for older loaders
   t.push_back({"cls.predictions.decoder.bias", p.at("lm_head.bias")});
+  return t;
+}
 
-  nlohmann::ordered_json config = {
-      {"architectures", {"BertForMaskedLM"}},
-      {"model_type", "bert"},
-      {"vocab_size", vocab},
-      {"hidden_size", D},
-      {"num_hidden_layers", L},
-      {"num_attention_heads", m.heads},
-      {"intermediate_size", m.ff_width},
-      {"hidden_act", m.activation == "gelu_tanh" ? "gelu_new" : "gelu"},
-      {"hidden_dropout_prob", m.dropout},
-      {"attention_probs_dropout_prob", m.attention_dropout},
-      {"max_position_embeddings", max_positions},
-      {"type_vocab_size", m.segments ? m.segment_vocab : 2},
-      {"initializer_range", m.init_std},
-      {"layer_norm_eps", m.norm_eps},
-      {"pad_token_id", 0},
-      {"position_embedding_type", r.position_embedding_type},
-      {"torch_dtype", "float32"}};
+// config.json of BertForMaskedLM for the run.
+nlohmann::ordered_json bert_config(const Config& cfg, int64_t vocab, int64_t max_positions,
+                                   const std::string& position_embedding_type) {
+  const ModelConfig& m = cfg.model;
+  return {{"architectures", {"BertForMaskedLM"}},
+          {"model_type", "bert"},
+          {"vocab_size", vocab},
+          {"hidden_size", m.width},
+          {"num_hidden_layers", m.layers},
+          {"num_attention_heads", m.heads},
+          {"intermediate_size", m.ff_width},
+          {"hidden_act", m.activation == "gelu_tanh" ? "gelu_new" : "gelu"},
+          {"hidden_dropout_prob", m.dropout},
+          {"attention_probs_dropout_prob", m.attention_dropout},
+          {"max_position_embeddings", max_positions},
+          {"type_vocab_size", m.segments ? m.segment_vocab : 2},
+          {"initializer_range", m.init_std},
+          {"layer_norm_eps", m.norm_eps},
+          {"pad_token_id", 0},
+          {"position_embedding_type", position_embedding_type},
+          {"torch_dtype", "float32"}};
+}
 
+}  // namespace
+
+HfExportReport export_hf_model(const HfExportOptions& opts) {
+  if (opts.run.empty()) throw ConfigError("export: no run folder given", "relpos export RUN --format hf --out DIR");
+  if (opts.out.empty()) throw ConfigError("export: --out DIR is required", "the folder to write");
+  if (!is_run_folder(opts.run))
+    throw ConfigError(fmt::format("export: {}: not a run folder (no run.h5)", opts.run),
+                      "give the folder that `relpos train --out` wrote");
+  Config cfg = load_run_config(opts.run).config;
+  const int64_t vocab = run_vocab_size(opts.run);
+  Model model(cfg, vocab);
+  load_model_parameters(run_checkpoint_path(opts.run), *model);
+  ParameterMap p;
+  for (const auto& kv : model->named_parameters()) p[kv.key()] = kv.value().detach();
+  int64_t K = -1;
+  const std::vector<std::string> why = bert_incompatibilities(cfg, model, p, K);
+  if (!why.empty())
+    throw ConfigError(
+        fmt::format("export {}: cannot be written as Hugging Face's BertForMaskedLM: {}",
+                    opts.run, fmt::join(why, "; ")),
+        "exportable: BERT-shaped runs (model.mode encoder, model.norm post, task.type mlm) with "
+        "position.type " + hf_exportable_variants());
+
+  HfExportReport r;
+  int64_t max_positions = 0;
+  const Tensors t = bert_tensors(cfg, p, K, r, max_positions);
+  nlohmann::ordered_json config = bert_config(cfg, vocab, max_positions, r.position_embedding_type);
   // The tokenizer in relpos's id order, and the settings an import needs to read the same
   // documents the run read.
   use_run_tokenizer(opts.run, cfg);

@@ -5,7 +5,7 @@
 #include "core/config/config.h"
 #include "core/model/heads.h"
 #include "core/model/transformer.h"
-#include "core/task/registry.h"  // HeadKind
+#include "core/task/task_registry.h"  // HeadKind
 
 namespace relpos {
 

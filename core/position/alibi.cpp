@@ -61,7 +61,7 @@ class AlibiImpl : public PositionEncodingImpl {
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {
     auto r = torch::arange(-o.radius, o.radius + 1, torch::kFloat32);
-    auto s = slopes.detach().to(torch::kCPU, torch::kFloat32).clone();
+    auto s = exported_copy(slopes);
     return {{"distances", r, {"distance"}},
             {"slopes", s, {"head"}},
             {"profile", -s.unsqueeze(1) * r.abs().unsqueeze(0), {"head", "distance"}}};

@@ -403,14 +403,11 @@ class CopeImpl : public PositionEncodingImpl {
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
-    auto cpu = [](const torch::Tensor& t) {
-      return t.detach().to(torch::kCPU, torch::kFloat32).clone();
-    };
     std::vector<ExportedTensor> out;
     out.push_back({"positions", torch::arange(n_, torch::kFloat32), {"position"}});
-    out.push_back({"table", cpu(table), {"layer", "position", "channel"}});
+    out.push_back({"table", exported_copy(table), {"layer", "position", "channel"}});
     if (table_after.defined())
-      out.push_back({"table_after", cpu(table_after), {"layer", "position", "channel"}});
+      out.push_back({"table_after", exported_copy(table_after), {"layer", "position", "channel"}});
     return out;
   }
 

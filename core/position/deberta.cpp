@@ -122,9 +122,6 @@ class DebertaImpl : public PositionEncodingImpl {
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {
-    auto cpu = [](const torch::Tensor& t) {
-      return t.detach().to(torch::kCPU, torch::kFloat32).clone();
-    };
     std::vector<ExportedTensor> out;
     out.push_back({"distances", torch::arange(-o.radius, o.radius + 1, torch::kFloat32),
                    {"distance"}});
@@ -132,10 +129,10 @@ class DebertaImpl : public PositionEncodingImpl {
                    {"distance"}});
     out.push_back({"p2c_rows", rows(o.radius, false, torch::kCPU).to(torch::kFloat32),
                    {"distance"}});
-    out.push_back({"table", cpu(table), {"layer", "row", "channel"}});
+    out.push_back({"table", exported_copy(table), {"layer", "row", "channel"}});
     if (w_q_r.defined()) {
-      out.push_back({"w_q_r", cpu(w_q_r), {"layer", "output", "input"}});
-      out.push_back({"w_k_r", cpu(w_k_r), {"layer", "output", "input"}});
+      out.push_back({"w_q_r", exported_copy(w_q_r), {"layer", "output", "input"}});
+      out.push_back({"w_k_r", exported_copy(w_k_r), {"layer", "output", "input"}});
     }
     return out;
   }

@@ -1,5 +1,5 @@
 #pragma once
-// Which `key=value` overrides are evaluation settings (eval_settings() of registry.h): the keys
+// Which `key=value` overrides are evaluation settings (eval_settings() of position_registry.h): the keys
 // `relpos eval --set` takes, and the ones an experiment passes on to its length evaluation.
 #include <string>
 

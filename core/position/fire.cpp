@@ -131,9 +131,6 @@ class FireImpl : public PositionEncodingImpl {
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {
     torch::NoGradGuard guard;
-    auto cpu = [](const torch::Tensor& t) {
-      return t.detach().to(torch::kCPU, torch::kFloat32).clone();
-    };
     // The bias seen by the query in the middle of 2R+1 tokens (position R), for the keys
     // j = R + r: every r in [-R, R] is within its reach on both sides.
     const int64_t R = o.radius;
@@ -144,12 +141,12 @@ class FireImpl : public PositionEncodingImpl {
       ls.push_back(threshold(l));
     }
     return {{"distances", torch::arange(-R, R + 1, torch::kFloat32), {"distance"}},
-            {"bias", cpu(torch::stack(f)), {"layer", "head", "distance"}},
-            {"c", cpu(torch::stack(cs)), {"layer"}},
-            {"threshold", cpu(torch::stack(ls)), {"layer"}},
-            {"w1", cpu(w1), {"layer", "hidden"}},
-            {"b1", cpu(b1), {"layer", "hidden"}},
-            {"w2", cpu(w2), {"layer", "head", "hidden"}}};
+            {"bias", exported_copy(torch::stack(f)), {"layer", "head", "distance"}},
+            {"c", exported_copy(torch::stack(cs)), {"layer"}},
+            {"threshold", exported_copy(torch::stack(ls)), {"layer"}},
+            {"w1", exported_copy(w1), {"layer", "hidden"}},
+            {"b1", exported_copy(b1), {"layer", "hidden"}},
+            {"w2", exported_copy(w2), {"layer", "head", "hidden"}}};
   }
 
   torch::Tensor w1, b1, w2, c_raw, threshold_raw;

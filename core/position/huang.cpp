@@ -180,7 +180,7 @@ class HuangImpl : public PositionEncodingImpl {
     if (table.defined()) {
       std::vector<std::string> dims = {"layer", "distance", "channel"};
       if (table.dim() == 4) dims = {"layer", "head", "distance", "channel"};
-      out.push_back({"table", table.detach().to(torch::kCPU, torch::kFloat32).clone(), dims});
+      out.push_back({"table", exported_copy(table), dims});
     }
     if (scale.defined()) {
       const bool abs = scale_mode_ == "abs";
@@ -188,7 +188,7 @@ class HuangImpl : public PositionEncodingImpl {
                      abs ? torch::arange(0, K_ + 1, torch::kFloat32)
                          : torch::arange(-K_, K_ + 1, torch::kFloat32),
                      {"distance"}});
-      out.push_back({"scale", scale.detach().to(torch::kCPU, torch::kFloat32).clone(),
+      out.push_back({"scale", exported_copy(scale),
                      {"layer", "distance"}});
     }
     return out;

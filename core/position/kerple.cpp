@@ -71,9 +71,6 @@ class KerpleImpl : public PositionEncodingImpl {
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {
     torch::NoGradGuard guard;
-    auto cpu = [](const torch::Tensor& t) {
-      return t.detach().to(torch::kCPU, torch::kFloat32).clone();
-    };
     auto r = torch::arange(-o.radius, o.radius + 1, torch::kDouble);  // (2R+1)
     std::vector<torch::Tensor> as, bs, f;
     for (int64_t l = 0; l < alpha.size(0); ++l) {
@@ -81,10 +78,10 @@ class KerpleImpl : public PositionEncodingImpl {
       bs.push_back(b(l));
       f.push_back(profile(l, r.abs().to(alpha.device())));
     }
-    return {{"distances", cpu(r), {"distance"}},
-            {"a", cpu(torch::stack(as)), {"layer", "head"}},
-            {"b", cpu(torch::stack(bs)), {"layer", "head"}},
-            {"bias", cpu(torch::stack(f)), {"layer", "head", "distance"}}};
+    return {{"distances", exported_copy(r), {"distance"}},
+            {"a", exported_copy(torch::stack(as)), {"layer", "head"}},
+            {"b", exported_copy(torch::stack(bs)), {"layer", "head"}},
+            {"bias", exported_copy(torch::stack(f)), {"layer", "head", "distance"}}};
   }
 
   torch::Tensor alpha, beta;  // (L,H) each

@@ -4,7 +4,7 @@
 // Parameters per layer: 2H. Params: none.
 // Encoder form: the same (the kernel is symmetric in r). Beyond the training length: the bias
 // keeps decreasing as |r|^b (b = 1 is ALiBi's linear penalty with a learned slope).
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 
 namespace relpos {
 void register_kerple_kernel(Registry& r, bool power);

@@ -62,7 +62,7 @@ class LearnedImpl : public PositionEncodingImpl {
   int64_t table_length() const override { return max_len_; }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
-    return {{"table", table.detach().to(torch::kCPU, torch::kFloat32).clone(),
+    return {{"table", exported_copy(table),
              {"position", "channel"}}};
   }
 

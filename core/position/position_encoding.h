@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 
 namespace relpos {
 
@@ -63,6 +63,11 @@ struct ExportedTensor {
   torch::Tensor value;             // float32 on CPU
   std::vector<std::string> dims;   // one name per axis, e.g. {"layer", "distance", "channel"}
 };
+
+// A parameter as an ExportedTensor value: a float32 copy on the CPU, detached from the graph.
+inline torch::Tensor exported_copy(const torch::Tensor& t) {
+  return t.detach().to(torch::kCPU, torch::kFloat32).clone();
+}
 
 struct ExportOptions {
   int64_t length = 128;  // T for tables computed for a length (sinusoidal)

@@ -72,7 +72,7 @@ class RopeImpl : public PositionEncodingImpl {
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
-    return {{"frequencies", inv_freq.detach().to(torch::kCPU, torch::kFloat32).clone(), {"pair"}}};
+    return {{"frequencies", exported_copy(inv_freq), {"pair"}}};
   }
 
   torch::Tensor inv_freq;  // (rd/2) θ_m

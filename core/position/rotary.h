@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/config/config.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 
 namespace relpos {
 

@@ -57,9 +57,9 @@ class ShawImpl : public PositionEncodingImpl {
     std::vector<std::string> dims = {"layer", "distance", "channel"};
     if (keys.dim() == 4) dims = {"layer", "head", "distance", "channel"};
     out.push_back({"distances", torch::arange(-K_, K_ + 1, torch::kFloat32), {"distance"}});
-    out.push_back({"keys", keys.detach().to(torch::kCPU, torch::kFloat32).clone(), dims});
+    out.push_back({"keys", exported_copy(keys), dims});
     if (values.defined())
-      out.push_back({"values", values.detach().to(torch::kCPU, torch::kFloat32).clone(), dims});
+      out.push_back({"values", exported_copy(values), dims});
     return out;
   }
 

@@ -79,11 +79,10 @@ class T5BiasImpl : public PositionEncodingImpl {
     torch::NoGradGuard guard;
     auto r = torch::arange(-o.radius, o.radius + 1,
                            torch::TensorOptions().dtype(torch::kLong).device(bias.device()));
-    auto cpu = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kFloat32).clone(); };
-    return {{"distances", cpu(r), {"distance"}},
-            {"bias", cpu(bias), {"bucket", "head"}},
-            {"buckets", cpu(bucket(r)), {"distance"}},
-            {"profile", cpu(profile(r)), {"head", "distance"}}};
+    return {{"distances", exported_copy(r), {"distance"}},
+            {"bias", exported_copy(bias), {"bucket", "head"}},
+            {"buckets", exported_copy(bucket(r)), {"distance"}},
+            {"profile", exported_copy(profile(r)), {"head", "distance"}}};
   }
 
   torch::Tensor bias;

@@ -53,15 +53,14 @@ class TisaImpl : public PositionEncodingImpl {
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions& o) override {
     torch::NoGradGuard guard;
-    auto cpu = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kFloat32).clone(); };
     auto r = torch::arange(-o.radius, o.radius + 1, a.options());
     std::vector<torch::Tensor> f;
     for (int64_t l = 0; l < a.size(0); ++l) f.push_back(profile(l, r));
-    return {{"distances", cpu(r), {"distance"}},
-            {"a", cpu(a), {"layer", "head", "kernel"}},
-            {"b", cpu(b), {"layer", "head", "kernel"}},
-            {"c", cpu(c), {"layer", "head", "kernel"}},
-            {"f", cpu(torch::stack(f)), {"layer", "head", "distance"}}};
+    return {{"distances", exported_copy(r), {"distance"}},
+            {"a", exported_copy(a), {"layer", "head", "kernel"}},
+            {"b", exported_copy(b), {"layer", "head", "kernel"}},
+            {"c", exported_copy(c), {"layer", "head", "kernel"}},
+            {"f", exported_copy(torch::stack(f)), {"layer", "head", "distance"}}};
   }
 
   torch::Tensor a, b, c;

@@ -82,10 +82,9 @@ class TransformerXLImpl : public PositionEncodingImpl {
   }
 
   std::vector<ExportedTensor> export_tensors(const ExportOptions&) override {
-    auto cpu = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kFloat32).clone(); };
-    return {{"w_r", cpu(w_r), {"layer", "output", "input"}},
-            {"u", cpu(u), {"layer", "head", "channel"}},
-            {"v", cpu(v), {"layer", "head", "channel"}}};
+    return {{"w_r", exported_copy(w_r), {"layer", "output", "input"}},
+            {"u", exported_copy(u), {"layer", "head", "channel"}},
+            {"v", exported_copy(v), {"layer", "head", "channel"}}};
   }
 
   torch::Tensor w_r, u, v;

@@ -104,7 +104,7 @@ class XposImpl : public PositionEncodingImpl {
     auto z = zeta.detach().to(torch::kCPU, torch::kDouble);           // (rd/2)
     // The factor on pair m of q_i·k_j at r = j - i: ζ_m^{-r/γ}.
     auto decay = torch::pow(z.unsqueeze(1), -r.unsqueeze(0) / gamma_);  // (rd/2,2R+1)
-    return {{"frequencies", inv_freq.detach().to(torch::kCPU, torch::kFloat32).clone(), {"pair"}},
+    return {{"frequencies", exported_copy(inv_freq), {"pair"}},
             {"zeta", z.to(torch::kFloat32), {"pair"}},
             {"distances", r.to(torch::kFloat32), {"distance"}},
             {"decay", decay.to(torch::kFloat32), {"pair", "distance"}}};

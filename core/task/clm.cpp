@@ -10,7 +10,7 @@
 
 #include "core/data/corpus.h"
 #include "core/data/tasks.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 
 namespace relpos {
 

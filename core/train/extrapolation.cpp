@@ -13,8 +13,8 @@
 #include <set>
 
 #include "core/io/run_file.h"
-#include "core/position/registry.h"
-#include "core/task/registry.h"
+#include "core/position/position_registry.h"
+#include "core/task/task_registry.h"
 #include "core/train/objective.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"

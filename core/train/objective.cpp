@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "core/data/squad_metric.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 
 namespace relpos {
 

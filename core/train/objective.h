@@ -1,5 +1,5 @@
 // Task losses and evaluation metrics, by the model's head kind (the task registry,
-// core/task/registry.h, says which head and which metrics a task has).
+// core/task/task_registry.h, says which head and which metrics a task has).
 //   Lm head: cross-entropy over positions with a target (!= -100); accuracy = correct
 //     predictions / targets; a task whose metrics list ppl adds ppl = exp(loss), one that lists
 //     seq_accuracy adds it (rows whose every target is right) and seq_accuracy@LENGTH.

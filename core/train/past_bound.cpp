@@ -3,7 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/io/run_paths.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/util/text_util.h"
 
 namespace relpos {

@@ -10,7 +10,7 @@
 #include "core/dist/distributed.h"
 #include "core/io/run_paths.h"
 #include "core/train/run_record.h"
-#include "core/train/snapshot.h"
+#include "core/train/snapshot_capture.h"
 #include "core/util/signals.h"
 #include "core/util/system.h"
 

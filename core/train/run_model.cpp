@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "core/io/checkpoint.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "core/data/task.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/train/run_folder.h"
 #include "core/train/trainer.h"
 #include "core/util/errors.h"

@@ -14,6 +14,7 @@
 
 #include <torch/types.h>
 
+#include "core/util/device.h"  // parse_device
 #include "core/config/config.h"
 #include "core/io/run_paths.h"
 
@@ -90,6 +91,5 @@ LoadedConfig load_run_config(const std::string& dir, const std::vector<std::stri
 LoadedConfig resume_run_config(const std::string& dir, const std::vector<std::string>& configs,
                                const std::vector<std::string>& sets);
 
-torch::Device parse_device(const std::string& device);
 
 }  // namespace relpos

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/train/objective.h"
 #include "core/util/errors.h"
 #include "core/util/precision.h"

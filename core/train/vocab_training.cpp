@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "core/data/task.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/util/errors.h"
 #include "core/util/text_util.h"
 #include "core/train/run_folder.h"

@@ -53,7 +53,7 @@ R=$BUILD/app/relpos
 $R bench --blas --device cuda
 
 phase test "test: fused against eager (CPU and CUDA)" &&
-(cd tests && "../$BUILD/tests/relpos_tests" -tc="fused attention*") 2>&1 | tail -n 15
+(cd tests && "../$BUILD/tests/relpos_core_tests" -tc="fused attention*") 2>&1 | tail -n 15
 
 # No address-space limit (--max-memory 0): a CUDA process reserves virtual memory in the size of
 # the GPU's, which the default limit (3/4 of RAM) can be below.

@@ -1,4 +1,4 @@
-#include "core/bench/report.h"
+#include "core/bench/bench_report.h"
 
 #include <fmt/format.h>
 #include <torch/version.h>
@@ -46,13 +46,11 @@ std::string paired_cell(const CaseSummary& c) {
 
 }  // namespace
 
-std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector<GrowthFit>& fits) {
+namespace {
+
+// The main table: one row per case, the lengths separated by a blank line, and its legend.
+std::string case_rows(const std::vector<CaseSummary>& cases, bool gpu, bool paired) {
   std::string out;
-  const bool paired = std::any_of(cases.begin(), cases.end(),
-                                  [](const CaseSummary& c) { return !std::isnan(c.paired_ratio); });
-  // A GPU run's memory is the GPU's (the CUDA caching allocator's peak); the host's RSS is
-  // shown beside it. A CPU run shows the child's peak RSS and what its steps added.
-  const bool gpu = gpu_run(cases);
   if (gpu)
     out += fmt::format("{:<15} {:<12} {:>5} {:>10} {:>6} {:>9} {:>9} {:>8} {:>6} {:>8}\n", "variant",
                        "impl", "T", "ms/step", "xnone", "cpu ms", "tok/s", "GPU MB", "xnone",
@@ -103,6 +101,12 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
         "per round, alternating which goes first; geometric mean over the rounds (n, all "
         "repeats) with its 95% t-interval.\n";
 
+  return out;
+}
+
+// The relative variants' direct [T,T,d] path beside their fast one, at each length.
+std::string direct_rows(const std::vector<CaseSummary>& cases, bool gpu) {
+  std::string out;
   std::string direct;
   for (const auto& c : cases) {
     if (relative_impl_of(c.key.impl) != "direct" || !c.ok()) continue;
@@ -138,6 +142,12 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
     out += direct;
   }
 
+  return out;
+}
+
+// The log-log slopes of time and memory against T.
+std::string growth_rows(const std::vector<GrowthFit>& fits, bool gpu) {
+  std::string out;
   bool any_fit = false;
   for (const auto& f : fits) any_fit = any_fit || f.points >= 2;
   if (any_fit) {
@@ -150,6 +160,17 @@ std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector
                            num(f.time_exponent), num(f.memory_exponent));
   }
   return out;
+}
+
+}  // namespace
+
+std::string bench_table(const std::vector<CaseSummary>& cases, const std::vector<GrowthFit>& fits) {
+  const bool paired = std::any_of(cases.begin(), cases.end(),
+                                  [](const CaseSummary& c) { return !std::isnan(c.paired_ratio); });
+  // A GPU run's memory is the GPU's (the CUDA caching allocator's peak); the host's RSS is
+  // shown beside it. A CPU run shows the child's peak RSS and what its steps added.
+  const bool gpu = gpu_run(cases);
+  return case_rows(cases, gpu, paired) + direct_rows(cases, gpu) + growth_rows(fits, gpu);
 }
 
 nlohmann::ordered_json bench_json(nlohmann::ordered_json doc,

@@ -6,7 +6,7 @@
 // The claims are in configs/experiments/invariance/mini.yaml.
 #include <filesystem>
 
-#include "experiments/experiment.h"
+#include "experiments/experiment_context.h"
 #include "experiments/stage_records.h"
 
 namespace relpos {

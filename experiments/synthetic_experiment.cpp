@@ -12,7 +12,7 @@
 
 #include "analysis/figures.h"
 #include "analysis/stats.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "experiments/report_util.h"
 #include "experiments/stage_records.h"
 

@@ -1,5 +1,5 @@
 // The synthetic tasks of length generalization: copy, reverse, sort, shift, recall,
-// marker_distance (their sequences: core/data/synthetic.h). Training lengths are
+// marker_distance (their sequences: core/data/synthetic_sequences.h). Training lengths are
 // [task.min_len, task.max_len], test lengths reach task.test_max_len; the data are the task's
 // own symbols, no corpus and no tokenizer.
 //   head: Lm (the output is predicted at its positions: [MASK]s for encoders, teacher forcing
@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "core/data/tasks.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 
 namespace relpos {
 

@@ -1,4 +1,4 @@
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 
 #include <stdexcept>
 

@@ -1,5 +1,5 @@
-// deberta, kerple_log, kerple_power, fire, xpos and cope against naive loops written here from
-// each paper's formula (docs/variants.md, and the header of core/position/<variant>.cpp for the
+// The kernel, decay and contextual variants (deberta, kerple_log, kerple_power, fire, xpos and
+// cope) against naive loops written here from each paper's formula (docs/variants.md, and the header of core/position/<variant>.cpp for the
 // conventions the papers leave open): one attention layer plus the variant, float64,
 // bidirectional and causal, through tests/naive_variant_check.h. Learned values are read from
 // the variant's parameters; clipping, buckets, kernels, rotations, decays and contextual
@@ -221,7 +221,7 @@ Formula cope_formula(const Setup& s) {
 
 }  // namespace
 
-const bool kNaiveRecent =
+const bool kNaiveKernels =
     naive_tests({"deberta", "kerple_log", "kerple_power", "fire", "xpos", "cope"});
 
 TEST_CASE("naive: deberta, clipped and log-bucketed, own or the layer's projections") {

@@ -1,4 +1,4 @@
-#include "experiments/experiment.h"
+#include "experiments/experiment_context.h"
 
 #include <fmt/format.h>
 
@@ -11,9 +11,9 @@
 #include "analysis/claims_report.h"
 #include "analysis/report.h"
 #include "analysis/run_source.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/position/eval_settings.h"
-#include "core/task/registry.h"
+#include "core/task/task_registry.h"
 #include "core/train/trainer.h"
 #include "core/util/child_pool.h"
 #include "core/util/errors.h"
@@ -21,6 +21,8 @@
 #include "core/util/signals.h"
 #include "core/util/system.h"
 #include "core/util/threads.h"
+#include "core/io/run_paths.h"
+#include "experiments/run_evaluation.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
@@ -216,43 +218,41 @@ void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs,
   // One `relpos eval` child per run, `jobs` at a time (as the sweep trains them), each with its
   // share of the CPUs: a run's evaluation is small matrices, which one thread runs best.
   const int64_t jobs = std::max<int64_t>(1, opts_.jobs > 0 ? opts_.jobs : config_.sweep.jobs);
-  std::vector<std::vector<std::string>> todo;  // argv of each child
-  std::vector<std::string> names;
+  std::vector<std::string> todo;  // the runs whose table is missing or older than the run
   for (const auto& d : dirs) {
     const fs::path csv = fs::path(d) / ("eval_" + table + ".csv");
-    if (fs::exists(csv) && fs::last_write_time(csv) >= fs::last_write_time(run_result_path(d)))
-      continue;
+    if (!fs::exists(csv) || fs::last_write_time(csv) < fs::last_write_time(run_result_path(d)))
+      todo.push_back(d);
+  }
+  if (todo.empty()) return;
+  const auto options_of = [&](const std::string& d) {
     // The run's stage is its folder's parent below dir() (none for runs at the top). Only the
     // evaluation settings among its overrides matter: the others are in the run's config.yaml.
     const fs::path rel = fs::path(d).lexically_relative(dir_);
     const std::string stage =
         std::distance(rel.begin(), rel.end()) > 1 ? rel.begin()->string() : std::string();
-    std::vector<std::string> argv{opts_.relpos_binary.empty() ? self_executable()
-                                                              : opts_.relpos_binary,
-                                  "eval", "--run", d, "--set",
-                                  fmt::format("threads={}", automatic_threads_shared(jobs))};
+    std::vector<std::string> options{"--set",
+                                     fmt::format("threads={}", automatic_threads_shared(jobs))};
     std::vector<std::string> sets = sets_for(stage);
     sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
     for (const auto& s : sets)
-      if (is_eval_setting(s)) argv.insert(argv.end(), {"--set", s});
-    if (!suffix.empty()) argv.insert(argv.end(), {"--suffix", suffix});
+      if (is_eval_setting(s)) options.insert(options.end(), {"--set", s});
+    if (!suffix.empty()) options.insert(options.end(), {"--suffix", suffix});
     // The experiment chooses its past-the-bound evaluations itself (extrapolation.cpp).
-    argv.push_back("--no-past-bound");
-    todo.push_back(std::move(argv));
-    names.push_back(fs::path(d).filename().string());
-  }
-  if (todo.empty()) return;
-  stop_if_interrupted("the length evaluation of " + todo[0][3] +
+    options.push_back("--no-past-bound");
+    return options;
+  };
+  stop_if_interrupted("the length evaluation of " + todo[0] +
                       (todo.size() > 1 ? fmt::format(" and {} more runs", todo.size() - 1) : ""));
   log(fmt::format("length evaluation of {} run{}{}, {} at a time", todo.size(),
                   todo.size() == 1 ? "" : "s",
                   extra_sets.empty() ? "" : " with " + join_names(extra_sets),
                   std::min<int64_t>(jobs, static_cast<int64_t>(todo.size()))));
-  size_t done = 0;
-  const std::vector<ChildResult> results = run_children(
-      todo, jobs,
-      [&](size_t i, const ChildResult& r) {
-        log(fmt::format("  [{}/{}] {} {}", ++done, todo.size(), names[i],
+  const std::vector<ChildResult> results = evaluate_runs(
+      todo, options_of, jobs, opts_.relpos_binary,
+      [&](size_t i, size_t finished, const ChildResult& r) {
+        log(fmt::format("  [{}/{}] {} {}", finished, todo.size(),
+                        fs::path(todo[i]).filename().string(),
                         r.ok() ? fmt::format("({:.0f} s)", r.wall_s) : "FAILED: " + r.describe(0)));
       },
       interrupt_requested);
@@ -260,7 +260,7 @@ void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs,
   for (size_t i = 0; i < todo.size(); ++i)
     if (!results[i].ok()) {
       const std::string& out = results[i].out;
-      throw RunError(fmt::format("length evaluation of {} failed ({}):\n{}", todo[i][3],
+      throw RunError(fmt::format("length evaluation of {} failed ({}):\n{}", todo[i],
                                  results[i].describe(0),
                                  out.size() > 2000 ? "..." + out.substr(out.size() - 2000) : out));
     }
@@ -281,7 +281,7 @@ std::string ExperimentContext::report(const std::string& folder,
                                       const analysis::ExperimentResult& result) const {
   analysis::ReportInputs in;
   in.dir = folder;
-  in.experiment = !analysis::is_run_dir(folder);
+  in.experiment = !is_run_folder(folder);
   for (const auto& r : result.runs) in.runs.push_back(r.info);
   analysis::write_report(in);
   return (fs::path(folder) / "report.md").string();

@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/train/past_bound.h"
 #include "core/train/trainer.h"
-#include "experiments/experiment.h"
+#include "experiments/experiment_context.h"
 #include "experiments/stage_records.h"
 
 namespace relpos {

@@ -1,4 +1,4 @@
-#include "core/data/synthetic.h"
+#include "core/data/synthetic_sequences.h"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // factory). Every variant is registered in one explicit function, build_position_registry() in
 // registry.cpp. Adding a variant: one file in core/position/, one line in
 // build_position_registry(), a naive-loop test (tests/test_variants_naive.cpp for the first
-// variants, tests/test_variants_naive_recent.cpp for the later ones), one overlay
+// variants, tests/test_variants_naive_kernels.cpp for the later ones), one overlay
 // configs/position/<name>.yaml, and its HDF5 datasets in docs/hdf5-schema.md (README.md,
 // "Adding a position encoding").
 #pragma once

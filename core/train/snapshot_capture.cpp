@@ -1,4 +1,4 @@
-#include "core/train/snapshot.h"
+#include "core/train/snapshot_capture.h"
 
 #include <algorithm>
 
