@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/config/config.h"
-#include "core/position/registry.h"
+#include "core/position/position_registry.h"
 #include "core/util/text_util.h"
 
 namespace relpos {
