@@ -87,11 +87,6 @@ struct BenchArgs {
     return r;
   }
 };
-    std::vector<std::string> sets = config_sets();
-    sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
-    return load_config(files, sets, labelled);
-  }
-};
 
 // --paired: each case's ratio to `none` from its paired rounds, as the geometric mean with the
 // 95% t-interval of the mean log ratio (rounds pooled over repeats), exponentiated.

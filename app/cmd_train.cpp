@@ -32,8 +32,6 @@ void resolve_run_folder(TrainCommand& o, const std::string& resume_dir) {
                       o.resume ? "relpos train --resume DIR" : "the folder the run writes into");
 }
 
-}  // namespace
-
 // The launch options mean something only to a data-parallel launch: never ignored.
 void check_launch_options(const DataParallelOptions& l, const CLI::Option* node_rank,
                           const std::vector<const CLI::Option*>& launch_only) {
