@@ -7,7 +7,7 @@
 #include <cmath>
 #include <iostream>
 
-#include "analysis/stats.h"
+#include "analysis/inference.h"
 #include "app/commands.h"
 #include "core/bench/bench_session.h"
 #include "core/model/fused_attention.h"
