@@ -64,11 +64,16 @@ std::string write_claims_index(const std::string& root) {
   std::sort(folders.begin(), folders.end());
   std::vector<ClaimResult> all;
   std::map<std::string, std::string> links;  // experiment -> link to its report
+  std::vector<std::string> earlier;          // experiments whose record predates the rules
   for (const auto& f : folders) {
-    auto claims = read_claims((f / "claims.json").string());
     const std::string name = f.filename().string();
     links[name] = fmt::format("[{}]({}/report.md)", repo_relative((f / "report.md").string()), name);
-    for (auto& c : claims) c.experiment = name, all.push_back(std::move(c));
+    try {
+      auto claims = read_claims((f / "claims.json").string());
+      for (auto& c : claims) c.experiment = name, all.push_back(std::move(c));
+    } catch (const EarlierClaimsRecord&) {
+      earlier.push_back(name);
+    }
   }
   decide(all);
   size_t m = 0;
@@ -99,6 +104,14 @@ std::string write_claims_index(const std::string& root) {
       md << fmt::format("- {} \"{}\": {}. {}\n", links[c.experiment], c.claim.quote, reasons(c),
                         c.claim.to_test.empty() ? "What testing it would take is not stated."
                                                 : "To test it: " + c.claim.to_test);
+  if (!earlier.empty()) {
+    md << "\n## Not judged at this revision\n\n"
+          "These experiments' claims.json were written by an earlier relpos, whose verdicts "
+          "the rules above did not decide (no claim configs, no evaluation noise, no Holm); "
+          "they are left out of the family. To judge them, run the experiment again:\n\n";
+    for (const auto& name : earlier)
+      md << fmt::format("- {}: `build/app/relpos reproduce {} --scale mini`\n", links[name], name);
+  }
   const fs::path out = fs::path(root) / "CLAIMS.md";
   std::ofstream f(out);
   f << md.str();

@@ -1,6 +1,8 @@
 // claims.json: the claims of one experiment with every number decide() needs, so that
 // results/CLAIMS.md can decide all experiments' claims again as one family.
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -83,7 +85,10 @@ ComparisonResult part_from_json(const Json& j, const std::string& where) {
 }  // namespace
 
 std::string claims_json_text(const std::string& experiment, const std::vector<ClaimResult>& claims) {
-  Json j{{"experiment", experiment}, {"alpha", kFamilyAlpha}, {"claims", Json::array()}};
+  Json j{{"format", kClaimsRecordFormat},
+         {"experiment", experiment},
+         {"alpha", kFamilyAlpha},
+         {"claims", Json::array()}};
   for (const auto& c : claims) {
     Json parts = Json::array();
     for (const auto& p : c.parts) parts.push_back(part_json(p));
@@ -108,6 +113,17 @@ std::vector<ClaimResult> read_claims(const std::string& path) {
     throw SchemaError(fmt::format("{}: not a claims record (expected an object with a \"claims\" "
                                   "array, as `relpos report` writes)",
                                   path));
+  // A record of the claims engine before the verdict rules (no claim configs to re-decide from):
+  // its verdicts cannot join the family; the index lists the experiment as not re-judged.
+  const bool current = j.contains("alpha") && std::all_of(j["claims"].begin(), j["claims"].end(),
+                                                          [](const Json& c) {
+                                                            return c.is_object() && c.contains("claim");
+                                                          });
+  if (!current)
+    throw EarlierClaimsRecord(fmt::format(
+        "{}: written by an earlier relpos (claims without their configs, before the verdict "
+        "rules of docs/analysis.md, \"Claims and verdicts\")",
+        path));
   std::vector<ClaimResult> out;
   try {
     for (size_t i = 0; i < j["claims"].size(); ++i) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/claims.h"
+#include "core/util/errors.h"
 
 namespace relpos::analysis {
 
@@ -32,11 +33,24 @@ std::string write_claims(const std::string& dir, const std::string& experiment,
 
 // claims.json's text.
 std::string claims_json_text(const std::string& experiment, const std::vector<ClaimResult>& claims);
-// Reads DIR/claims.json back (SchemaError naming the file when it is not one).
+// claims.json's "format": 2 since the verdict rules (claims with their configs and numbers).
+constexpr int kClaimsRecordFormat = 2;
+
+// A claims.json of an earlier relpos: verdicts without the claim configs and numbers the rules
+// decide from.
+class EarlierClaimsRecord : public SchemaError {
+ public:
+  using SchemaError::SchemaError;
+};
+
+// Reads DIR/claims.json back (SchemaError naming the file when it is not one;
+// EarlierClaimsRecord for a record of an earlier relpos).
 std::vector<ClaimResult> read_claims(const std::string& path);
 
 // Rewrites ROOT/CLAIMS.md from the claims.json of ROOT's sub-folders that have a report.md;
-// returns its path, or "" (and writes nothing) when no sub-folder has claims.
+// returns its path, or "" (and writes nothing) when no sub-folder has claims. An experiment
+// whose claims.json an earlier relpos wrote is listed as not judged at this revision, with the
+// command that judges it, and its claims stay out of the family.
 std::string write_claims_index(const std::string& root);
 
 }  // namespace relpos::analysis

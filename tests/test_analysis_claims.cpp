@@ -296,6 +296,19 @@ TEST_CASE("claims: the report section, claims.json read back, and CLAIMS.md deci
   CHECK(text.find("(exp1/report.md) | \"A beats B\"") != std::string::npos);
   CHECK(text.find("**supported**") == std::string::npos);  // 2p >= 0.05 for both
   CHECK(text.find("**inconclusive**") != std::string::npos);
+  // A record of an earlier relpos (verdicts without claim configs) stays out of the family and
+  // is listed with the command that judges it.
+  fs::create_directories(root / "exp0");
+  std::ofstream(root / "exp0" / "report.md") << "# exp0\n";
+  std::ofstream(root / "exp0" / "claims.json")
+      << R"({"claims": [{"id": "old", "quote": "X beats Y", "verdict": "supported"}]})";
+  CHECK_THROWS_AS(read_claims((root / "exp0" / "claims.json").string()), EarlierClaimsRecord);
+  const std::string with_old = test::read_text(write_claims_index(root.string()));
+  CHECK(with_old.find("Holm adjustment runs over all 2 tested comparisons") != std::string::npos);
+  CHECK(with_old.find("## Not judged at this revision") != std::string::npos);
+  CHECK(with_old.find("`build/app/relpos reproduce exp0 --scale mini`") != std::string::npos);
+  CHECK(with_old.find("X beats Y") == std::string::npos);
+  fs::remove_all(root / "exp0");
   // A broken record is an error naming the file.
   fs::create_directories(root / "exp3");
   std::ofstream(root / "exp3" / "report.md") << "# exp3\n";
