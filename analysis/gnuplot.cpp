@@ -105,20 +105,33 @@ struct Script {
     const int rows = static_cast<int>((panels + columns - 1) / columns);
     std::ostringstream s;
     s << "# " << title << "\n"
-      << "# Written by relpos. Data: " << stem << ".dat (" << data_note << ").\n"
-      << "# Redraw both " << stem << ".png and " << stem << ".pdf with: gnuplot " << stem << ".gp\n"
+      << "# Written by relpos (figures.size: " << preset_name(size.preset) << "). Data: " << stem
+      << ".dat (" << data_note << ").\n"
+      << "# Redraw " << stem << ".png, " << stem << ".pdf and " << stem
+      << ".svg with: gnuplot " << stem << ".gp\n"
       << "set encoding utf8\n";
     for (size_t k = 0; k < std::size(kLineColours); ++k)
       s << fmt::format("set linetype {} lc rgb '{}' lw 2 pt 7 ps 1.1\n", k + 1, kLineColours[k]);
     s << "set linetype cycle " << std::size(kLineColours) << "\n" << preamble;
-    s << "do for [fmt in \"png pdf\"] {\n"
+    // On screen the PNG is the layout itself; for print it is drawn three times larger, fonts
+    // and lines too (300 dots an inch at the PDF's width), so that the layout stays the same.
+    const bool print = size.preset != FigurePreset::screen;
+    s << "do for [fmt in \"png pdf svg\"] {\n"
       << "  if (fmt eq \"png\") {\n"
-      << fmt::format("    set terminal pngcairo size {},{} noenhanced font \"Sans,10\"\n",
-                     size.width, size.height)
-      << "  } else {\n"
+      << (print ? fmt::format("    set terminal pngcairo size {},{} fontscale 3 linewidth 3 "
+                              "noenhanced font \"Sans,10\"\n",
+                              3 * size.width, 3 * size.height)
+                : fmt::format("    set terminal pngcairo size {},{} noenhanced font \"Sans,10\"\n",
+                              size.width, size.height))
+      << "  }\n"
+      << "  if (fmt eq \"pdf\") {\n"
       << fmt::format(
              "    set terminal pdfcairo size {:.2f}in,{:.2f}in noenhanced font \"Sans,8\"\n",
              size.width / 100.0, size.height / 100.0)
+      << "  }\n"
+      << "  if (fmt eq \"svg\") {\n"
+      << fmt::format("    set terminal svg size {},{} noenhanced font \"Sans,10\"\n", size.width,
+                     size.height)
       << "  }\n"
       << "  set output " << quote(stem + ".") << " . fmt\n";
     if (panels > 1)
@@ -154,21 +167,47 @@ FigureFiles render(const fs::path& dir, const std::string& stem, const std::stri
   const std::string gnuplot = require_gnuplot();
   fs::create_directories(dir);
   FigureFiles files{(dir / (stem + ".png")).string(), (dir / (stem + ".pdf")).string(),
-                    (dir / (stem + ".gp")).string(), (dir / (stem + ".dat")).string()};
+                    (dir / (stem + ".svg")).string(), (dir / (stem + ".gp")).string(),
+                    (dir / (stem + ".dat")).string()};
   write_file(files.data, data);
   write_file(files.script, script);
-  fs::remove(files.png);
-  fs::remove(files.pdf);
+  for (const std::string* f : {&files.png, &files.pdf, &files.svg}) fs::remove(*f);
   SpawnOptions in_dir;
   in_dir.cwd = dir.string();
   const ChildResult run = run_child({gnuplot, stem + ".gp"}, in_dir, /*merge_output=*/true);
   const int status = run.status();
   const std::string& output = run.out;
-  if (status != 0 || !fs::exists(files.png) || fs::file_size(files.png) == 0)
+  if (status != 0 || !fs::exists(files.png) || fs::file_size(files.png) == 0 ||
+      !fs::exists(files.svg))
     throw Error(
         fmt::format("gnuplot failed on {} (exit status {}):\n{}", files.script, status, output),
         "run `gnuplot " + stem + ".gp` in " + dir.string() + " to see the problem");
   return files;
+}
+
+// A curves panel's reference marks: the shaded band (clipped to the x range when one is set),
+// and the dotted horizontal lines with their labels at the left.
+void draw_marks(std::ostringstream& b, const CurvesPanel& p) {
+  if (p.band) {
+    double lo = p.band->first, hi = p.band->second;
+    if (p.xrange) lo = std::max(lo, p.xrange->first), hi = std::min(hi, p.xrange->second);
+    if (hi >= lo) {
+      // A band of one point (a trained range of r = 0 alone) still shows as a thin strip.
+      const double pad = hi > lo ? 0.0 : 0.5;
+      b << fmt::format("  set object 1 rect from {}, graph 0 to {}, graph 1 back fc rgb "
+                       "'#e3ebf5' fs solid 1.0 noborder\n",
+                       gnuplot_num(lo - pad), gnuplot_num(hi + pad))
+        << fmt::format("  set label {} at {}, graph 0.97 center tc rgb '#35608f' front\n",
+                       quote(p.band_label), gnuplot_num((lo + hi) / 2));
+    }
+  }
+  for (const auto& [y, label] : p.hlines)
+    b << fmt::format("  set arrow from graph 0, first {0} to graph 1, first {0} nohead dt 3 lw 2 "
+                     "lc rgb '#555555' back\n",
+                     gnuplot_num(y))
+      << fmt::format("  set label {} at graph 0.02, first {} offset 0,0.7 left tc rgb '#333333' "
+                     "front\n",
+                     quote(label), gnuplot_num(y));
 }
 
 }  // namespace
@@ -177,6 +216,36 @@ Palette palette_for(const Matrix& m) {
   bool neg = false, pos = false;
   for (double v : m.data) neg |= v<0, pos |= v> 0;
   return neg && pos ? Palette::diverging : Palette::viridis;
+}
+
+std::string line_colour(int line) {
+  const int n = static_cast<int>(std::size(kLineColours));
+  return kLineColours[((line % n) + n) % n];
+}
+
+FigurePreset figure_preset(const std::string& name, const std::string& key) {
+  if (name == "screen") return FigurePreset::screen;
+  if (name == "column") return FigurePreset::column;
+  if (name == "page") return FigurePreset::page;
+  throw ConfigError(fmt::format("{}: unknown figure size (got '{}'; expected screen, column or "
+                                "page)",
+                                key, name),
+                    "screen: the figures' own sizes; column: about 3.3 in wide (one column of a "
+                    "two-column paper); page: about 6.9 in (the text width)");
+}
+
+const char* preset_name(FigurePreset p) {
+  return p == FigurePreset::column ? "column" : p == FigurePreset::page ? "page" : "screen";
+}
+
+FigureSize layout_size(const FigureSize& size, int columns) {
+  if (size.preset == FigurePreset::screen) return size;
+  const int width = size.preset == FigurePreset::column && columns <= 1 ? 330 : 690;
+  // Print figures are short: a little taller than the screen aspect where that is wide, so
+  // that titles, labels and a legend below leave room for the plot.
+  const double aspect =
+      std::max(0.75, static_cast<double>(size.height) / std::max(1, size.width));
+  return {width, static_cast<int>(std::lround(width * aspect)), size.preset};
 }
 
 namespace {
@@ -264,8 +333,10 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
     panels.push_back(downsample(p, input.size() > 1 ? 128 : 256));
   }
   Script s;
-  s.stem = stem, s.title = title, s.panels = panels.size(), s.size = size;
+  s.stem = stem, s.title = title, s.panels = panels.size();
   s.columns = std::max(1, std::min<int>(columns, static_cast<int>(panels.size())));
+  size = layout_size(size, s.columns);
+  s.size = size;
   const bool shared = one_colour_bar && panels.size() > 1;
   std::string cblabel, colour_bar;
   if (shared) {
@@ -339,8 +410,17 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
       // margins let them run into the next panel or off the figure).
       b << "  set colorbox\n  set rmargin 12\n";
     b << "  unset arrow\n"
-      << "  unset label\n  unset logscale\n  unset y2tics\n  unset y2label\n"
-      << "  plot " << quote(stem + ".dat") << " index " << k
+      << "  unset label\n  unset logscale\n  unset y2tics\n  unset y2label\n";
+    for (const auto& [x, label] : p.vlines) {
+      b << fmt::format("  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
+                       "rgb '#000000' front\n",
+                       gnuplot_num(x));
+      if (!label.empty())
+        b << fmt::format("  set label {} at {}, graph 1 offset 0.4,-0.9 left tc rgb '#000000' "
+                         "front\n",
+                         quote(label), gnuplot_num(x));
+    }
+    b << "  plot " << quote(stem + ".dat") << " index " << k
       << " nonuniform matrix with image notitle\n";
   }
   return render(dir, stem,
@@ -353,8 +433,10 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
                         const std::vector<CurvesPanel>& panels, int columns, FigureSize size) {
   if (panels.empty()) throw Error("plot_curves: no panels for " + stem);
   Script s;
-  s.stem = stem, s.title = title, s.panels = panels.size(), s.size = size;
+  s.stem = stem, s.title = title, s.panels = panels.size();
   s.columns = std::max(1, std::min<int>(columns, static_cast<int>(panels.size())));
+  s.size = layout_size(size, s.columns);
+  const bool print = s.size.preset != FigurePreset::screen;
   std::ostringstream data;
   size_t block = 0;
   for (size_t k = 0; k < panels.size(); ++k) {
@@ -367,7 +449,8 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       << (panels.size() > 1 ? " font \",10\"" : " font \",12\"") << "\n"
       << "  set xlabel " << quote(p.xlabel) << "\n"
       << "  set ylabel " << quote(p.ylabel) << "\n"
-      << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n  set bmargin -1\n"
+      << "  set size noratio\n  unset colorbox\n  unset arrow\n  unset label\n  unset object\n"
+      << "  set bmargin -1\n"
       << "  set grid lc rgb '#d0d0d0' dt 3\n  set offsets 0, 0, graph 0.04, graph 0.04\n  set tics "
          "out\n  set autoscale y2\n"
       << (p.yrange ? fmt::format("  set yrange [{}:{}]\n", gnuplot_num(p.yrange->first),
@@ -381,12 +464,14 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
       b << "  set y2label " << quote(p.y2label) << "\n  set y2tics\n  set ytics nomirror\n";
     else
       b << "  unset y2label\n  unset y2tics\n  set ytics mirror\n";
-    if (p.key == "off")
+    // In print a legend right of the plot would take most of a column's width: under it.
+    const std::string key = p.key.empty() && print ? "below" : p.key;
+    if (key == "off")
       b << "  unset key\n";
-    else if (p.key.empty())  // outside the plot: a legend never hides a curve
+    else if (key.empty())  // outside the plot: a legend never hides a curve
       b << "  set key outside right top vertical Left reverse font \","
         << (p.curves.size() > 8 ? 8 : 9) << "\" samplen 3 spacing 0.9\n";
-    else if (p.key == "below") {  // under the plot, in rows: the plot keeps the figure's width
+    else if (key == "below") {  // under the plot, in rows: the plot keeps the figure's width
       // gnuplot does not make room for both the x label and a key in the bottom margin: the
       // margin is set here from the rows the entries need (about 7 px a character at 9 pt).
       size_t longest = 0;
@@ -400,17 +485,20 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
                        key_rows, 3.5 + 1.25 * static_cast<double>(key_rows));
     }
     else
-      b << "  set key " << p.key << " font \",9\"\n";
-    for (const auto& [x, label] : p.vlines)
+      b << "  set key " << key << " font \",9\"\n";
+    draw_marks(b, p);
+    for (const auto& [x, label] : p.vlines) {
       // Behind the curves: a point at the marked x stays visible.
       b << fmt::format(
-               "  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
-               "rgb '#444444' back\n",
-               gnuplot_num(x))
-        << fmt::format(
-               "  set label {} at {}, graph 0.04 offset 0.5,0 left tc rgb '#444444' "
-               "front\n",
-               quote(label), gnuplot_num(x));
+          "  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
+          "rgb '#444444' back\n",
+          gnuplot_num(x));
+      if (!label.empty())
+        b << fmt::format(
+            "  set label {} at {}, graph 0.04 offset 0.5,0 left tc rgb '#444444' "
+            "front\n",
+            quote(label), gnuplot_num(x));
+    }
     b << "  plot ";
     // A function is clipped to the plot, unlike an arrow.
     if (p.zero_line)

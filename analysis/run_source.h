@@ -24,6 +24,7 @@ class RunFileSource : public RunSource {
   std::unique_ptr<RunFileReader> reader_;
   RunInfo info_;
   torch::Tensor key_mask_;  // /probe/key_mask (P,T), undefined when the probe has no padding
+  int64_t probe_count_ = 0;  // P of /probe/tokens; 0 without a probe
 };
 
 bool is_run_dir(const std::string& dir);  // holds run.h5

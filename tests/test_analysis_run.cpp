@@ -242,14 +242,13 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
     metric.push_back(std::stod(cells[3]));
     scores.push_back(std::stod(cells[5]));
   }
-  CHECK(cells_of(corr[1]) == std::vector<std::string>{"inv. attention (0–1)", "3", "", "", "", ""});
-  const CorrelationTest expected = pearson_test(scores, metric);
-  const auto row = cells_of(corr[2]);
-  REQUIRE(row.size() == 6);
-  CHECK(row[1] == "3");
-  CHECK(std::stod(row[2]) == doctest::Approx(expected.r).epsilon(1e-8));
-  CHECK(row[3].empty());
-  CHECK(std::stod(row[4]) == doctest::Approx(expected.p_two).epsilon(1e-8));
+  // Three runs are too few for a correlation to mean anything: no number is printed (n<5),
+  // whatever the values (tests/test_figure_palette.cpp checks one over five runs).
+  CHECK(cells_of(corr[1]) ==
+        std::vector<std::string>{"inv. attention (0–1)", "3", "n<5", "n<5", "n<5", "n<5"});
+  CHECK(cells_of(corr[2]) ==
+        std::vector<std::string>{"inv. position scores (0–1)", "3", "n<5", "n<5", "n<5", "n<5"});
+  CHECK(std::isfinite(pearson_test(scores, metric).r));
   CHECK(fs::exists(dir / "run1" / "analysis.h5"));
   fs::remove_all(dir);
 }
