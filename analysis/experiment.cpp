@@ -332,19 +332,18 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
                                                 {{p_gram, gram_baseline_lines(gram_baselines)}}));
 }
 
-// Every variant the report's figures can show: the runs' groups and the rows of their further
-// evaluations ("learned (clamped)"), for one palette across the figures.
-VariantPalette report_palette(const std::vector<RunResult>& runs) {
+
+
+}  // namespace
+
+VariantPalette report_palette(const std::vector<RunInfo>& runs) {
   std::vector<std::string> names;
   for (const auto& r : runs) {
-    names.push_back(r.info.group);
-    for (const auto& [suffix, t] : r.info.extra_evaluations)
-      names.push_back(r.info.group + " (" + suffix + ")");
+    names.push_back(r.group);
+    for (const auto& [suffix, t] : r.extra_evaluations) names.push_back(r.group + " (" + suffix + ")");
   }
   return VariantPalette(names);
 }
-
-}  // namespace
 
 ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::string& dir,
                                       const AnalyzeOptions& o) {
@@ -358,7 +357,9 @@ ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::st
   results_table(ex.runs, tables, o.encoder_notes);
   FigureOptions fo;
   fo.size = figure_preset_of(o, ex.runs.empty() ? RunInfo{} : ex.runs.front().info);
-  fo.palette = report_palette(ex.runs);
+  std::vector<RunInfo> infos;
+  for (const auto& r : ex.runs) infos.push_back(r.info);
+  fo.palette = report_palette(infos);
   if (!ex.metric.empty()) {
     final_invariance_tables(ex.runs, ex.metric, tables);
     if (o.figures && ex.runs.size() >= 2)
