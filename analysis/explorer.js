@@ -6,7 +6,7 @@
 //   curves  relative-weight curves of several runs overlaid (#rx-ccanvas), values at the
 //           cursor's r below (#rx-creadout)
 // Opened with #selftest=<JSON list of probes> the page drives its own selectors and cursor
-// and writes what it showed into <pre id="rx-selftest"> (tests/test_report_explorer.cpp).
+// and writes what it showed into a pre element of id rx-selftest (tests/test_report_explorer.cpp).
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('rx-data').textContent);

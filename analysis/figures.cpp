@@ -587,6 +587,16 @@ FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,
     p.curves.push_back({variant, s.x, s.y, false, CurveStyle::points,
                         fo.palette.empty() ? -1 : fo.palette.line(variant)});
   p.vlines = xlines;
+  // The x axis reaches the reference levels (the random table's 0), with a margin.
+  if (!xlines.empty()) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& [variant, s] : by_variant)
+      for (double x : s.x)
+        if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+    for (const auto& [x, label] : xlines) lo = std::min(lo, x), hi = std::max(hi, x);
+    const double pad = hi > lo ? 0.08 * (hi - lo) : 0.5;
+    if (std::isfinite(lo)) p.xrange = std::make_pair(lo - pad, hi + pad);
+  }
   const auto f = plot_curves(dir, stem, title, {p}, 1, {860, 600, fo.size});
   return info(f, title + ": one point per run." +
                      (xlines.empty() ? std::string()

@@ -32,7 +32,7 @@ std::map<std::string, std::string> palette_legend_colours(const std::string& scr
   for (std::sregex_iterator it(script.begin(), script.end(), lt_def), end; it != end; ++it)
     linetype[std::stoi((*it)[1])] = (*it)[2];
   std::map<std::string, std::string> out;
-  const std::regex clause(R"( lt (\d+) [^\n]*? title "([^"]*)")");
+  const std::regex clause(R"re( lt (\d+) [^\n]*? title "([^"]*)")re");
   for (std::sregex_iterator it(script.begin(), script.end(), clause), end; it != end; ++it) {
     std::string title = (*it)[2];
     // "learned (only at 64)": the legend says where a lone point lies; the variant is before it
@@ -116,7 +116,9 @@ TEST_CASE("a variant has one colour in every figure of a report, whatever the fi
   // panel and variant: attention and metric panels hold all three, P·Pᵀ two).
   const std::string script = test::read_text(figs / "invariance_by_variant.gp");
   for (const auto& [variant, colour] : by_variant) {
-    const std::regex clause(" lt (\\d+) [^\\n]*? title \"" + variant + "\"");
+    std::string quoted;  // the name as a regex: '+' of a stack is literal
+    for (char c : variant) quoted += c == '+' ? std::string("\\+") : std::string(1, c);
+    const std::regex clause(" lt (\\d+) [^\\n]*? title \"" + quoted + "\"");
     std::set<std::string> lts;
     for (std::sregex_iterator it(script.begin(), script.end(), clause), end; it != end; ++it)
       lts.insert((*it)[1]);

@@ -46,11 +46,11 @@ std::vector<std::string> explorer_run_sets(const std::string& cache, const std::
   return sets;
 }
 
-// The text of the element <tag id="id" ...>…</tag> in an HTML text, entities &lt; &gt; &amp;
-// decoded; "(absent)" when there is none.
+// The text of the last element <tag id="id" ...>…</tag> in an HTML text (the page's own code,
+// earlier, may quote the tag), entities &lt; &gt; &amp; decoded; "(absent)" when there is none.
 std::string explorer_element_text(const std::string& html, const std::string& tag,
                                   const std::string& id) {
-  const size_t at = html.find("<" + tag + " id=\"" + id + "\"");
+  const size_t at = html.rfind("<" + tag + " id=\"" + id + "\"");
   if (at == std::string::npos) return "(absent)";
   const size_t start = html.find('>', at) + 1, end = html.find("</" + tag + ">", start);
   std::string t = html.substr(start, end - start), out;
@@ -104,18 +104,22 @@ TEST_CASE("the report's explorer shows run.h5's values for the chosen run, map, 
   std::string hash;
   for (unsigned char c : probes.dump())
     hash += std::isalnum(c) ? std::string(1, static_cast<char>(c)) : fmt::format("%{:02X}", c);
-  SpawnOptions o;
-  const ChildResult r = run_child(
-      {"timeout", "180", browser, "--headless", "--no-sandbox", "--disable-gpu",
-       "--user-data-dir=" + tmp.str("chromium-profile"), "--virtual-time-budget=20000",
-       "--dump-dom", "file://" + fs::absolute(html_path).string() + "#selftest=" + hash},
-      o);
+  // Under coreutils' timeout: a browser that hangs fails the test instead of stalling ctest.
+  std::vector<std::string> argv = {find_on_path("timeout"), "180"};
+  if (argv[0].empty()) argv.clear();
+  for (const std::string& a :
+       {browser, std::string("--headless"), std::string("--no-sandbox"), std::string("--disable-gpu"),
+        "--user-data-dir=" + tmp.str("chromium-profile"), std::string("--virtual-time-budget=20000"),
+        std::string("--dump-dom"), "file://" + fs::absolute(html_path).string() + "#selftest=" + hash})
+    argv.push_back(a);
+  const ChildResult r = run_child(argv, SpawnOptions{});
   REQUIRE_MESSAGE(r.status() == 0, "chromium failed: " << r.err.substr(0, 2000));
   const std::string dom = r.out;
   CHECK(explorer_element_text(dom, "pre", "rx-errors").empty());
   const std::string result = explorer_element_text(dom, "pre", "rx-selftest");
   REQUIRE_MESSAGE(result != "(absent)", "no self-test result in the page:\n" << dom.substr(0, 3000));
-  const nlohmann::json got = nlohmann::json::parse(result);
+  const nlohmann::json got = nlohmann::json::parse(result, nullptr, /*allow_exceptions=*/false);
+  REQUIRE_MESSAGE(!got.is_discarded(), "the self-test result is not JSON:\n" << result);
   REQUIRE(got["results"].size() == probes.size());
   for (const auto& g : got["results"]) REQUIRE_MESSAGE(!g.contains("error"), g.dump());
 
