@@ -224,6 +224,7 @@ std::string explorer_html(const std::vector<const RunSource*>& runs, const Varia
            "folder has a run.h5 with snapshots here.</p>\n";
   // Script errors go into the page (#rx-errors), where a reader, and the test, see them.
   return "<h2 id=\"explorer\">Explorer</h2>\n"
+         "<style>#rx-errors:empty{display:none}</style>\n"
          "<pre id=\"rx-errors\" style=\"color:#b00000\"></pre>\n<script>\n"
          "(function () {\n"
          "  var note = function (m) { document.getElementById('rx-errors').textContent += m + '\\n'; };\n"

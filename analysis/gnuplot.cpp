@@ -251,6 +251,64 @@ std::string curve_tics(const CurvesPanel& p, const Script& s) {
   return out;
 }
 
+// A panel's legend: off, right of the plot, under it in rows (the bottom margin made room for
+// the rows and the x label's lines), or at a gnuplot position. In print a legend right of the
+// plot would take most of a column's width: under it.
+std::string key_settings(const CurvesPanel& p, const Script& s) {
+  std::ostringstream b;
+  const bool print = s.print();
+  const std::string key = p.key.empty() && print ? "below" : p.key;
+  if (key == "off")
+    b << "  unset key\n";
+  else if (key.empty())  // outside the plot: a legend never hides a curve
+    b << "  set key outside right top vertical Left reverse font \","
+      << (p.curves.size() > 8 ? 8 : 9) << "\" samplen 3 spacing 0.9\n";
+  else if (key == "below") {  // under the plot, in rows: the plot keeps the figure's width
+    // gnuplot does not make room for both the x label and a key in the bottom margin: the
+    // margin is set here from the rows the entries need.
+    const size_t rows = key_rows(p, s);
+    const std::string xlabel = print_label(p.xlabel, s, true);  // wrapped: lines of its own
+    const double xlabel_lines = static_cast<double>(std::count(xlabel.begin(), xlabel.end(), '\n'));
+    b << fmt::format("  set key bmargin center horizontal Left reverse font \",{}\" samplen "
+                     "{} spacing 1 width 1 maxrows {}\n  set bmargin {:.2f}\n",
+                     s.font(9), print ? 1.5 : 2.5, rows,
+                     (print ? 3.8 : 3.5) + 1.3 * xlabel_lines +
+                         (print ? 1.05 : 1.25) * static_cast<double>(rows));
+  } else {
+    b << "  set key " << key << fmt::format(" font \",{}\"\n", s.font(9));
+  }
+  return b.str();
+}
+
+// The dashed vertical lines of a panel with their labels, behind the curves (a point at the
+// marked x stays visible); a label beside its line on the side with room (left of a line near
+// the right edge).
+std::string vertical_lines(const CurvesPanel& p) {
+  std::ostringstream b;
+  for (const auto& [x, label] : p.vlines) {
+    b << fmt::format("  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
+                     "rgb '#444444' back\n",
+                     gnuplot_num(x));
+    const bool right_edge = p.xrange && p.xrange->second > p.xrange->first &&
+                            (x - p.xrange->first) / (p.xrange->second - p.xrange->first) > 0.6;
+    if (!label.empty())
+      b << fmt::format("  set label {} at {}, graph 0.04 offset {},0 {} tc rgb '#444444' front\n",
+                       quote(label), gnuplot_num(x), right_edge ? "-0.5" : "0.5",
+                       right_edge ? "right" : "left");
+  }
+  return b.str();
+}
+
+// In print the legends go under the plots: the figure grows by their rows (13 px each).
+void make_room_for_keys(Script& s, const std::vector<CurvesPanel>& panels) {
+  size_t most = 0;
+  for (const auto& p : panels)
+    if (p.key.empty() || p.key == "below") most = std::max(most, key_rows(p, s));
+  const int rows = static_cast<int>((panels.size() + s.columns - 1) / s.columns);
+  s.key_px = 13.0 * static_cast<double>(most);
+  s.size.height += rows * static_cast<int>(s.key_px);
+}
+
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream f(path);
   f << text;
@@ -414,6 +472,40 @@ HeatmapPanel downsample(const HeatmapPanel& p, int64_t max_cells) {
   return q;
 }
 
+namespace {
+
+// One colour bar for a grid of heatmaps (Error when the panels' scales differ): fixed margins
+// in pixels around the grid, the bar right of it, so the panels are as large as the figure
+// allows and axis labels sit on the outer panels only. Sets s.layout and the label of the bar;
+// returns the bar's placement, drawn with the last panel.
+std::string shared_colour_bar(Script& s, const std::vector<HeatmapPanel>& panels,
+                              std::string& cblabel) {
+  for (size_t k = 1; k < panels.size(); ++k)
+    if (colour_range(panels[k]) != colour_range(panels[0]) ||
+        panels[k].palette != panels[0].palette)
+      throw Error(fmt::format("heatmap {}: one colour bar for panels with different colour "
+                              "scales (panel {} differs from panel 1)",
+                              s.stem, k + 1));
+  for (const auto& p : panels)
+    if (cblabel.empty()) cblabel = p.cblabel;
+  const double w = s.size.width, h = s.size.height;
+  const std::string wrapped = wrap_title(s.title, static_cast<int>(w / (0.8 * 13)));
+  // In print the grid has no title (Script::print).
+  const int title_lines =
+      s.print() ? 0 : 1 + static_cast<int>(std::count(wrapped.begin(), wrapped.end(), '\n'));
+  const double left = 75 / w, right = 1 - 135 / w, bottom = 65 / h,
+               top = 1 - (38.0 + 22.0 * title_lines) / h;
+  s.layout = fmt::format(" margins screen {:.4f}, {:.4f}, {:.4f}, {:.4f} spacing screen {:.4f}, "
+                         "screen {:.4f}",
+                         left, right, bottom, top, 50 / w, 60 / h);
+  s.panel_margins_px = 175.0 / s.columns + 50;
+  return fmt::format(
+      "  set colorbox user origin screen {:.4f}, screen {:.4f} size screen {:.4f}, screen {:.4f}\n",
+      right + 20 / w, bottom + 0.15 * (top - bottom), 18 / w, 0.7 * (top - bottom));
+}
+
+}  // namespace
+
 FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const std::string& title,
                           const std::vector<HeatmapPanel>& input, int columns, FigureSize size,
                           bool one_colour_bar) {
@@ -434,30 +526,7 @@ FigureFiles plot_heatmaps(const std::string& dir, const std::string& stem, const
   s.size = size;
   const bool shared = one_colour_bar && panels.size() > 1;
   std::string cblabel, colour_bar;
-  if (shared) {
-    for (size_t k = 1; k < panels.size(); ++k)
-      if (colour_range(panels[k]) != colour_range(panels[0]) ||
-          panels[k].palette != panels[0].palette)
-        throw Error(fmt::format("heatmap {}: one colour bar for panels with different colour "
-                                "scales (panel {} differs from panel 1)",
-                                stem, k + 1));
-    for (const auto& p : panels)
-      if (cblabel.empty()) cblabel = p.cblabel;
-    // Fixed margins in pixels around the grid of panels, the colour bar right of it: panels
-    // as large as the figure allows, axis labels on the outer panels only.
-    const double w = size.width, h = size.height;
-    const std::string wrapped = wrap_title(title, static_cast<int>(w / (0.8 * 13)));
-    const int title_lines = 1 + static_cast<int>(std::count(wrapped.begin(), wrapped.end(), '\n'));
-    const double left = 75 / w, right = 1 - 135 / w, bottom = 65 / h,
-                 top = 1 - (38.0 + 22.0 * title_lines) / h;
-    s.layout = fmt::format(" margins screen {:.4f}, {:.4f}, {:.4f}, {:.4f} spacing screen {:.4f}, "
-                           "screen {:.4f}",
-                           left, right, bottom, top, 50 / w, 60 / h);
-    s.panel_margins_px = 175.0 / s.columns + 50;
-    colour_bar = fmt::format(
-        "  set colorbox user origin screen {:.4f}, screen {:.4f} size screen {:.4f}, screen {:.4f}\n",
-        right + 20 / w, bottom + 0.15 * (top - bottom), 18 / w, 0.7 * (top - bottom));
-  }
+  if (shared) colour_bar = shared_colour_bar(s, panels, cblabel);
   std::ostringstream data;
   for (size_t k = 0; k < panels.size(); ++k) {
     const HeatmapPanel& p = panels[k];
@@ -538,15 +607,7 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
   s.columns = std::max(1, std::min<int>(columns, static_cast<int>(panels.size())));
   s.size = layout_size(size, s.columns);
   const bool print = s.print();
-  // In print the legends go under the plots: the figure grows by their rows (13 px each).
-  if (print) {
-    size_t most = 0;
-    for (const auto& p : panels)
-      if (p.key.empty() || p.key == "below") most = std::max(most, key_rows(p, s));
-    const int rows = static_cast<int>((panels.size() + s.columns - 1) / s.columns);
-    s.key_px = 13.0 * static_cast<double>(most);
-    s.size.height += rows * static_cast<int>(s.key_px);
-  }
+  if (print) make_room_for_keys(s, panels);
   std::ostringstream data;
   size_t block = 0;
   for (size_t k = 0; k < panels.size(); ++k) {
@@ -579,43 +640,9 @@ FigureFiles plot_curves(const std::string& dir, const std::string& stem, const s
     else
       b << "  unset y2label\n  unset y2tics\n  set ytics mirror\n";
     b << curve_tics(p, s);
-    // In print a legend right of the plot would take most of a column's width: under it.
-    const std::string key = p.key.empty() && print ? "below" : p.key;
-    if (key == "off")
-      b << "  unset key\n";
-    else if (key.empty())  // outside the plot: a legend never hides a curve
-      b << "  set key outside right top vertical Left reverse font \","
-        << (p.curves.size() > 8 ? 8 : 9) << "\" samplen 3 spacing 0.9\n";
-    else if (key == "below") {  // under the plot, in rows: the plot keeps the figure's width
-      // gnuplot does not make room for both the x label and a key in the bottom margin: the
-      // margin is set here from the rows the entries need.
-      const size_t rows = key_rows(p, s);
-      const std::string xlabel = print_label(p.xlabel, s, true);  // wrapped: lines of its own
-      const double xlabel_lines = static_cast<double>(std::count(xlabel.begin(), xlabel.end(), '\n'));
-      b << fmt::format("  set key bmargin center horizontal Left reverse font \",{}\" samplen "
-                       "{} spacing 1 width 1 maxrows {}\n  set bmargin {:.2f}\n",
-                       s.font(9), print ? 1.5 : 2.5, rows,
-                       (print ? 3.8 : 3.5) + 1.3 * xlabel_lines +
-                           (print ? 1.05 : 1.25) * static_cast<double>(rows));
-    }
-    else
-      b << "  set key " << key << fmt::format(" font \",{}\"\n", s.font(9));
+    b << key_settings(p, s);
     draw_marks(b, p, print ? ",7" : "");
-    for (const auto& [x, label] : p.vlines) {
-      // Behind the curves: a point at the marked x stays visible.
-      b << fmt::format(
-          "  set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lw 1.5 lc "
-          "rgb '#444444' back\n",
-          gnuplot_num(x));
-      // The label beside the line, on the side with room (left of a line near the right edge).
-      const bool right_edge =
-          p.xrange && p.xrange->second > p.xrange->first &&
-          (x - p.xrange->first) / (p.xrange->second - p.xrange->first) > 0.6;
-      if (!label.empty())
-        b << fmt::format("  set label {} at {}, graph 0.04 offset {},0 {} tc rgb '#444444' front\n",
-                         quote(label), gnuplot_num(x), right_edge ? "-0.5" : "0.5",
-                         right_edge ? "right" : "left");
-    }
+    b << vertical_lines(p);
     b << "  plot ";
     // A function is clipped to the plot, unlike an arrow.
     if (p.zero_line)
