@@ -106,6 +106,34 @@ std::vector<Curve> profile_curves(const torch::Tensor& m, const std::vector<doub
   return curves;
 }
 
+// What a relative-weight figure's caption adds (the masked half of a causal model, a clip
+// below the radius, the trained distances |r| < T), and the title's clip note: said in the
+// figure too, not only in the caption of index.tsv.
+std::pair<std::string, std::string> relative_notes(const std::vector<double>& r, int64_t radius,
+                                                   bool causal_signed, int64_t T) {
+  double reach_all = 0;
+  for (double x : r) reach_all = std::max(reach_all, std::abs(x));
+  std::string notes, clip_title;
+  if (causal_signed)
+    notes += " Causal model: keys after the query (r > 0) are masked, so only r ≤ 0 is shown.";
+  if (reach_all < static_cast<double>(radius)) {
+    notes += fmt::format(" The table ends at |r| = {0:g}: every longer distance uses the "
+                         "values at ±{0:g} (clipped).",
+                         reach_all);
+    clip_title = causal_signed
+                     ? fmt::format(" — clipped at r = −{0:g}: longer distances use r = −{0:g}",
+                                   reach_all)
+                     : fmt::format(" — clipped at |r| = {0:g}: longer distances use r = ±{0:g}",
+                                   reach_all);
+  }
+  if (T > 0)
+    notes += fmt::format(" Marked \"trained\": the distances |r| < {} (the training length) "
+                         "that training saw; beyond them the weights were never used in "
+                         "training.",
+                         T);
+  return {notes, clip_title};
+}
+
 }  // namespace
 
 std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
@@ -132,29 +160,9 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
         idx.erase(std::remove_if(idx.begin(), idx.end(), [&](int64_t k) { return r[k] > 0; }),
                   idx.end());
       if (idx.empty()) continue;
-      // What the caption adds: the masked half of a causal model, and a clip below the radius.
-      double reach_all = 0;
-      for (double x : r) reach_all = std::max(reach_all, std::abs(x));
-      std::string notes;
-      if (causal && signed_r)
-        notes += " Causal model: keys after the query (r > 0) are masked, so only r ≤ 0 is shown.";
-      // Said in the figure too (title), not only in the caption of index.tsv.
-      std::string clip_title;
-      if (reach_all < static_cast<double>(radius)) {
-        notes += fmt::format(" The table ends at |r| = {0:g}: every longer distance uses the "
-                             "values at ±{0:g} (clipped).",
-                             reach_all);
-        clip_title = fmt::format(" — clipped at |r| = {0:g}: longer distances use r = ±{0:g}",
-                                 reach_all);
-        if (causal && signed_r)
-          clip_title = fmt::format(" — clipped at r = −{0:g}: longer distances use r = −{0:g}",
-                                   reach_all);
-      }
-      if (T > 0)
-        notes += fmt::format(" Marked \"trained\": the distances |r| < {} (the training length) "
-                             "that training saw; beyond them the weights were never used in "
-                             "training.",
-                             T);
+      const auto caption_notes = relative_notes(r, radius, causal && signed_r, T);
+      const std::string& notes = caption_notes.first;  // (lambdas below read both)
+      const std::string& clip_title = caption_notes.second;
       const std::string base = fmt::format("relpos_{}_{}", stem_of(variant), stem_of(name));
       const std::string what = fmt::format("{}/{}", variant, name);
       // A channel x r heatmap of one (R,d) table.
