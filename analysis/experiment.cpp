@@ -183,9 +183,38 @@ void results_table(const std::vector<RunResult>& runs, const fs::path& tables,
   write_table(t, tables.string(), "results");
 }
 
+// The final P·Pᵀ scores of the runs, baseline-corrected, against the final metric: the quantity
+// the invariance claims are judged on (docs/analysis.md §3c), one point per run, the random
+// table's level (0) marked.
+void final_gram_scatter(const std::vector<RunResult>& runs, const std::string& metric,
+                        const fs::path& figures, const FigureOptions& fo,
+                        std::vector<FigureInfo>& figs) {
+  std::map<std::string, Series> scatter;
+  for (const auto& r : runs) {
+    const double m = final_value(r.info, metric);
+    const auto inv = final_invariance(r);
+    if (const auto it = inv.find("invc_gram"); it != inv.end() && std::isfinite(it->second) &&
+                                               std::isfinite(m)) {
+      scatter[r.info.group].x.push_back(it->second);
+      scatter[r.info.group].y.push_back(m);
+    }
+  }
+  if (scatter.empty()) return;
+  const std::string what =
+      metric_axis_label(metric, runs.front().info.task, runs.front().info.tokenizer);
+  figs.push_back(scatter_figure(
+      scatter, "P·Pᵀ translation invariance, baseline-corrected (I − I₀)/(1 − I₀), final snapshot",
+      "final " + what, "final P·Pᵀ invariance (baseline-corrected) against final " + what,
+      figures.string(), "final_invariance_vs_metric", fo, {{0.0, "random table (I₀)"}}));
+}
+
+// A correlation table's statistic cell: the value, or kFewPointsText below kMinReportedPoints.
+Cell statistic(double v, size_t n) {
+  return n < kMinReportedPoints ? Cell::label(kFewPointsText) : Cell::value(v);
+}
+
 void final_invariance_tables(const std::vector<RunResult>& runs, const std::string& metric,
-                             const fs::path& tables, const fs::path& figures, bool draw,
-                             std::vector<FigureInfo>& figs) {
+                             const fs::path& tables) {
   Table t;
   t.title = "Final invariance and final " + metric + ", per run";
   t.split = split_label({metric});
@@ -194,7 +223,6 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
   t.columns = {{"run", 0}, {"variant", 0}, {"seed", 0}, {with_unit(metric, unit), 4}};
   for (const auto& c : invariance_columns()) t.columns.push_back({c.header, 3});
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> pairs;
-  std::map<std::string, Series> scatter;
   for (const auto& r : runs) {
     const double m = final_value(r.info, metric);
     const auto inv = final_invariance(r);
@@ -208,10 +236,6 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
       pairs[c.key].second.push_back(m);
     }
     t.rows.push_back(std::move(row));
-    if (auto it = inv.find("inv_attention"); it != inv.end() && std::isfinite(m)) {
-      scatter[r.info.group].x.push_back(it->second);
-      scatter[r.info.group].y.push_back(m);
-    }
   }
   write_table(t, tables.string(), "final_invariance");
 
@@ -225,26 +249,23 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
     drop_nan_pairs(x, y);
     const CorrelationTest test = pearson_test(x, y);
     const bool interval = std::isfinite(test.lo) && std::isfinite(test.hi);
+    const size_t n = x.size();
     c.rows.push_back(
-        {Cell::label(spec.header), Cell::value(static_cast<double>(x.size())),
-         Cell::value(pearson_of_series(x, y)),
-         Cell::label(interval ? fmt::format("[{:.3f}, {:.3f}]", test.lo, test.hi) : ""),
-         Cell::value(x.size() >= 3 ? test.p_two : kNaN), Cell::value(spearman_of_series(x, y))});
+        {Cell::label(spec.header), Cell::value(static_cast<double>(n)),
+         statistic(pearson_of_series(x, y), n),
+         n < kMinReportedPoints
+             ? Cell::label(kFewPointsText)
+             : Cell::label(interval ? fmt::format("[{:.3f}, {:.3f}]", test.lo, test.hi) : ""),
+         statistic(test.p_two, n), statistic(spearman_of_series(x, y), n)});
   }
   c.note =
       "One pair per run, runs of every variant pooled: a description across variants and "
       "seeds, not evidence that invariance goes with performance (the claims judge that within "
-      "a variant across a designed factor, docs/analysis.md §3b). r's interval: Fisher z, for 4 runs or more; p: two-sided t-test of "
-      "r = 0 with runs − 2 degrees of freedom. — : undefined, for fewer than 3 runs with "
-      "both values or a constant column.";
+      "a variant across a designed factor, docs/analysis.md §3b). r's interval: Fisher z; p: "
+      "two-sided t-test of r = 0 with runs − 2 degrees of freedom. n<5: fewer than 5 runs with "
+      "both values, too few for a correlation to mean anything, so none is printed. — : "
+      "undefined (a constant column).";
   write_table(c, tables.string(), "final_invariance_correlation");
-  if (draw && runs.size() >= 2 && !scatter.empty()) {
-    const std::string what =
-        metric_axis_label(metric, runs.front().info.task, runs.front().info.tokenizer);
-    figs.push_back(scatter_figure(scatter, "translation invariance of attention (final snapshot)",
-                                  "final " + what, "final invariance against final " + what,
-                                  figures.string(), "final_invariance_vs_metric"));
-  }
 }
 
 // Invariance of the attention maps, the position scores and P·Pᵀ, and the validation metric,
@@ -254,7 +275,8 @@ void final_invariance_tables(const std::vector<RunResult>& runs, const std::stri
 constexpr size_t kDenseSnapshots = 5;
 
 void invariance_by_variant(const std::vector<RunResult>& runs, const std::string& metric,
-                           const fs::path& figures, std::vector<FigureInfo>& figs) {
+                           const fs::path& figures, const FigureOptions& fo,
+                           std::vector<FigureInfo>& figs) {
   bool dense = false;
   for (const auto& r : runs) dense = dense || r.steps.size() >= kDenseSnapshots;
   if (!dense) return;
@@ -267,8 +289,11 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
   const std::string p_att = "invariance of attention (head average)";
   const std::string p_scores = "invariance of position scores (mean over heads)";
   const std::string p_gram = "invariance of P·Pᵀ (absolute tables)";
+  std::map<std::string, InvarianceBaseline> gram_baselines;  // gram:<group> -> I₀
   for (const auto& r : runs) {
     if (r.steps.size() < kDenseSnapshots) continue;
+    for (const auto& [q, b] : r.baselines)
+      if (q.rfind("gram:", 0) == 0) gram_baselines.emplace("gram:" + r.info.group, b);
     for (size_t k = 0; k < r.steps.size(); ++k) {
       std::map<std::string, std::vector<double>> parts;
       for (const auto& [q, v] : r.invariance) {
@@ -305,10 +330,22 @@ void invariance_by_variant(const std::vector<RunResult>& runs, const std::string
   }
   if (!panels.empty())
     figs.push_back(invariance_by_variant_figure(panels, figures.string(),
-                                                std::make_pair(first, last)));
+                                                std::make_pair(first, last), fo,
+                                                {{p_gram, gram_baseline_lines(gram_baselines)}}));
 }
 
+
+
 }  // namespace
+
+VariantPalette report_palette(const std::vector<RunInfo>& runs) {
+  std::vector<std::string> names;
+  for (const auto& r : runs) {
+    names.push_back(r.group);
+    for (const auto& [suffix, t] : r.extra_evaluations) names.push_back(r.group + " (" + suffix + ")");
+  }
+  return VariantPalette(names);
+}
 
 ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::string& dir,
                                       const AnalyzeOptions& o) {
@@ -320,10 +357,19 @@ ExperimentResult summarize_experiment(std::vector<RunResult> runs, const std::st
   fs::remove_all(figures);
   fs::create_directories(tables);
   results_table(ex.runs, tables, o.encoder_notes);
-  if (!ex.metric.empty())
-    final_invariance_tables(ex.runs, ex.metric, tables, figures, o.figures, ex.figures);
-  extrapolation_outputs(ex.runs, tables, figures, o.figures, ex.figures);
-  if (o.figures && !ex.metric.empty()) invariance_by_variant(ex.runs, ex.metric, figures, ex.figures);
+  FigureOptions fo;
+  fo.size = figure_preset_of(o, ex.runs.empty() ? RunInfo{} : ex.runs.front().info);
+  std::vector<RunInfo> infos;
+  for (const auto& r : ex.runs) infos.push_back(r.info);
+  fo.palette = report_palette(infos);
+  if (!ex.metric.empty()) {
+    final_invariance_tables(ex.runs, ex.metric, tables);
+    if (o.figures && ex.runs.size() >= 2)
+      final_gram_scatter(ex.runs, ex.metric, figures, fo, ex.figures);
+  }
+  extrapolation_outputs(ex.runs, tables, figures, o.figures, ex.figures, fo);
+  if (o.figures && !ex.metric.empty())
+    invariance_by_variant(ex.runs, ex.metric, figures, fo, ex.figures);
   if (o.figures) write_figure_index(figures.string(), ex.figures);
   return ex;
 }

@@ -32,6 +32,10 @@ struct ExperimentResult {
 std::string encoder_notes(const std::vector<RunResult>& runs,
                           const std::map<std::string, std::string>& notes);
 
+// One line style per variant for every figure of a report on `runs`: their groups and the rows
+// of their further evaluations ("learned (clamped)").
+VariantPalette report_palette(const std::vector<RunInfo>& runs);
+
 // Analyses every run into its own folder (RunInfo::dir), then writes the cross-run tables and
 // figures into dir/tables and dir/figures.
 ExperimentResult analyze_experiment(const std::vector<const RunSource*>& runs,

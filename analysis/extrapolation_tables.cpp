@@ -117,7 +117,8 @@ std::string sampling_error_note(const std::string& metric, const std::string& ta
 }
 
 void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& tables,
-                           const fs::path& figures, bool draw, std::vector<FigureInfo>& figs) {
+                           const fs::path& figures, bool draw, std::vector<FigureInfo>& figs,
+                           const FigureOptions& fo) {
   std::deque<EvalTable> owned;  // tables with their bits columns added
   std::vector<Evaluated> evals;
   for (const auto& r : runs) {
@@ -234,7 +235,7 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
     if (draw && !lines.empty())
       figs.push_back(extrapolation_figure(lines, col, static_cast<double>(train_length),
                                           figures.string(), stem,
-                                          {"", "", "", "", task, split, tokenizer}));
+                                          {"", "", "", "", task, split, tokenizer}, fo));
   }
 }
 

@@ -18,9 +18,10 @@
 
 namespace relpos::analysis {
 
+// fo: the figure size and the report's palette (each variant's colour in every figure).
 void extrapolation_outputs(const std::vector<RunResult>& runs, const std::filesystem::path& tables,
                            const std::filesystem::path& figures, bool draw,
-                           std::vector<FigureInfo>& figs);
+                           std::vector<FigureInfo>& figs, const FigureOptions& fo = {});
 
 // The sentence under a table on the sampling error of one run's `metric` at one length, from
 // the evaluation's count (scored tokens or examples) and, for a loss, the per-token standard

@@ -67,10 +67,25 @@ int grid_columns(int64_t n) {
   return static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n))));
 }
 
-FigureSize grid_size(int64_t n, int panel_w, int panel_h) {
+FigureSize grid_size(int64_t n, int panel_w, int panel_h, FigurePreset preset) {
   const int cols = grid_columns(n);
   const int rows = static_cast<int>((n + cols - 1) / cols);
-  return {std::max(600, cols * panel_w), std::max(450, rows * panel_h + 40)};
+  return {std::max(600, cols * panel_w), std::max(450, rows * panel_h + 40), preset};
+}
+
+// " over the P probe sequences" (P known), else " over the probe set".
+std::string probe_words(const SnapshotData& s) {
+  return s.probe_count > 0 ? fmt::format(" over the {} probe sequence{}", s.probe_count,
+                                         s.probe_count == 1 ? "" : "s")
+                           : std::string(" over the probe set");
+}
+
+// The trained distances on a relative-weight axis: |r| < T, so r in [−(T−1), T−1]; r >= 0 on
+// an axis of |r|, r <= 0 for a causal model's signed r.
+std::pair<double, double> trained_range(int64_t T, bool absolute, bool causal_signed) {
+  const double reach = static_cast<double>(T - 1);
+  if (absolute) return {0.0, reach};
+  return {-reach, causal_signed ? 0.0 : reach};
 }
 
 // One curve per row of a (rows, distance) matrix.
@@ -91,12 +106,42 @@ std::vector<Curve> profile_curves(const torch::Tensor& m, const std::vector<doub
   return curves;
 }
 
+// What a relative-weight figure's caption adds (the masked half of a causal model, a clip
+// below the radius, the trained distances |r| < T), and the title's clip note: said in the
+// figure too, not only in the caption of index.tsv.
+std::pair<std::string, std::string> relative_notes(const std::vector<double>& r, int64_t radius,
+                                                   bool causal_signed, int64_t T) {
+  double reach_all = 0;
+  for (double x : r) reach_all = std::max(reach_all, std::abs(x));
+  std::string notes, clip_title;
+  if (causal_signed)
+    notes += " Causal model: keys after the query (r > 0) are masked, so only r ≤ 0 is shown.";
+  if (reach_all < static_cast<double>(radius)) {
+    notes += fmt::format(" The table ends at |r| = {0:g}: every longer distance uses the "
+                         "values at ±{0:g} (clipped).",
+                         reach_all);
+    clip_title = causal_signed
+                     ? fmt::format(" — clipped at r = −{0:g}: longer distances use r = −{0:g}",
+                                   reach_all)
+                     : fmt::format(" — clipped at |r| = {0:g}: longer distances use r = ±{0:g}",
+                                   reach_all);
+  }
+  if (T > 0)
+    notes += fmt::format(" Marked \"trained\": the distances |r| < {} (the training length) "
+                         "that training saw; beyond them the weights were never used in "
+                         "training.",
+                         T);
+  return {notes, clip_title};
+}
+
 }  // namespace
 
 std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
                                                 const std::string& label, int64_t radius,
-                                                bool causal) {
+                                                bool causal, const FigureOptions& fo) {
   std::vector<FigureInfo> out;
+  const int64_t T = fo.train_length;
+  const std::string trained_label = fmt::format("trained |r| < {}", T);
   for (const auto& [variant, tensors] : s.position) {
     for (const auto& [name, t] : tensors) {
       const bool table = dims_are(t, {"layer", "distance", "channel"});
@@ -115,24 +160,9 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
         idx.erase(std::remove_if(idx.begin(), idx.end(), [&](int64_t k) { return r[k] > 0; }),
                   idx.end());
       if (idx.empty()) continue;
-      // What the caption adds: the masked half of a causal model, and a clip below the radius.
-      double reach_all = 0;
-      for (double x : r) reach_all = std::max(reach_all, std::abs(x));
-      std::string notes;
-      if (causal && signed_r)
-        notes += " Causal model: keys after the query (r > 0) are masked, so only r ≤ 0 is shown.";
-      // Said in the figure too (title), not only in the caption of index.tsv.
-      std::string clip_title;
-      if (reach_all < static_cast<double>(radius)) {
-        notes += fmt::format(" The table ends at |r| = {0:g}: every longer distance uses the "
-                             "values at ±{0:g} (clipped).",
-                             reach_all);
-        clip_title = fmt::format(" — clipped at |r| = {0:g}: longer distances use r = ±{0:g}",
-                                 reach_all);
-        if (causal && signed_r)
-          clip_title = fmt::format(" — clipped at r = −{0:g}: longer distances use r = −{0:g}",
-                                   reach_all);
-      }
+      const auto caption_notes = relative_notes(r, radius, causal && signed_r, T);
+      const std::string& notes = caption_notes.first;  // (lambdas below read both)
+      const std::string& clip_title = caption_notes.second;
       const std::string base = fmt::format("relpos_{}_{}", stem_of(variant), stem_of(name));
       const std::string what = fmt::format("{}/{}", variant, name);
       // A channel x r heatmap of one (R,d) table.
@@ -150,6 +180,11 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
         for (int64_t c = 0; c < v.size(1); ++c)
           for (size_t k = 0; k < idx.size(); ++k) p.values(c, k) = m(idx[k], c);
         p.palette = palette_for(p.values);
+        if (T > 0) {
+          const auto [lo, hi] = trained_range(T, !signed_r, causal && signed_r);
+          if (lo >= p.x.front()) p.vlines.push_back({lo, lo < 0 ? trained_label : ""});
+          if (hi > 0 && hi <= p.x.back()) p.vlines.push_back({hi, lo < 0 ? "" : trained_label});
+        }
         return p;
       };
       if (table) {
@@ -158,7 +193,8 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
               t.value[l],
               fmt::format("{} layer {} — {} (step {}){}", what, l, label, s.step, clip_title));
           const auto f =
-              plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), p.title, {p}, 1, {900, 560});
+              plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), p.title, {p}, 1,
+                            {900, 560, fo.size});
           out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}: each "
                                             "column is the vector for one distance r.{}",
                                             what, l, notes)));
@@ -176,7 +212,7 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
             panels.push_back(table_panel(t.value[l][h], fmt::format("head {}", h)));
           const int64_t np = static_cast<int64_t>(panels.size());
           const auto f = plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), title, panels,
-                                       grid_columns(np), grid_size(np, 620, 400));
+                                       grid_columns(np), grid_size(np, 620, 400, fo.size));
           out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}, one panel "
                                             "per head (position.{}.per_head: one table per head), "
                                             "each with its own colour scale: each column is the "
@@ -204,6 +240,10 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
         p.xrange = absolute                 ? std::make_pair(0.0, reach)
                    : causal && signed_r ? std::make_pair(-reach, 0.0)
                                         : std::make_pair(-reach, reach);
+        if (T > 0) {
+          p.band = trained_range(T, absolute, causal && signed_r);
+          p.band_label = trained_label;
+        }
         panels.push_back(std::move(p));
       };
       const std::string title =
@@ -215,7 +255,8 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
         add_panel(t.value, title, by_head ? "head" : by_pair ? "pair" : "layer");
       }
       const int64_t np = static_cast<int64_t>(panels.size());
-      const FigureSize size = np == 1 ? FigureSize{900, 560} : grid_size(np, 620, 400);
+      const FigureSize size =
+          np == 1 ? FigureSize{900, 560, fo.size} : grid_size(np, 620, 400, fo.size);
       const auto f = plot_curves(dir, base, title, panels, grid_columns(np), size);
       out.push_back(info(f, fmt::format("{} against the relative position r, one curve per {}.{}",
                                         what, by_layer ? "layer" : by_pair ? "channel pair" : "head",
@@ -227,7 +268,7 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
 
 std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
                                           const std::string& label, bool causal,
-                                          const ColourScale& scale) {
+                                          const ColourScale& scale, const FigureOptions& fo) {
   std::vector<FigureInfo> out;
   if (!s.attention.defined() || s.attention.dim() != 4) return out;
   const auto a = s.attention.to(torch::kFloat64);  // (L,H,T,T)
@@ -264,13 +305,15 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
     return p;
   };
   for (int64_t l = 0; l < L; ++l) {
-    const std::string title =
-        fmt::format("attention layer {}, mean over {} heads — {} (step {})", l, H, label, s.step);
+    const std::string probes =
+        s.probe_count > 0 ? fmt::format(" and {} probes", s.probe_count) : std::string();
+    const std::string title = fmt::format("attention layer {}, mean over {} heads{} — {} (step {})",
+                                          l, H, probes, label, s.step);
     const auto f = plot_heatmaps(dir, fmt::format("attention_layer{}_mean", l), title,
-                                 {panel(a[l].mean(0), title)}, 1, {760, 680});
-    out.push_back(info(f, fmt::format("Attention of layer {} averaged over the heads and the "
-                                      "probe set (query × key).",
-                                      l)));
+                                 {panel(a[l].mean(0), title)}, 1, {760, 680, fo.size});
+    out.push_back(info(f, fmt::format("Attention of layer {} averaged over the heads and{} "
+                                      "(query × key).",
+                                      l, probe_words(s))));
     // One colour scale for every head, so that panels that look alike are alike: from 0 to
     // the largest of the heads' 99th-percentile caps (or maxima, where a head has no cap).
     std::vector<HeatmapPanel> heads;
@@ -294,27 +337,27 @@ std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::stri
     // Panels of about 300 px (a 128-cell map stays legible), the bar right of the grid.
     const int cols = grid_columns(H), rows = static_cast<int>((H + cols - 1) / cols);
     const FigureSize size{75 + 135 + cols * 300 + (cols - 1) * 50,
-                          65 + 82 + rows * 300 + (rows - 1) * 60};
+                          65 + 82 + rows * 300 + (rows - 1) * 60, fo.size};
     // The scale is in the title: with one scale for all heads, a head whose probabilities
     // stay far below `top` is drawn dark although it attends.
     const std::string scale_words =
         scale.per_head ? "each head on its own colour scale"
                        : fmt::format("all heads on one colour scale, 0 to {:.3g}", top);
     const FigureSize head_size =
-        scale.per_head ? FigureSize{size.width + cols * 110, size.height} : size;
+        scale.per_head ? FigureSize{size.width + cols * 110, size.height, fo.size} : size;
     const auto g = plot_heatmaps(dir, fmt::format("attention_layer{}_heads", l),
                                  fmt::format("attention per head, layer {} — {} (step {}; {})", l,
                                              label, s.step, scale_words),
                                  heads, cols, head_size, !scale.per_head);
-    out.push_back(info(g, fmt::format("Attention of each head of layer {}, averaged over the "
-                                      "probe set, {}.",
-                                      l, scale_words)));
+    out.push_back(info(g, fmt::format("Attention of each head of layer {}, averaged{}, {}.", l,
+                                      probe_words(s), scale_words)));
   }
   return out;
 }
 
 std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const SnapshotOptions& o,
-                                               const std::string& dir, const std::string& label) {
+                                               const std::string& dir, const std::string& label,
+                                               const FigureOptions& fo) {
   std::vector<FigureInfo> out;
   for (const auto& [variant, table] : absolute_tables(s)) {
     const int64_t n = gram_length(s, o, table.size(0));
@@ -330,7 +373,8 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
     p.palette = palette_for(p.values);
     p.top_down = true;
     const auto f =
-        plot_heatmaps(dir, "abs_" + stem_of(variant) + "_table", p.title, {p}, 1, {900, 640});
+        plot_heatmaps(dir, "abs_" + stem_of(variant) + "_table", p.title, {p}, 1,
+                      {900, 640, fo.size});
     out.push_back(
         info(f, fmt::format("The absolute position table of {}: one row per position.", variant)));
     HeatmapPanel g;
@@ -345,7 +389,8 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
     g.top_down = true;
     g.square = true;
     const auto h =
-        plot_heatmaps(dir, "abs_" + stem_of(variant) + "_gram", g.title, {g}, 1, {760, 680});
+        plot_heatmaps(dir, "abs_" + stem_of(variant) + "_gram", g.title, {g}, 1,
+                      {760, 680, fo.size});
     out.push_back(info(h, fmt::format("Inner products of the {} position vectors (P·Pᵀ); a "
                                       "translation-invariant table is constant along diagonals.",
                                       variant)));
@@ -353,10 +398,32 @@ std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const Snap
   return out;
 }
 
+ReferenceLines gram_baseline_lines(const std::map<std::string, InvarianceBaseline>& baselines) {
+  // level (rounded as printed) -> the variants with it
+  std::map<std::string, std::vector<std::string>> levels;
+  std::map<std::string, double> value;
+  for (const auto& [q, b] : baselines) {
+    if (q.rfind("gram:", 0) != 0 || !std::isfinite(b.mean)) continue;
+    const std::string text = fmt::format("{:.3f}", b.mean);
+    levels[text].push_back(q.substr(5));
+    value[text] = b.mean;
+  }
+  ReferenceLines out;
+  for (const auto& [text, variants] : levels) {
+    std::string who;
+    if (levels.size() > 1)
+      for (const auto& v : variants) who += (who.empty() ? " (" : ", ") + v;
+    out.push_back({value[text], fmt::format("random table I₀ = {}{}", text,
+                                            who.empty() ? "" : who + ")")});
+  }
+  return out;
+}
+
 FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& metric_name, const Series& metric,
                              const std::string& dir, const std::string& label,
-                             const std::string& task, const std::string& tokenizer) {
+                             const std::string& task, const std::string& tokenizer,
+                             const FigureOptions& fo, const ReferenceLines& baselines) {
   const std::string metric_label = metric_axis_label(metric_name, task, tokenizer);
   CurvesPanel p;
   p.title = "translation invariance during training — " + label;
@@ -370,23 +437,32 @@ FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
   if (!metric.x.empty())
     p.curves.push_back(
         {metric_label + " (right axis)", metric.x, metric.y, true, CurveStyle::lines});
-  const auto f = plot_curves(dir, "invariance_vs_step", p.title, {p}, 1, {860, 600});
+  bool gram = false;
+  for (const auto& [key, series] : invariance) gram = gram || key.rfind("gram:", 0) == 0;
+  if (gram) p.hlines = baselines;
+  const auto f = plot_curves(dir, "invariance_vs_step", p.title, {p}, 1, {860, 600, fo.size});
   return info(f, fmt::format("Translation invariance of the attention maps, position scores and "
-                             "P·Pᵀ at each snapshot, with {} on the right axis.",
-                             metric_name.empty() ? "no validation metric" : metric_label));
+                             "P·Pᵀ at each snapshot, with {} on the right axis.{}",
+                             metric_name.empty() ? "no validation metric" : metric_label,
+                             gram && !baselines.empty()
+                                 ? " Dotted: the P·Pᵀ score of a random table of the same shape "
+                                   "(I₀), the level an untrained table already reaches."
+                                 : ""));
 }
 
 FigureInfo invariance_by_variant_figure(
     const std::vector<std::pair<std::string, std::map<std::string, Series>>>& panels,
-    const std::string& dir, std::optional<std::pair<double, double>> steps) {
+    const std::string& dir, std::optional<std::pair<double, double>> steps,
+    const FigureOptions& fo, const std::map<std::string, ReferenceLines>& references) {
   std::vector<CurvesPanel> ps;
   std::string names;
-  // One colour per variant across the panels (some panels lack some variants).
-  std::map<std::string, int> line;
+  // One colour per variant across the panels (some panels lack some variants), and across the
+  // report's figures when it gives its palette.
+  std::vector<std::string> variants;
   for (const auto& [title, by_variant] : panels)
-    for (const auto& [variant, series] : by_variant) line.emplace(variant, 0);
-  int next = 0;
-  for (auto& [variant, l] : line) l = next++;
+    for (const auto& [variant, series] : by_variant) variants.push_back(variant);
+  const VariantPalette palette = fo.palette.empty() ? VariantPalette(variants) : fo.palette;
+  bool referenced = false;
   for (const auto& [title, by_variant] : panels) {
     CurvesPanel p;
     p.title = title;
@@ -397,9 +473,10 @@ FigureInfo invariance_by_variant_figure(
     if (invariance) p.yrange = std::make_pair(0.0, 1.02);
     if (steps && steps->second > steps->first) p.xrange = steps;
     for (const auto& [variant, series] : by_variant)
-      p.curves.push_back(
-          {variant, series.x, series.y, false, CurveStyle::linespoints, line.at(variant),
-           series.points});
+      p.curves.push_back({variant, series.x, series.y, false, CurveStyle::linespoints,
+                          palette.line(variant), series.points});
+    if (const auto it = references.find(title); it != references.end() && !it->second.empty())
+      p.hlines = it->second, referenced = true;
     ps.push_back(std::move(p));
     names += (names.empty() ? "" : "; ") + title;
   }
@@ -407,10 +484,15 @@ FigureInfo invariance_by_variant_figure(
   const int64_t rows = (static_cast<int64_t>(ps.size()) + columns - 1) / columns;
   const auto f = plot_curves(dir, "invariance_by_variant",
                              "translation invariance during training, by variant", ps, columns,
-                             {static_cast<int>(columns * 560), static_cast<int>(rows * 440 + 60)});
+                             {static_cast<int>(columns * 560), static_cast<int>(rows * 440 + 60),
+                              fo.size});
   return info(f, fmt::format("Per variant, the mean over its runs at each snapshot (line) and "
-                             "each run (dots): {}.",
-                             names));
+                             "each run (dots): {}.{}",
+                             names,
+                             referenced ? " Dotted: the P·Pᵀ score of a random table of the same "
+                                          "shape (I₀), the level an untrained table already "
+                                          "reaches."
+                                        : ""));
 }
 
 std::string metric_axis_label(const std::string& metric, const std::string& task,
@@ -434,7 +516,7 @@ std::string metric_axis_label(const std::string& metric, const std::string& task
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& metric, double train_length,
                                 const std::string& dir, const std::string& stem,
-                                const ExtrapolationLabels& labels) {
+                                const ExtrapolationLabels& labels, const FigureOptions& fo) {
   CurvesPanel p;
   const std::string what = metric_axis_label(metric, labels.task, labels.tokenizer);
   p.title = labels.title.empty() ? "length extrapolation: " + what : labels.title;
@@ -451,7 +533,8 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
       if (std::isfinite(l.value[k])) at.push_back(l.length[k]);
     std::string name = l.label;
     if (at.size() == 1 && l.value.size() > 1) name += fmt::format(" (only at {:g})", at.front());
-    p.curves.push_back({name, l.length, l.value, false, CurveStyle::linespoints, -1, l.points});
+    p.curves.push_back({name, l.length, l.value, false, CurveStyle::linespoints,
+                        fo.palette.empty() ? -1 : fo.palette.line(l.label), l.points});
     for (double x : l.length) lo = std::min(lo, x), hi = std::max(hi, x);
     for (double y : l.value)
       if (std::isfinite(y)) ylo = std::min(ylo, y), yhi = std::max(yhi, y);
@@ -487,7 +570,7 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
     p.xrange = p.logx ? std::make_pair(lo / pad, hi * pad)
                       : std::make_pair(lo - 0.05 * (hi - lo + 1), hi + 0.05 * (hi - lo + 1));
   }
-  const auto f = plot_curves(dir, stem, p.title, {p}, 1, {900, 600});
+  const auto f = plot_curves(dir, stem, p.title, {p}, 1, {900, 600, fo.size});
   bool dots = false;
   for (const auto& l : lines) dots = dots || l.points.size() > l.length.size();
   return info(f, fmt::format("{} at each evaluation length, one line per variant (mean over "
@@ -501,16 +584,31 @@ FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
 FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,
                           const std::string& xlabel, const std::string& ylabel,
                           const std::string& title, const std::string& dir,
-                          const std::string& stem) {
+                          const std::string& stem, const FigureOptions& fo,
+                          const ReferenceLines& xlines) {
   CurvesPanel p;
   p.title = title;
   p.xlabel = xlabel;
   p.ylabel = ylabel;
-  // Each variant its own (colour, marker) pair (plot_curves' line numbers).
+  // Each variant its own (colour, marker) pair: the report's, else the place in the legend.
   for (const auto& [variant, s] : by_variant)
-    p.curves.push_back({variant, s.x, s.y, false, CurveStyle::points});
-  const auto f = plot_curves(dir, stem, title, {p}, 1, {860, 600});
-  return info(f, title + ": one point per run.");
+    p.curves.push_back({variant, s.x, s.y, false, CurveStyle::points,
+                        fo.palette.empty() ? -1 : fo.palette.line(variant)});
+  p.vlines = xlines;
+  // The x axis reaches the reference levels (the random table's 0), with a margin.
+  if (!xlines.empty()) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& [variant, s] : by_variant)
+      for (double x : s.x)
+        if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+    for (const auto& [x, label] : xlines) lo = std::min(lo, x), hi = std::max(hi, x);
+    const double pad = hi > lo ? 0.08 * (hi - lo) : 0.5;
+    if (std::isfinite(lo)) p.xrange = std::make_pair(lo - pad, hi + pad);
+  }
+  const auto f = plot_curves(dir, stem, title, {p}, 1, {860, 600, fo.size});
+  return info(f, title + ": one point per run." +
+                     (xlines.empty() ? std::string()
+                                     : " Dashed: the score of a random table of the same shape."));
 }
 
 void write_figure_index(const std::string& dir, const std::vector<FigureInfo>& figures) {

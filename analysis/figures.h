@@ -18,9 +18,23 @@
 #include <string>
 #include <vector>
 
+#include "analysis/gnuplot.h"
+#include "analysis/invariance_baseline.h"
 #include "analysis/snapshot.h"
+#include "analysis/variant_palette.h"
 
 namespace relpos::analysis {
+
+// What the figures of one analysis share.
+struct FigureOptions {
+  FigurePreset size = FigurePreset::screen;  // figures.size of the runs' config
+  // Cross-run figures: the report's variants, so that each keeps one colour in every figure.
+  // Empty: curves take their place in their panel.
+  VariantPalette palette = {};
+  // Relative-weight figures: the training length T (task.seq_len); distances |r| < T, the ones
+  // training saw, are shaded and labelled "trained". 0: unknown, nothing marked.
+  int64_t train_length = 0;
+};
 
 struct FigureInfo {
   std::string png;      // path of the PNG (PDF, .gp and .dat beside it)
@@ -38,7 +52,7 @@ struct Series {
 // a table or bias holds untrained values).
 std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
                                                 const std::string& label, int64_t radius = 50,
-                                                bool causal = false);
+                                                bool causal = false, const FigureOptions& fo = {});
 // How attention heatmaps map probabilities to colours (`relpos analyze --heads-scale`,
 // `--colour-cap`).
 struct ColourScale {
@@ -50,27 +64,42 @@ struct ColourScale {
   // so); 1: the largest entry (uncapped).
   double cap = 0.99;
 };
-// causal: the colour scale is set from the visible entries j <= i only.
+// causal: the colour scale is set from the visible entries j <= i only. Captions and titles
+// say over how many probe sequences the maps are averaged (SnapshotData::probe_count).
 std::vector<FigureInfo> attention_figures(const SnapshotData& s, const std::string& dir,
                                           const std::string& label, bool causal = false,
-                                          const ColourScale& scale = {});
+                                          const ColourScale& scale = {},
+                                          const FigureOptions& fo = {});
 std::vector<FigureInfo> absolute_table_figures(const SnapshotData& s, const SnapshotOptions& o,
-                                               const std::string& dir, const std::string& label);
+                                               const std::string& dir, const std::string& label,
+                                               const FigureOptions& fo = {});
+
+// Reference levels drawn as labelled dotted lines: (value, label).
+using ReferenceLines = std::vector<std::pair<double, std::string>>;
+
+// The random-table level of each distinct P·Pᵀ baseline among `baselines` (quantity key ->
+// I₀; gram:* keys only), as reference lines "random table I₀ = 0.667" (with the variant when
+// the levels differ).
+ReferenceLines gram_baseline_lines(const std::map<std::string, InvarianceBaseline>& baselines);
 
 // Figure 4: one line per invariance quantity (left axis), the metric on the right axis, labelled
-// with metric_axis_label(metric_name, task, tokenizer); the legend under the plot.
+// with metric_axis_label(metric_name, task, tokenizer); the legend under the plot. `baselines`:
+// the random-table level of the run's P·Pᵀ scores, drawn as labelled lines.
 FigureInfo invariance_figure(const std::map<std::string, Series>& invariance,
                              const std::string& metric_name, const Series& metric,
                              const std::string& dir, const std::string& label,
-                             const std::string& task = "", const std::string& tokenizer = "");
+                             const std::string& task = "", const std::string& tokenizer = "",
+                             const FigureOptions& fo = {}, const ReferenceLines& baselines = {});
 
 // Figure 4 across the runs of an experiment: one panel per quantity (panel title -> variant ->
 // mean over its runs at each snapshot step, and each run as Series::points), one line per
 // variant. steps: the step axis every
 // panel shares (the metric's panel starts at its first logged step, the others at 0).
+// references: panel title -> levels drawn in that panel (the random-table P·Pᵀ level).
 FigureInfo invariance_by_variant_figure(
     const std::vector<std::pair<std::string, std::map<std::string, Series>>>& panels,
-    const std::string& dir, std::optional<std::pair<double, double>> steps = std::nullopt);
+    const std::string& dir, std::optional<std::pair<double, double>> steps = std::nullopt,
+    const FigureOptions& fo = {}, const std::map<std::string, ReferenceLines>& references = {});
 
 // Figure 5: one line per variant (mean over its runs), every run as a dot of the line's colour,
 // training length marked.
@@ -99,13 +128,16 @@ struct ExtrapolationLabels {
 FigureInfo extrapolation_figure(const std::vector<ExtrapolationLine>& lines,
                                 const std::string& metric, double train_length,
                                 const std::string& dir, const std::string& stem,
-                                const ExtrapolationLabels& labels = {});
+                                const ExtrapolationLabels& labels = {},
+                                const FigureOptions& fo = {});
 
-// Final invariance against final metric, one point per run, one series per variant.
+// Final invariance against final metric, one point per run, one series per variant; `xlines`:
+// labelled reference levels on the x axis (the random table's score).
 FigureInfo scatter_figure(const std::map<std::string, Series>& by_variant,
                           const std::string& xlabel, const std::string& ylabel,
                           const std::string& title, const std::string& dir,
-                          const std::string& stem);
+                          const std::string& stem, const FigureOptions& fo = {},
+                          const ReferenceLines& xlines = {});
 
 // figures/index.tsv: one line per figure, "<file name>\t<caption>", read by `relpos report`.
 void write_figure_index(const std::string& dir, const std::vector<FigureInfo>& figures);

@@ -1,7 +1,7 @@
-// Figures drawn by gnuplot (Debian gnuplot-nox, pngcairo and pdfcairo terminals), run as a
-// child process. Every figure leaves three files next to its PNG and PDF so a researcher can
-// restyle it: <stem>.dat (the numbers), <stem>.gp (the script; `gnuplot <stem>.gp` inside the
-// folder redraws both PNG and PDF).
+// Figures drawn by gnuplot (Debian gnuplot-nox, pngcairo, pdfcairo and svg terminals), run as a
+// child process. Every figure is written as PNG, PDF and SVG, with two more files beside them
+// so a researcher can restyle it: <stem>.dat (the numbers), <stem>.gp (the script;
+// `gnuplot <stem>.gp` inside the folder redraws all three).
 //
 // Plain data in: panels of heatmaps or of curves, no tensors and no run files.
 #pragma once
@@ -30,6 +30,7 @@ struct HeatmapPanel {
   bool square = false;    // equal scaling of both axes
   // Colour range; unset: the data range (diverging: symmetric around 0).
   std::optional<std::pair<double, double>> cbrange;
+  std::vector<std::pair<double, std::string>> vlines = {};  // dashed vertical line at x, label
 };
 
 // steps: a piecewise-constant function of integer x (T5's bucketed bias), each value drawn as a
@@ -54,6 +55,11 @@ struct CurvesPanel {
   std::string title, xlabel, ylabel, y2label;
   std::vector<Curve> curves;
   std::vector<std::pair<double, std::string>> vlines;  // dashed vertical line at x, with label
+  std::vector<std::pair<double, std::string>> hlines;  // dotted horizontal line at y (left axis)
+  // A shaded band over x in [first, second], behind the curves, labelled at its top
+  // (the trained distances of a relative-weight curve).
+  std::optional<std::pair<double, double>> band;
+  std::string band_label;
   std::optional<std::pair<double, double>> xrange, yrange;
   bool logx = false;
   // gnuplot key position ("top left"), "off", "below" (outside, under the plot, in rows), or
@@ -62,14 +68,33 @@ struct CurvesPanel {
   bool zero_line = false;  // a thin horizontal line at y = 0
 };
 
+// `figures.size`: screen (the figure's own size: PNG pixels, the PDF at 100 pixels an inch), or
+// a paper's text width — column about 3.3 in, page about 6.9 in — with fonts of 8 pt and more
+// in the PDF at that width, a PNG at 300 dots an inch, the SVG at the same layout.
+enum class FigurePreset { screen, column, page };
+// "screen" | "column" | "page"; anything else: ConfigError naming `key` (figures.size).
+FigurePreset figure_preset(const std::string& name, const std::string& key = "figures.size");
+const char* preset_name(FigurePreset p);
+
 struct FigureSize {
   int width = 900;  // PNG pixels; the PDF gets width/100 by height/100 inches
   int height = 650;
+  // A print preset replaces width and height by the preset's width (a grid of more than one
+  // column of panels: the page width, as it cannot fit a column) and a height from the
+  // figure's aspect ratio.
+  FigurePreset preset = FigurePreset::screen;
 };
 
+// The layout canvas of a figure drawn with `columns` columns of panels: `size` itself on screen,
+// else about 330 (column) or 690 (page) layout pixels wide (100 an inch, 10-pixel fonts).
+FigureSize layout_size(const FigureSize& size, int columns);
+
 struct FigureFiles {
-  std::string png, pdf, script, data;
+  std::string png, pdf, svg, script, data;
 };
+
+// The colour of line style n (Curve::line): "#1f77b4", ... (10 colours, repeating).
+std::string line_colour(int line);
 
 // Block means of f×f cells (NaN cells left out of a block's mean), f the smallest factor that
 // brings both axes to at most max_cells; coordinates become the blocks' mean coordinates and

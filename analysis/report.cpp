@@ -15,7 +15,10 @@
 
 #include "analysis/claims_report.h"
 #include "analysis/committed_files.h"
+#include "analysis/experiment.h"
+#include "analysis/explorer.h"
 #include "analysis/figures.h"
+#include "analysis/run_source.h"
 #include "analysis/run_checks.h"
 #include "core/util/errors.h"
 #include "core/util/paths.h"
@@ -151,6 +154,24 @@ std::vector<std::string> table_cells(const std::string& line) {
     }
   }
   return cells;
+}
+
+// The explorer of report.html (explorer.h) over the first run of each variant whose run.h5 is
+// here (a committed results/ folder has none: the page then says so).
+std::string report_explorer(const ReportInputs& in) {
+  std::vector<std::unique_ptr<RunFileSource>> sources;
+  std::set<std::string> seen;
+  for (const auto& r : in.runs) {
+    if (!is_run_dir(r.dir) || !seen.insert(r.group).second) continue;
+    try {
+      sources.push_back(std::make_unique<RunFileSource>(r.dir));
+    } catch (const Error&) {
+      seen.erase(r.group);  // unreadable: the next run of the variant, if any
+    }
+  }
+  std::vector<const RunSource*> ptrs;
+  for (const auto& s : sources) ptrs.push_back(s.get());
+  return explorer_html(ptrs, report_palette(in.runs));
 }
 
 }  // namespace
@@ -331,7 +352,10 @@ std::string write_report(const ReportInputs& in) {
   if (claims) md << "\n" << slurp(dir / "claims.md");
   const std::string text = md.str();
   write_text(dir / "report.md", text);
-  write_text(dir / "report.html", markdown_to_html(text, dir.string(), "relpos report — " + name));
+  // The HTML report ends with the interactive explorer (explorer.h), which Markdown cannot hold.
+  std::string html = markdown_to_html(text, dir.string(), "relpos report — " + name);
+  html.insert(html.rfind("</body>"), report_explorer(in));
+  write_text(dir / "report.html", html);
   if (claims && fs::exists(dir / "claims.json"))
     write_claims_index(fs::absolute(dir).lexically_normal().parent_path().string());
   return text;

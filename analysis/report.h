@@ -1,7 +1,8 @@
 // `relpos report DIR`: report.md and report.html (figures inlined as base64 PNG) putting
 // together the tables and figures that `relpos analyze DIR` wrote, with the commands, commits
-// and machine that produced them. Reads only files: DIR/tables/*.md, DIR/figures/index.tsv,
-// the same in each run folder, and DIR/commands.txt when present.
+// and machine that produced them. Reads DIR/tables/*.md, DIR/figures/index.tsv, the same in each
+// run folder, and DIR/commands.txt when present; report.html ends with the interactive explorer
+// (explorer.h), which reads the snapshots of the first run of each variant from its run.h5.
 #pragma once
 
 #include <string>

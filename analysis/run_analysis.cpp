@@ -91,6 +91,12 @@ std::string choose_metric(const std::map<std::string, Series>& metrics,
   return "";
 }
 
+FigurePreset figure_preset_of(const AnalyzeOptions& o, const RunInfo& run) {
+  if (!o.figure_size.empty()) return figure_preset(o.figure_size, "--figure-size");
+  if (!run.figure_size.empty()) return figure_preset(run.figure_size, "figures.size");
+  return FigurePreset::screen;
+}
+
 double training_time(const std::map<std::string, Series>& metrics) {
   for (const char* m : {"elapsed_s", "train_time_s", "time_s", "wall_time_s"})
     if (auto it = metrics.find(m); it != metrics.end() && !it->second.y.empty())
@@ -133,6 +139,9 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
     throw ConfigError(fmt::format("--step {}: {} has no snapshot at that step (snapshots: {})",
                                   o.figure_step, info.dir, fmt::join(res.steps, ", ")));
 
+  FigureOptions fo;
+  fo.size = figure_preset_of(o, info);
+  fo.train_length = info.train_length;
   std::vector<std::map<std::string, double>> summaries;
   std::map<std::string, std::pair<int64_t, int64_t>> shapes;  // of the P·Pᵀ factors measured
   for (int64_t step : res.steps) {
@@ -147,12 +156,13 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
       write_profiles_csv(rows, (tables / "profiles.csv").string());
       if (o.figures) {
         const std::string label = run_label(info);
-        for (auto& f : relative_weight_figures(snap, figures.string(), label, o.radius, info.causal))
+        for (auto& f :
+             relative_weight_figures(snap, figures.string(), label, o.radius, info.causal, fo))
           res.figures.push_back(f);
         for (auto& f : attention_figures(snap, figures.string(), label, info.causal,
-                                         o.colour_scale))
+                                         o.colour_scale, fo))
           res.figures.push_back(f);
-        for (auto& f : absolute_table_figures(snap, so, figures.string(), label))
+        for (auto& f : absolute_table_figures(snap, so, figures.string(), label, fo))
           res.figures.push_back(f);
       }
     }
@@ -202,16 +212,22 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
                " over the snapshots — " + run_label(info);
   corr.split = summary.split;
   corr.columns = {{"quantity", 0}, {"snapshots", 0}, {"Pearson r", 3}, {"Spearman ρ", 3}};
+  const auto statistic = [](double v, int64_t n) {
+    return n < static_cast<int64_t>(kMinReportedPoints) ? Cell::label(kFewPointsText)
+                                                        : Cell::value(v);
+  };
   for (const auto& c : res.correlations)
     corr.rows.push_back({Cell::label(quantity_label(c.quantity)),
-                         Cell::value(static_cast<double>(c.n)), Cell::value(c.pearson),
-                         Cell::value(c.spearman)});
+                         Cell::value(static_cast<double>(c.n)), statistic(c.pearson, c.n),
+                         statistic(c.spearman, c.n)});
   corr.note =
       "Pairs: each snapshot's invariance with the metric linearly interpolated at the "
-      "snapshot's step; snapshots outside the metric's steps are left out. — : undefined, "
-      "for fewer than 3 pairs or a constant series (e.g. a score bias of j − i, invariant "
-      "at every snapshot). Both quantities may simply grow with training: a correlation "
-      "here is not a causal link.";
+      "snapshot's step; snapshots outside the metric's steps are left out. n<5: fewer than 5 "
+      "pairs, too few for a correlation to mean anything (over 3 points a ρ of ±1 comes by "
+      "chance one time in three), so none is printed; more snapshots (snapshots.every_percent, "
+      "snapshots.steps) give one. — : undefined, for a constant series (e.g. a score bias of "
+      "j − i, invariant at every snapshot). Both quantities may simply grow with training: a "
+      "correlation here is not a causal link.";
   write_table(corr, tables.string(), "invariance_correlation");
 
   if (o.figures && !res.steps.empty()) {
@@ -225,7 +241,8 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
       inv[q] = s;
     }
     res.figures.push_back(invariance_figure(inv, res.metric, metric, figures.string(),
-                                            run_label(info), info.task, info.tokenizer));
+                                            run_label(info), info.task, info.tokenizer, fo,
+                                            gram_baseline_lines(res.baselines)));
   }
   if (o.figures) write_figure_index(figures.string(), res.figures);
   write_analysis_events(res, out_dir, figure_step);

@@ -38,6 +38,7 @@ struct RunInfo {
   int64_t seed = 0;
   bool causal = false;
   int64_t train_length = 0;             // task.seq_len; 0 unknown
+  std::string figure_size;              // figures.size of the config; empty: not set
   int64_t positional_parameters = -1;   // -1 unknown
   double train_seconds = std::nan("");  // wall time of training (result.json); NaN unknown
   bool finished = true;                 // result.json exists: `relpos train` finished the run
@@ -62,6 +63,8 @@ struct AnalyzeOptions {
   int64_t figure_step = -1;  // snapshot drawn in figures 1–3; -1: the last
   int64_t radius = 50;       // figures of relative weights span r in [-radius, radius]
   ColourScale colour_scale;  // attention heatmaps: one scale per layer or per head, and its cap
+  // screen | column | page (figures.size); empty: the runs' own figures.size (screen if unset).
+  std::string figure_size;
   // Variant -> what a reader of a table of encoder runs must know about it (the position
   // registry's VariantInfo::encoder_note, which the caller passes down: analysis does not see
   // core/position). Printed under the results table when an encoder run uses the variant.
@@ -91,6 +94,10 @@ std::string choose_metric(const std::map<std::string, Series>& metrics,
 // Last value of the first of the metrics elapsed_s, train_time_s, time_s, wall_time_s present;
 // else NaN. (RunInfo::train_seconds, from the run's result.json, takes precedence.)
 double training_time(const std::map<std::string, Series>& metrics);
+
+// The figure size preset: o.figure_size when given (a ConfigError naming --figure-size when it
+// is not screen, column or page), else the run's figures.size, else screen.
+FigurePreset figure_preset_of(const AnalyzeOptions& o, const RunInfo& run);
 
 // Writes out_dir/analysis.h5, out_dir/tables/ and (with figures) out_dir/figures/.
 RunResult analyze_run(const RunSource& src, const std::string& out_dir, const AnalyzeOptions& o);

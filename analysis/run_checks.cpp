@@ -83,7 +83,7 @@ std::vector<std::string> experiment_warnings(const std::vector<RunInfo>& runs,
   // Runs pooled into one row must differ in their seed only.
   static const std::vector<std::string> kNotTraining = {
       "seed", "name", "threads", "device", "cpu_allocator", "sweep", "eval", "data.cache_dir",
-      "claims", "provenance"};
+      "claims", "provenance", "figures"};
   std::map<std::string, const RunInfo*> first_of_group;
   for (const RunInfo& r : runs) {
     auto [it, fresh] = first_of_group.emplace(r.group, &r);

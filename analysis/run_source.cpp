@@ -168,6 +168,7 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   i.tokenizer = yaml_value(i.config_yaml, "data.tokenizer");
   const std::string seq_len = yaml_value(i.config_yaml, "task.seq_len");
   i.train_length = seq_len.empty() ? 0 : std::stoll(seq_len);
+  i.figure_size = yaml_value(i.config_yaml, "figures.size");
   // Written by the trainer; a run file from before it has none: unknown (-1).
   const std::string params = attr(schema::kAttrPositionalParameters);
   i.positional_parameters = params.empty() ? -1 : std::stoll(params);
@@ -187,6 +188,8 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   i.snapshot_steps = r.snapshot_steps();
   if (r.exists(schema::probe_key_mask_path()))
     key_mask_ = r.dataset(schema::probe_key_mask_path()).value;
+  if (r.exists(schema::probe_tokens_path()))
+    probe_count_ = r.dataset(schema::probe_tokens_path()).value.size(0);  // (P,T)
   i.train_seconds = result_seconds(run_dir);
   i.finished = run_finished(run_dir);  // result.json with its step count, beside run.h5
   i.extrapolation = read_eval_table(r, schema::kEvalExtrapolation);
@@ -205,6 +208,7 @@ SnapshotData RunFileSource::snapshot(int64_t step) const {
   SnapshotData s;
   s.step = step;
   s.key_mask = key_mask_;
+  s.probe_count = probe_count_;
   if (r.exists(schema::attention_path(step)))
     s.attention = r.dataset(schema::attention_path(step)).value;
   const std::string scores = schema::position_scores_group(step);

@@ -24,6 +24,7 @@ class RunFileSource : public RunSource {
   std::unique_ptr<RunFileReader> reader_;
   RunInfo info_;
   torch::Tensor key_mask_;  // /probe/key_mask (P,T), undefined when the probe has no padding
+  int64_t probe_count_ = 0;  // P of /probe/tokens; 0 without a probe
 };
 
 // The run folders directly inside an experiment folder: in the order of their `--out DIR`

@@ -33,6 +33,8 @@ namespace relpos::analysis {
 
 struct SnapshotData {
   int64_t step = 0;
+  // Probe sequences the attention maps average (P of /probe/tokens); 0: not known.
+  int64_t probe_count = 0;
   torch::Tensor key_mask;  // (P,T) of the probe, nonzero at real tokens; undefined: no padding
   torch::Tensor attention;                               // (L,H,T,T); undefined when absent
   std::map<std::string, torch::Tensor> position_scores;  // variant -> (L',H,T,T)

@@ -16,6 +16,11 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Two points always correlate perfectly (±1), which reads as a finding: correlations between
 // measured series (invariance against the metric over snapshots or runs) need at least three.
 constexpr size_t kMinCorrelationPoints = 3;
+// Tables print no statistic (correlation, its interval or p) over fewer points than this: over
+// three snapshots a Spearman ρ of ±1 is one chance in three, yet printed it reads as a finding.
+// Such cells say "n<5" (kFewPointsText), and the table's note says why.
+constexpr size_t kMinReportedPoints = 5;
+inline constexpr const char* kFewPointsText = "n<5";
 // pearson() and spearman() of pairs, NaN for fewer than kMinCorrelationPoints.
 double pearson_of_series(const std::vector<double>& x, const std::vector<double>& y);
 double spearman_of_series(const std::vector<double>& x, const std::vector<double>& y);

@@ -24,6 +24,7 @@ struct AnalyzeArgs {
   std::string claims;
   std::string heads_scale = "shared";
   double colour_cap = 0.99;
+  std::string figure_size;
 };
 
 void print_run(const analysis::RunResult& r) {
@@ -82,6 +83,10 @@ Command add_analyze(CLI::App& app) {
             return {};
           },
           "0.5..1", "colour_cap"));
+  cmd->add_option("--figure-size", a->figure_size,
+                  "screen, column (about 3.3 in wide) or page (about 6.9 in): the figures' size "
+                  "and fonts (default: the runs' figures.size, else screen)")
+      ->check(CLI::IsMember({"screen", "column", "page"}));
   cmd->add_option("--claims", a->claims,
                   "a YAML file whose `claims:` block is judged on the folder's runs (kept as "
                   "DIR/claims.yaml; a sweep whose config has claims keeps them there itself)");
@@ -104,6 +109,7 @@ Command add_analyze(CLI::App& app) {
             o.figures = !a->no_figures;
             o.colour_scale.per_head = a->heads_scale == "per-head";
             o.colour_scale.cap = a->colour_cap;
+            o.figure_size = a->figure_size;
             bool experiment = false;
             if (!a->claims.empty()) analysis::adopt_claims_file(a->dir, a->claims);
             const auto ex =

@@ -91,7 +91,8 @@ void length_figure(const ExperimentContext& ctx, const std::string& task,
       static_cast<double>(t.max_len), figs.string(), "length_generalization",
       {fmt::format("{}: length generalization (trained on lengths {}..{})", task, t.min_len, t.max_len),
        "task length n (" + TaskRegistry::get().at(task).length_unit + ")", "longest training length",
-       "", task, ""});
+       "", task, ""},
+      {analysis::figure_preset(ctx.config().figures.size), analysis::VariantPalette(variants)});
 }
 
 // What a task's stage trains with when it has its own overlay, and how it is scored.

@@ -17,6 +17,7 @@ PACKAGES=(
   python3-h5py  # tests: tests/reference/read_run_file.py reads run.h5 without our code
   python3-numpy  # tests: tests/reference/hf_reference.py, the Hugging Face reference forward pass
   shellcheck  # tests: tests/test_slurm.cpp lints the script of `relpos sweep --emit-slurm`
+  chromium  # tests: tests/test_report_explorer.cpp drives the report's explorer in headless Chromium
 )
 
 missing=()

@@ -186,7 +186,8 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   REQUIRE(results.size() >= 5);
   CHECK(results[2] ==
         "| variant | runs | valid_loss (nats) | inv. attention (0–1) | inv. position scores (0–1) "
-        "| inv. P·Pᵀ (0–1) | pos. params (count) | train time (s) |");
+        "| inv. P·Pᵀ (0–1) | inv. P·Pᵀ corrected (0 = random table) | pos. params (count) "
+        "| train time (s) |");
   CHECK(results[4].rfind("| learned+alibi | 2 | 3.2000 ± 1.2706 | ", 0) == 0);
   CHECK(results[4].find("| 640 | 60.5 ± 6.4 |") != std::string::npos);
   CHECK(results[5].rfind("| alibi | 1 | 3.1000 | ", 0) == 0);
@@ -220,7 +221,7 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
   // test_analysis_inference) of the pairs final_invariance.csv lists; 3 runs give no Fisher
   // interval (it needs 4).
   const auto corr = test::read_lines(dir / "tables" / "final_invariance_correlation.csv");
-  REQUIRE(corr.size() == 4);
+  REQUIRE(corr.size() == 5);  // attention, position scores, P·Pᵀ raw and corrected
   CHECK(corr[0] == "quantity,runs,Pearson r,r: 95% CI (Fisher z),p (r = 0),Spearman ρ");
   // Cells split at every comma, a trailing empty one kept (no field here holds a comma).
   auto cells_of = [](const std::string& text) {
@@ -233,23 +234,21 @@ TEST_CASE("an experiment: grouped results, extrapolation and final invariance ta
     }
     return cells;
   };
-  // The position scores differ between the runs (alibi's are invariant, learned+alibi's not);
-  // the attention of the sample runs is the same in all three: r undefined, every cell empty.
+  // The position scores differ between the runs (alibi's are invariant, learned+alibi's not).
   std::vector<double> metric, scores;
   for (size_t k = 1; k < final_rows.size(); ++k) {
     const auto cells = cells_of(final_rows[k]);
-    REQUIRE(cells.size() == 7);
+    REQUIRE(cells.size() == 8);  // run, variant, seed, metric, 4 invariance columns
     metric.push_back(std::stod(cells[3]));
     scores.push_back(std::stod(cells[5]));
   }
-  CHECK(cells_of(corr[1]) == std::vector<std::string>{"inv. attention (0–1)", "3", "", "", "", ""});
-  const CorrelationTest expected = pearson_test(scores, metric);
-  const auto row = cells_of(corr[2]);
-  REQUIRE(row.size() == 6);
-  CHECK(row[1] == "3");
-  CHECK(std::stod(row[2]) == doctest::Approx(expected.r).epsilon(1e-8));
-  CHECK(row[3].empty());
-  CHECK(std::stod(row[4]) == doctest::Approx(expected.p_two).epsilon(1e-8));
+  // Three runs are too few for a correlation to mean anything: no number is printed (n<5),
+  // whatever the values (tests/test_figure_palette.cpp checks one over five runs).
+  CHECK(cells_of(corr[1]) ==
+        std::vector<std::string>{"inv. attention (0–1)", "3", "n<5", "n<5", "n<5", "n<5"});
+  CHECK(cells_of(corr[2]) ==
+        std::vector<std::string>{"inv. position scores (0–1)", "3", "n<5", "n<5", "n<5", "n<5"});
+  CHECK(std::isfinite(pearson_test(scores, metric).r));
   CHECK(fs::exists(dir / "run1" / "analysis.h5"));
   fs::remove_all(dir);
 }

@@ -243,6 +243,18 @@ struct EvalConfig : ConfigSection {
   }
 };
 
+// How `relpos analyze` draws the run's figures (analysis/gnuplot.h): not used by training.
+struct FiguresConfig : ConfigSection {
+  // screen: each figure at its own size; column (about 3.3 in) or page (about 6.9 in): the
+  // width of a paper's column or text, fonts readable at that size (docs/analysis.md).
+  std::string size = "screen";
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("size", size, {"screen", "column", "page"}, "figure size: screen, column or page");
+  }
+};
+
 // A grid written in an experiment's config (used by `relpos sweep` when no --grid is given).
 struct SweepConfig : ConfigSection {
   std::vector<std::string> grid;   // "key=value1,value2" per axis, e.g. "position.type=none,shaw"
@@ -278,6 +290,7 @@ struct Config : ConfigSection {
   TrainConfig train;
   SnapshotConfig snapshots;
   EvalConfig eval;
+  FiguresConfig figures;
   SweepConfig sweep;
   // What a sweep or named experiment tests, judged by `relpos report` / `relpos reproduce`
   // (analysis/claims.h), and the configuration changes made after a result was seen. Not used
@@ -300,6 +313,7 @@ struct Config : ConfigSection {
     v("train", train);
     v("snapshots", snapshots);
     v("eval", eval);
+    v("figures", figures);
     v("sweep", sweep);
     v("claims", claims, "claims the runs test (docs/analysis.md, \"Claims\")");
     v("provenance", provenance, "config changes made after a result was seen");

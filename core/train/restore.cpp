@@ -31,7 +31,7 @@ std::vector<std::string> check_resume_config(const std::string& dir, const Confi
   if (started.empty()) started = stored;
   const std::vector<std::string> allowed = {"train",         "eval",      "device", "threads",
                                             "cpu_allocator", "precision", "sweep",  "name",
-                                            "model.attention_impl"};
+                                            "model.attention_impl", "figures"};
   std::vector<std::string> changed;
   for (const auto& d : config_differences(started, now, allowed))
     if (d.find(": (absent) -> ") == std::string::npos)  // a key newer than the run: its default
@@ -42,7 +42,7 @@ std::vector<std::string> check_resume_config(const std::string& dir, const Confi
                     "than it started with ({}): {}",
                     dir, fs::exists(run_h5_path(dir)) ? "run.h5's config" : "config.yaml",
                     fmt::join(changed, "; ")),
-        "only train.*, eval.*, device, threads, cpu_allocator, precision and "
+        "only train.*, eval.*, figures.*, device, threads, cpu_allocator, precision and "
         "model.attention_impl may change on --resume; start a "
         "new run (another --out, or --overwrite) for the rest, and restore an edited config.yaml");
   return now == stored ? std::vector<std::string>{} : config_differences(stored, now);
