@@ -162,7 +162,7 @@ std::string report_explorer(const ReportInputs& in) {
   std::vector<std::unique_ptr<RunFileSource>> sources;
   std::set<std::string> seen;
   for (const auto& r : in.runs) {
-    if (!is_run_dir(r.dir) || !seen.insert(r.group).second) continue;
+    if (!is_run_folder(r.dir) || !seen.insert(r.group).second) continue;
     try {
       sources.push_back(std::make_unique<RunFileSource>(r.dir));
     } catch (const Error&) {
