@@ -116,60 +116,73 @@ std::string sampling_error_note(const std::string& metric, const std::string& ta
       "interval", interval, method);
 }
 
-void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& tables,
-                           const fs::path& figures, bool draw, std::vector<FigureInfo>& figs,
-                           const FigureOptions& fo) {
-  std::deque<EvalTable> owned;  // tables with their bits columns added
-  std::vector<Evaluated> evals;
-  for (const auto& r : runs) {
-    if (!r.info.extrapolation.empty()) {
-      owned.push_back(with_bits(r.info.extrapolation, r.info));
-      evals.push_back({r.info.group, &owned.back(), &r.info});
-    }
-    for (const auto& [suffix, t] : r.info.extra_evaluations) {
-      owned.push_back(with_bits(t, r.info));
-      evals.push_back({r.info.group + " (" + suffix + ")", &owned.back(), &r.info});
-    }
-  }
+namespace {
+
+// What the evaluated runs share: columns, groups, lengths, the training length most of them have,
+// the first run's task, split, tokenizer and evaluation settings, and per group the lengths that
+// were not applicable or clamped.
+struct EvalSurvey {
   std::vector<std::string> columns, groups;
-  std::set<double> length_set;
-  std::map<int64_t, int> train_lengths;
-  std::string note, task, split, tokenizer;  // of the first evaluated run, for the axis
+  std::vector<double> lengths;
+  int64_t train_length = 0;
+  double error_length = 0;  // where one run's sampling error is stated
+  std::string note, task, split, tokenizer;
   std::map<std::string, std::set<std::string>> not_applicable;  // group -> reasons
   std::map<std::string, std::set<std::string>> clamped;         // group -> notes
+};
+
+EvalSurvey survey_evaluations(const std::vector<Evaluated>& evals) {
+  EvalSurvey sv;
+  std::set<double> length_set;
+  std::map<int64_t, int> train_lengths;
   for (const auto& ev : evals) {
     const EvalTable& e = *ev.table;
-    if (std::find(groups.begin(), groups.end(), ev.group) == groups.end()) groups.push_back(ev.group);
+    if (std::find(sv.groups.begin(), sv.groups.end(), ev.group) == sv.groups.end())
+      sv.groups.push_back(ev.group);
     for (const auto& [name, v] : e.columns)
-      if (std::find(columns.begin(), columns.end(), name) == columns.end()) columns.push_back(name);
+      if (std::find(sv.columns.begin(), sv.columns.end(), name) == sv.columns.end())
+        sv.columns.push_back(name);
     length_set.insert(e.length.begin(), e.length.end());
-    if (task.empty()) {
+    if (sv.task.empty()) {
       const auto t = e.attrs.find("task");
-      task = t != e.attrs.end() ? t->second : ev.info->task;
-      tokenizer = ev.info->tokenizer;
-      if (const auto sp = e.attrs.find("split"); sp != e.attrs.end()) split = sp->second;
+      sv.task = t != e.attrs.end() ? t->second : ev.info->task;
+      sv.tokenizer = ev.info->tokenizer;
+      if (const auto sp = e.attrs.find("split"); sp != e.attrs.end()) sv.split = sp->second;
     }
     if (ev.info->train_length > 0) ++train_lengths[ev.info->train_length];
-    if (note.empty())
+    if (sv.note.empty())
       for (const auto& [k, v] : e.attrs)
         // stride 0 means the sliding window was off (always so for MLM): nothing to report.
         if (k != "not_applicable" && k != "clamped" && !(k == "stride" && v == "0"))
-          note += fmt::format("{}{}: {}", note.empty() ? "" : "; ", k, v);
+          sv.note += fmt::format("{}{}: {}", sv.note.empty() ? "" : "; ", k, v);
     if (auto it = e.attrs.find("not_applicable"); it != e.attrs.end() && !it->second.empty())
-      not_applicable[ev.group].insert(it->second);
+      sv.not_applicable[ev.group].insert(it->second);
     if (auto it = e.attrs.find("clamped"); it != e.attrs.end() && !it->second.empty())
-      clamped[ev.group].insert(it->second);
+      sv.clamped[ev.group].insert(it->second);
   }
-  if (columns.empty()) return;
-  const std::vector<double> lengths(length_set.begin(), length_set.end());
-  int64_t train_length = 0;
+  if (sv.columns.empty()) return sv;
+  sv.lengths.assign(length_set.begin(), length_set.end());
   int best = 0;
   for (const auto& [l, n] : train_lengths)
-    if (n > best) train_length = l, best = n;
+    if (n > best) sv.train_length = l, best = n;
   // The length at which the sampling error is stated: the training length when evaluated.
-  const double error_length =
-      length_set.count(static_cast<double>(train_length)) ? train_length : lengths.front();
-  for (const auto& col : columns) {
+  sv.error_length = length_set.count(static_cast<double>(sv.train_length))
+                        ? static_cast<double>(sv.train_length)
+                        : sv.lengths.front();
+  return sv;
+}
+
+// One column's table (mean over runs at each length) and its figure.
+void extrapolation_column(const std::string& col, const std::vector<Evaluated>& evals,
+                          const EvalSurvey& sv, const fs::path& tables, const fs::path& figures,
+                          bool draw, std::vector<FigureInfo>& figs, const FigureOptions& fo) {
+  const std::vector<std::string>& groups = sv.groups;
+  const std::vector<double>& lengths = sv.lengths;
+  const int64_t train_length = sv.train_length;
+  const double error_length = sv.error_length;
+  const std::string &note = sv.note, &task = sv.task, &split = sv.split, &tokenizer = sv.tokenizer;
+  const auto& not_applicable = sv.not_applicable;
+  const auto& clamped = sv.clamped;
     const std::string unit = metric_unit(col, task, tokenizer);
     Table t;
     t.title = with_unit("Length extrapolation: " + col, unit) + ", mean over runs";
@@ -236,7 +249,28 @@ void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& t
       figs.push_back(extrapolation_figure(lines, col, static_cast<double>(train_length),
                                           figures.string(), stem,
                                           {"", "", "", "", task, split, tokenizer}, fo));
+}
+
+}  // namespace
+
+void extrapolation_outputs(const std::vector<RunResult>& runs, const fs::path& tables,
+                           const fs::path& figures, bool draw, std::vector<FigureInfo>& figs,
+                           const FigureOptions& fo) {
+  std::deque<EvalTable> owned;  // tables with their bits columns added
+  std::vector<Evaluated> evals;
+  for (const auto& r : runs) {
+    if (!r.info.extrapolation.empty()) {
+      owned.push_back(with_bits(r.info.extrapolation, r.info));
+      evals.push_back({r.info.group, &owned.back(), &r.info});
+    }
+    for (const auto& [suffix, t] : r.info.extra_evaluations) {
+      owned.push_back(with_bits(t, r.info));
+      evals.push_back({r.info.group + " (" + suffix + ")", &owned.back(), &r.info});
+    }
   }
+  const EvalSurvey sv = survey_evaluations(evals);
+  for (const auto& col : sv.columns)
+    extrapolation_column(col, evals, sv, tables, figures, draw, figs, fo);
 }
 
 }  // namespace relpos::analysis

@@ -136,12 +136,107 @@ std::pair<std::string, std::string> relative_notes(const std::vector<double>& r,
 
 }  // namespace
 
+namespace {
+
+// One exported per-distance tensor of a snapshot and what its figures need: the distances r of
+// its distance axis, the indices within the radius (causal: r <= 0 only), captions.
+struct RelativeTensor {
+  std::string variant, name, what, base, notes, clip_title, trained_label;
+  const std::map<std::string, NamedTensor>* tensors = nullptr;
+  torch::Tensor value;
+  std::vector<double> r;
+  std::vector<int64_t> idx;
+  bool signed_r = false, causal_half = false;
+  int64_t T = 0;  // the training length (0: unknown)
+};
+
+// A channel x r heatmap of one (R,d) table, with the trained distances marked.
+HeatmapPanel table_heatmap_panel(const RelativeTensor& e, const torch::Tensor& rd,
+                                 const std::string& title) {
+  const auto v = rd.to(torch::kFloat64);  // (R,d)
+  HeatmapPanel p;
+  p.title = title;
+  p.xlabel = "relative position r = j − i";
+  p.ylabel = "channel";
+  p.cblabel = "weight";
+  for (int64_t k : e.idx) p.x.push_back(e.r[k]);
+  p.y = arange(v.size(1));
+  p.values = Matrix(v.size(1), static_cast<int64_t>(e.idx.size()));
+  const Matrix m = to_matrix(v);
+  for (int64_t c = 0; c < v.size(1); ++c)
+    for (size_t k = 0; k < e.idx.size(); ++k) p.values(c, k) = m(e.idx[k], c);
+  p.palette = palette_for(p.values);
+  if (e.T > 0) {
+    const auto [lo, hi] = trained_range(e.T, !e.signed_r, e.causal_half);
+    if (lo >= p.x.front()) p.vlines.push_back({lo, lo < 0 ? e.trained_label : ""});
+    if (hi > 0 && hi <= p.x.back()) p.vlines.push_back({hi, lo < 0 ? "" : e.trained_label});
+  }
+  return p;
+}
+
+// (L,R,d) tables: one heatmap per layer; (L,H,R,d) per-head tables: one figure per layer, a panel
+// per head (Huang et al. 2020's Figure 4 shows "the first layer and first head": panel "head 0" of
+// relpos_<variant>_<name>_layer0.png).
+void table_figures(const RelativeTensor& e, bool per_head, const std::string& dir,
+                   const std::string& heading, const FigureOptions& fo,
+                   std::vector<FigureInfo>& out) {
+  for (int64_t l = 0; l < e.value.size(0); ++l) {
+    const std::string title = fmt::format("{} layer {} — {}", e.what, l, heading);
+    const std::string stem = fmt::format("{}_layer{}", e.base, l);
+    if (!per_head) {
+      const HeatmapPanel p = table_heatmap_panel(e, e.value[l], title);
+      const auto f = plot_heatmaps(dir, stem, p.title, {p}, 1, {900, 560, fo.size});
+      out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}: each column is "
+                                        "the vector for one distance r.{}",
+                                        e.what, l, e.notes)));
+      continue;
+    }
+    std::vector<HeatmapPanel> panels;
+    for (int64_t h = 0; h < e.value.size(1); ++h)
+      panels.push_back(table_heatmap_panel(e, e.value[l][h], fmt::format("head {}", h)));
+    const int64_t np = static_cast<int64_t>(panels.size());
+    const auto f = plot_heatmaps(dir, stem, title, panels, grid_columns(np),
+                                 grid_size(np, 620, 400, fo.size));
+    out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}, one panel per "
+                                      "head (position.{}.per_head: one table per head), each with "
+                                      "its own colour scale: each column is the vector for one "
+                                      "distance r.{}",
+                                      e.what, l, e.variant, e.notes)));
+  }
+}
+
+// A panel of curves against r, one per row of `m` (head, layer or channel pair).
+CurvesPanel curve_panel(const RelativeTensor& e, const torch::Tensor& m, const std::string& title,
+                        const std::string& row_name, bool by_pair) {
+  CurvesPanel p;
+  p.title = title;
+  const bool absolute = std::all_of(e.r.begin(), e.r.end(), [](double x) { return x >= 0; });
+  p.xlabel = absolute ? "distance |r| = |j − i|" : "relative position r = j − i";
+  p.ylabel = e.name == "scale" ? "scale s on q·k" : by_pair ? "factor on q·k" : "score term";
+  p.curves = profile_curves(m, e.r, e.idx, row_name);
+  // A bias looked up per bucket of distances (T5) is constant within each bucket: steps, not a
+  // polyline that would invent slopes between the buckets.
+  if (e.tensors->count("buckets"))
+    for (auto& c : p.curves) c.style = CurveStyle::steps;
+  p.zero_line = e.name != "scale" && !by_pair;  // a factor's neutral value is 1, not 0
+  double reach = 0;
+  for (int64_t k : e.idx) reach = std::max(reach, std::abs(e.r[k]));
+  p.xrange = absolute        ? std::make_pair(0.0, reach)
+             : e.causal_half ? std::make_pair(-reach, 0.0)
+                             : std::make_pair(-reach, reach);
+  if (e.T > 0) {
+    p.band = trained_range(e.T, absolute, e.causal_half);
+    p.band_label = e.trained_label;
+  }
+  return p;
+}
+
+}  // namespace
+
 std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std::string& dir,
                                                 const std::string& label, int64_t radius,
                                                 bool causal, const FigureOptions& fo) {
   std::vector<FigureInfo> out;
-  const int64_t T = fo.train_length;
-  const std::string trained_label = fmt::format("trained |r| < {}", T);
   for (const auto& [variant, tensors] : s.position) {
     for (const auto& [name, t] : tensors) {
       const bool table = dims_are(t, {"layer", "distance", "channel"});
@@ -152,115 +247,47 @@ std::vector<FigureInfo> relative_weight_figures(const SnapshotData& s, const std
       const bool layer_head = dims_are(t, {"layer", "head", "distance"});
       const bool by_pair = dims_are(t, {"pair", "distance"});  // xpos decay per channel pair
       if (!table && !head_table && !by_head && !by_layer && !layer_head && !by_pair) continue;
+      RelativeTensor e;
+      e.variant = variant;
+      e.name = name;
+      e.tensors = &tensors;
+      e.value = t.value;
+      e.T = fo.train_length;
+      e.trained_label = fmt::format("trained |r| < {}", e.T);
       const int64_t n = t.value.size(table ? 1 : head_table ? 2 : t.value.dim() - 1);
-      const std::vector<double> r = distances_for(tensors, name, n);
-      const bool signed_r = std::any_of(r.begin(), r.end(), [](double x) { return x < 0; });
-      std::vector<int64_t> idx = within(r, radius);
-      if (causal && signed_r)
-        idx.erase(std::remove_if(idx.begin(), idx.end(), [&](int64_t k) { return r[k] > 0; }),
-                  idx.end());
-      if (idx.empty()) continue;
-      const auto caption_notes = relative_notes(r, radius, causal && signed_r, T);
-      const std::string& notes = caption_notes.first;  // (lambdas below read both)
-      const std::string& clip_title = caption_notes.second;
-      const std::string base = fmt::format("relpos_{}_{}", stem_of(variant), stem_of(name));
-      const std::string what = fmt::format("{}/{}", variant, name);
-      // A channel x r heatmap of one (R,d) table.
-      const auto table_panel = [&](const torch::Tensor& rd, const std::string& title) {
-        const auto v = rd.to(torch::kFloat64);  // (R,d)
-        HeatmapPanel p;
-        p.title = title;
-        p.xlabel = "relative position r = j − i";
-        p.ylabel = "channel";
-        p.cblabel = "weight";
-        for (int64_t k : idx) p.x.push_back(r[k]);
-        p.y = arange(v.size(1));
-        p.values = Matrix(v.size(1), static_cast<int64_t>(idx.size()));
-        const Matrix m = to_matrix(v);
-        for (int64_t c = 0; c < v.size(1); ++c)
-          for (size_t k = 0; k < idx.size(); ++k) p.values(c, k) = m(idx[k], c);
-        p.palette = palette_for(p.values);
-        if (T > 0) {
-          const auto [lo, hi] = trained_range(T, !signed_r, causal && signed_r);
-          if (lo >= p.x.front()) p.vlines.push_back({lo, lo < 0 ? trained_label : ""});
-          if (hi > 0 && hi <= p.x.back()) p.vlines.push_back({hi, lo < 0 ? "" : trained_label});
-        }
-        return p;
-      };
-      if (table) {
-        for (int64_t l = 0; l < t.value.size(0); ++l) {
-          const HeatmapPanel p = table_panel(
-              t.value[l],
-              fmt::format("{} layer {} — {} (step {}){}", what, l, label, s.step, clip_title));
-          const auto f =
-              plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), p.title, {p}, 1,
-                            {900, 560, fo.size});
-          out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}: each "
-                                            "column is the vector for one distance r.{}",
-                                            what, l, notes)));
-        }
-        continue;
-      }
-      if (head_table) {
-        // One figure per layer, a panel per head (Huang et al. 2020's Figure 4 shows "the first
-        // layer and first head": panel "head 0" of relpos_<variant>_<name>_layer0.png).
-        for (int64_t l = 0; l < t.value.size(0); ++l) {
-          const std::string title =
-              fmt::format("{} layer {} — {} (step {}){}", what, l, label, s.step, clip_title);
-          std::vector<HeatmapPanel> panels;
-          for (int64_t h = 0; h < t.value.size(1); ++h)
-            panels.push_back(table_panel(t.value[l][h], fmt::format("head {}", h)));
-          const int64_t np = static_cast<int64_t>(panels.size());
-          const auto f = plot_heatmaps(dir, fmt::format("{}_layer{}", base, l), title, panels,
-                                       grid_columns(np), grid_size(np, 620, 400, fo.size));
-          out.push_back(info(f, fmt::format("Relative-position vectors {} of layer {}, one panel "
-                                            "per head (position.{}.per_head: one table per head), "
-                                            "each with its own colour scale: each column is the "
-                                            "vector for one distance r.{}",
-                                            what, l, variant, notes)));
-        }
+      e.r = distances_for(tensors, name, n);
+      e.signed_r = std::any_of(e.r.begin(), e.r.end(), [](double x) { return x < 0; });
+      e.causal_half = causal && e.signed_r;
+      e.idx = within(e.r, radius);
+      if (e.causal_half)
+        e.idx.erase(
+            std::remove_if(e.idx.begin(), e.idx.end(), [&](int64_t k) { return e.r[k] > 0; }),
+            e.idx.end());
+      if (e.idx.empty()) continue;
+      std::tie(e.notes, e.clip_title) = relative_notes(e.r, radius, e.causal_half, e.T);
+      e.base = fmt::format("relpos_{}_{}", stem_of(variant), stem_of(name));
+      e.what = fmt::format("{}/{}", variant, name);
+      const std::string heading = fmt::format("{} (step {}){}", label, s.step, e.clip_title);
+      if (table || head_table) {
+        table_figures(e, head_table, dir, heading, fo, out);
         continue;
       }
       std::vector<CurvesPanel> panels;
-      const auto add_panel = [&](const torch::Tensor& m, const std::string& title,
-                                 const std::string& row_name) {
-        CurvesPanel p;
-        p.title = title;
-        const bool absolute = std::all_of(r.begin(), r.end(), [](double x) { return x >= 0; });
-        p.xlabel = absolute ? "distance |r| = |j − i|" : "relative position r = j − i";
-        p.ylabel = name == "scale" ? "scale s on q·k" : by_pair ? "factor on q·k" : "score term";
-        p.curves = profile_curves(m, r, idx, row_name);
-        // A bias looked up per bucket of distances (T5) is constant within each bucket: steps,
-        // not a polyline that would invent slopes between the buckets.
-        if (tensors.count("buckets"))
-          for (auto& c : p.curves) c.style = CurveStyle::steps;
-        p.zero_line = name != "scale" && !by_pair;  // a factor's neutral value is 1, not 0
-        double reach = 0;
-        for (int64_t k : idx) reach = std::max(reach, std::abs(r[k]));
-        p.xrange = absolute                 ? std::make_pair(0.0, reach)
-                   : causal && signed_r ? std::make_pair(-reach, 0.0)
-                                        : std::make_pair(-reach, reach);
-        if (T > 0) {
-          p.band = trained_range(T, absolute, causal && signed_r);
-          p.band_label = trained_label;
-        }
-        panels.push_back(std::move(p));
-      };
-      const std::string title =
-          fmt::format("{} — {} (step {}){}", what, label, s.step, clip_title);
+      const std::string title = fmt::format("{} — {}", e.what, heading);
       if (layer_head) {
         for (int64_t l = 0; l < t.value.size(0); ++l)
-          add_panel(t.value[l], fmt::format("layer {}", l), "head");
+          panels.push_back(curve_panel(e, t.value[l], fmt::format("layer {}", l), "head", by_pair));
       } else {
-        add_panel(t.value, title, by_head ? "head" : by_pair ? "pair" : "layer");
+        panels.push_back(
+            curve_panel(e, t.value, title, by_head ? "head" : by_pair ? "pair" : "layer", by_pair));
       }
       const int64_t np = static_cast<int64_t>(panels.size());
       const FigureSize size =
           np == 1 ? FigureSize{900, 560, fo.size} : grid_size(np, 620, 400, fo.size);
-      const auto f = plot_curves(dir, base, title, panels, grid_columns(np), size);
+      const auto f = plot_curves(dir, e.base, title, panels, grid_columns(np), size);
       out.push_back(info(f, fmt::format("{} against the relative position r, one curve per {}.{}",
-                                        what, by_layer ? "layer" : by_pair ? "channel pair" : "head",
-                                        notes)));
+                                        e.what, by_layer ? "layer" : by_pair ? "channel pair" : "head",
+                                        e.notes)));
     }
   }
   return out;

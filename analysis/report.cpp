@@ -1,3 +1,4 @@
+#include "core/io/run_paths.h"
 #include "analysis/report.h"
 
 #include <fmt/format.h>

@@ -104,6 +104,79 @@ double training_time(const std::map<std::string, Series>& metrics) {
   return kNaN;
 }
 
+namespace {
+
+// Tables: invariance per snapshot, and its correlation with the metric over the snapshots.
+void write_invariance_tables(const RunResult& res, const std::string& tables) {
+  const RunInfo& info = res.info;
+  Table summary;
+  summary.title =
+      "Translation invariance per snapshot (0–1; 1 = translation invariant) — " + run_label(info);
+  summary.split = split_label({res.metric});
+  summary.columns = {{"step", 0}};
+  if (!res.metric.empty()) {
+    const std::string unit = metric_unit(res.metric, info.task, info.tokenizer);
+    summary.columns.push_back(
+        {res.metric + " (" + (unit.empty() ? "" : unit + "; ") + "interpolated)", 4});
+  }
+  for (const auto& [q, v] : res.invariance) summary.columns.push_back({quantity_label(q), 4});
+  for (size_t k = 0; k < res.steps.size(); ++k) {
+    std::vector<Cell> row{Cell::value(static_cast<double>(res.steps[k]))};
+    if (!res.metric.empty()) row.push_back(Cell::value(res.metric_at_step[k]));
+    for (const auto& [q, v] : res.invariance) row.push_back(Cell::value(v[k]));
+    summary.rows.push_back(std::move(row));
+  }
+  write_table(summary, tables, "invariance_summary");
+
+  Table corr;
+  corr.title = "Invariance against " +
+               (res.metric.empty() ? std::string("(no metric)") : res.metric) +
+               " over the snapshots — " + run_label(info);
+  corr.split = summary.split;
+  corr.columns = {{"quantity", 0}, {"snapshots", 0}, {"Pearson r", 3}, {"Spearman ρ", 3}};
+  const auto statistic = [](double v, int64_t n) {
+    return n < static_cast<int64_t>(kMinReportedPoints) ? Cell::label(kFewPointsText)
+                                                        : Cell::value(v);
+  };
+  for (const auto& c : res.correlations)
+    corr.rows.push_back({Cell::label(quantity_label(c.quantity)),
+                         Cell::value(static_cast<double>(c.n)), statistic(c.pearson, c.n),
+                         statistic(c.spearman, c.n)});
+  corr.note =
+      "Pairs: each snapshot's invariance with the metric linearly interpolated at the "
+      "snapshot's step; snapshots outside the metric's steps are left out. n<5: fewer than 5 "
+      "pairs, too few for a correlation to mean anything (over 3 points a ρ of ±1 comes by "
+      "chance one time in three), so none is printed; more snapshots (snapshots.every_percent, "
+      "snapshots.steps) give one. — : undefined, for a constant series (e.g. a score bias of "
+      "j − i, invariant at every snapshot). Both quantities may simply grow with training: a "
+      "correlation here is not a causal link.";
+  write_table(corr, tables, "invariance_correlation");
+
+}
+
+// The run's invariance over training, with the random-table level of each P·Pᵀ score.
+void add_invariance_figure(RunResult& res, const Series& metric, const std::string& figures,
+                           const FigureOptions& fo) {
+  const RunInfo& info = res.info;
+  if (res.steps.empty()) return;
+  {
+    std::map<std::string, Series> inv;
+    for (const auto& [q, v] : res.invariance) {
+      Series s;
+      for (size_t k = 0; k < v.size(); ++k) {
+        s.x.push_back(static_cast<double>(res.steps[k]));
+        s.y.push_back(v[k]);
+      }
+      inv[q] = s;
+    }
+    res.figures.push_back(invariance_figure(inv, res.metric, metric, figures,
+                                            run_label(info), info.task, info.tokenizer, fo,
+                                            gram_baseline_lines(res.baselines)));
+  }
+}
+
+}  // namespace
+
 RunResult analyze_run(const RunSource& src, const std::string& out_dir, const AnalyzeOptions& o) {
   RunResult res;
   res.info = src.info();
@@ -186,64 +259,8 @@ RunResult analyze_run(const RunSource& src, const std::string& out_dir, const An
   res.baselines = invariance_baselines(res.invariance, res.steps, shapes);
   write_baseline_table(res, tables.string(), run_label(info));
 
-  // Tables: invariance per snapshot, and its correlation with the metric.
-  Table summary;
-  summary.title =
-      "Translation invariance per snapshot (0–1; 1 = translation invariant) — " + run_label(info);
-  summary.split = split_label({res.metric});
-  summary.columns = {{"step", 0}};
-  if (!res.metric.empty()) {
-    const std::string unit = metric_unit(res.metric, info.task, info.tokenizer);
-    summary.columns.push_back(
-        {res.metric + " (" + (unit.empty() ? "" : unit + "; ") + "interpolated)", 4});
-  }
-  for (const auto& [q, v] : res.invariance) summary.columns.push_back({quantity_label(q), 4});
-  for (size_t k = 0; k < res.steps.size(); ++k) {
-    std::vector<Cell> row{Cell::value(static_cast<double>(res.steps[k]))};
-    if (!res.metric.empty()) row.push_back(Cell::value(res.metric_at_step[k]));
-    for (const auto& [q, v] : res.invariance) row.push_back(Cell::value(v[k]));
-    summary.rows.push_back(std::move(row));
-  }
-  write_table(summary, tables.string(), "invariance_summary");
-
-  Table corr;
-  corr.title = "Invariance against " +
-               (res.metric.empty() ? std::string("(no metric)") : res.metric) +
-               " over the snapshots — " + run_label(info);
-  corr.split = summary.split;
-  corr.columns = {{"quantity", 0}, {"snapshots", 0}, {"Pearson r", 3}, {"Spearman ρ", 3}};
-  const auto statistic = [](double v, int64_t n) {
-    return n < static_cast<int64_t>(kMinReportedPoints) ? Cell::label(kFewPointsText)
-                                                        : Cell::value(v);
-  };
-  for (const auto& c : res.correlations)
-    corr.rows.push_back({Cell::label(quantity_label(c.quantity)),
-                         Cell::value(static_cast<double>(c.n)), statistic(c.pearson, c.n),
-                         statistic(c.spearman, c.n)});
-  corr.note =
-      "Pairs: each snapshot's invariance with the metric linearly interpolated at the "
-      "snapshot's step; snapshots outside the metric's steps are left out. n<5: fewer than 5 "
-      "pairs, too few for a correlation to mean anything (over 3 points a ρ of ±1 comes by "
-      "chance one time in three), so none is printed; more snapshots (snapshots.every_percent, "
-      "snapshots.steps) give one. — : undefined, for a constant series (e.g. a score bias of "
-      "j − i, invariant at every snapshot). Both quantities may simply grow with training: a "
-      "correlation here is not a causal link.";
-  write_table(corr, tables.string(), "invariance_correlation");
-
-  if (o.figures && !res.steps.empty()) {
-    std::map<std::string, Series> inv;
-    for (const auto& [q, v] : res.invariance) {
-      Series s;
-      for (size_t k = 0; k < v.size(); ++k) {
-        s.x.push_back(static_cast<double>(res.steps[k]));
-        s.y.push_back(v[k]);
-      }
-      inv[q] = s;
-    }
-    res.figures.push_back(invariance_figure(inv, res.metric, metric, figures.string(),
-                                            run_label(info), info.task, info.tokenizer, fo,
-                                            gram_baseline_lines(res.baselines)));
-  }
+  write_invariance_tables(res, tables.string());
+  if (o.figures) add_invariance_figure(res, metric, figures.string(), fo);
   if (o.figures) write_figure_index(figures.string(), res.figures);
   write_analysis_events(res, out_dir, figure_step);
   return res;
