@@ -1,6 +1,8 @@
 // Helpers for tests that run the real `relpos` executable (RELPOS_BINARY) as a child process:
 // start it with its output captured, wait for it to reach a point (lines in metrics.jsonl),
-// send it a signal, reap it with a time limit; and a small tmpfs mounted for a test.
+// send it a signal, reap it with a time limit; and a small tmpfs mounted for a test. Every wait
+// here ends at its event (an exit, a line, a file) and gives up only after kPatienceS; every
+// child is noted in the ChildLog (tests/child_log.h), whose output a failing test case prints.
 #pragma once
 
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "core/dist/distributed.h"
+#include "tests/child_log.h"
 #include "tests/text_file.h"
 
 namespace relpos::test {
@@ -43,6 +46,8 @@ inline bool gloo_built() {
 class Child {
  public:
   Child(const std::vector<std::string>& args, const std::string& log) : log_(log) {
+    argv_.push_back(RELPOS_BINARY);
+    argv_.insert(argv_.end(), args.begin(), args.end());
     pid_ = ::fork();
     if (pid_ == 0) {
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -66,6 +71,8 @@ class Child {
       ::kill(pid_, SIGKILL);
       int st;
       ::waitpid(pid_, &st, 0);
+      ChildLog::instance().note(argv_, "still running when the test stopped waiting (killed by it)",
+                                output());
     }
   }
   Child(const Child&) = delete;
@@ -80,12 +87,14 @@ class Child {
     if (r == pid_) {
       reaped_ = true;
       status_ = st;
+      ChildLog::instance().note(
+          argv_, wait_status_text(st) + " (stdout and stderr in " + log_ + ")", output());
       return false;
     }
     return true;
   }
   // Exit code (128 + signal when killed by one); -1 when it did not end within `seconds`.
-  int wait(double seconds = 60) {
+  int wait(double seconds = kPatienceS) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (running()) {
       if (std::chrono::steady_clock::now() > end) return -1;
@@ -102,6 +111,7 @@ class Child {
 
  private:
   std::string log_;
+  std::vector<std::string> argv_;
   pid_t pid_ = -1;
   bool reaped_ = false;
   int status_ = 0;
@@ -109,7 +119,7 @@ class Child {
 
 // Runs RELPOS_BINARY to the end; returns (exit code, output).
 inline std::pair<int, std::string> run_relpos(const std::vector<std::string>& args,
-                                              const std::string& log, double seconds = 120) {
+                                              const std::string& log, double seconds = kPatienceS) {
   Child c(args, log);
   const int code = c.wait(seconds);
   return {code, c.output()};
@@ -125,7 +135,7 @@ inline int64_t count_lines(const std::string& path) {
 
 // Polls `cond` every 2 ms until it holds (true) or `seconds` pass (false) or `alive` says the
 // process being watched ended (false).
-inline bool wait_until(const std::function<bool()>& cond, double seconds,
+inline bool wait_until(const std::function<bool()>& cond, double seconds = kPatienceS,
                        const std::function<bool()>& alive = {}) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < end) {

@@ -220,7 +220,7 @@ TEST_CASE("a full disk: known before the start, a clear error / found mid-run, t
   REQUIRE(disk.ok());
   const std::string dir = tmp.str("disk/run");
   Child child(train_args(sets, dir), tmp.str("log2"));
-  REQUIRE(wait_until([&] { return count_lines(run_metrics_path(dir)) >= 12; }, 60,
+  REQUIRE(wait_until([&] { return count_lines(run_metrics_path(dir)) >= 12; }, kPatienceS,
                      [&] { return child.running(); }));
   fill_disk(tmp.str("disk/filler"));
   const int code = child.wait();
