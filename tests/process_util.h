@@ -6,13 +6,16 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -146,15 +149,33 @@ inline bool wait_until(const std::function<bool()>& cond, double seconds = kPati
   return false;
 }
 
+// Moves this thread, and the children it starts from now on, into a mount namespace of its own
+// (as `unshare -m` does), where mounts stay private: a tmpfs a test mounts is never seen by the
+// rest of the machine, and goes with the process even when the test crashes. Once per process;
+// "" on success, else why not (not root, no CAP_SYS_ADMIN, a container that forbids it).
+inline std::string enter_private_mount_namespace() {
+  static const std::string why = []() -> std::string {
+    if (::unshare(CLONE_NEWNS) != 0)
+      return std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno);
+    if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+      return std::string("making / private: ") + std::strerror(errno);
+    return "";
+  }();
+  return why;
+}
+
 // A tmpfs of `size` mounted on `dir` (created) for the test's lifetime, `ro` for a read-only
-// one. ok() is false where mounting is not allowed (not root, no CAP_SYS_ADMIN): the test then
-// skips what needs it, saying so.
+// one, in this process's private mount namespace. ok() is false where that is not allowed (not
+// root, no CAP_SYS_ADMIN): the test then skips what needs it, saying so with why_not().
 class TmpfsMount {
  public:
   TmpfsMount(const std::string& dir, const std::string& size, bool ro = false) : dir_(dir) {
     std::filesystem::create_directories(dir);
+    why_not_ = enter_private_mount_namespace();
+    if (!why_not_.empty()) return;
     const std::string opts = "size=" + size;
     ok_ = ::mount("tmpfs", dir.c_str(), "tmpfs", ro ? MS_RDONLY : 0, opts.c_str()) == 0;
+    if (!ok_) why_not_ = std::string("mount -t tmpfs: ") + std::strerror(errno);
   }
   ~TmpfsMount() {
     if (ok_) ::umount2(dir_.c_str(), MNT_DETACH);
@@ -162,10 +183,12 @@ class TmpfsMount {
   TmpfsMount(const TmpfsMount&) = delete;
   TmpfsMount& operator=(const TmpfsMount&) = delete;
   bool ok() const { return ok_; }
+  std::string why_not() const { return why_not_; }
 
  private:
   std::string dir_;
   bool ok_ = false;
+  std::string why_not_;
 };
 
 // Writes zeros to `path` until the file system is full (ENOSPC). Returns the bytes written.

@@ -154,13 +154,11 @@ TEST_CASE("hf import: an ALBERT import fine-tunes with its own SentencePiece mod
   const std::string albert = tmp.str("albert");
   import_ok(hf_fixture("albert"), albert);
   const std::string ft = tmp.str("ft");
-  const ChildResult r = relpos_cli(
-      finetune_args(albert, ft,
-                    {"data.corpus=" + fixture_path("trainer/corpus.txt"),
-                     "data.cache_dir=" + tmp.str("cache"), "train.steps=2", "train.batch_size=2",
-                     "train.eval_every=2", "train.eval_batches=1", "snapshots.probe_size=2",
-                     "threads=1"}),
-      600);
+  const ChildResult r = relpos_cli(finetune_args(
+      albert, ft,
+      {"data.corpus=" + fixture_path("trainer/corpus.txt"), "data.cache_dir=" + tmp.str("cache"),
+       "train.steps=2", "train.batch_size=2", "train.eval_every=2", "train.eval_batches=1",
+       "snapshots.probe_size=2", "threads=1"}));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(strings_of(ft, schema::kInitInitialised).empty());
@@ -181,8 +179,7 @@ TEST_CASE(
                      "data.valid_corpus=" + fixture_path("data/squad/dev.json"),
                      "data.test_corpus=" + fixture_path("data/squad/dev.json"),
                      "data.cache_dir=" + tmp.str("cache"), "train.steps=2", "train.batch_size=2",
-                     "train.eval_every=2", "snapshots.probe_size=2", "threads=1"}),
-      600);
+                     "train.eval_every=2", "snapshots.probe_size=2", "threads=1"}));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(read_json(ft + "/result.json")["valid"].contains("f1"));

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <optional>
+#include <memory>
 
 #include "core/io/h5_util.h"
 #include "core/io/run_file.h"
@@ -26,14 +26,16 @@ namespace sc = schema;
 constexpr hsize_t kMetricChunk = 256;
 
 // One HDF5 file.
-class H5RunFileWriter : public RunFileWriter {
+class H5RunFileWriter : public SingleRunFileWriter {
  public:
-  H5RunFileWriter(std::string path, H5::H5File file) : path_(std::move(path)), file_(file) {}
+  H5RunFileWriter(std::string path, const H5::H5File& file)
+      : path_(std::move(path)), file_(std::make_unique<H5::H5File>(file)) {}
   ~H5RunFileWriter() override {
     try {
       close();
     } catch (...) {
-      // A destructor must not throw; the last flush already put everything on disk.
+      // A destructor must not throw; a failed flush was reported by the write before it.
+      release();
     }
   }
 
@@ -206,16 +208,24 @@ class H5RunFileWriter : public RunFileWriter {
     guarded("flush", [&] { file_->flush(H5F_SCOPE_GLOBAL); });
   }
 
+  // Flushes, then closes the datasets and the file. When the flush fails the file stays open,
+  // so that close_torn() can still release it.
   void close() override {
     if (!file_) return;
     try {
       file_->flush(H5F_SCOPE_GLOBAL);
-      file_->close();
-      file_.reset();
     } catch (const H5::Exception& e) {
-      file_.reset();
-      throw RunError(fmt::format("run file '{}': cannot close: {}", path_, h5::error_detail(e)));
+      throw RunError(fmt::format("run file '{}': cannot close: {}", path_, h5::error_detail(e)),
+                     "is the disk full?");
     }
+    release();
+  }
+
+  void close_torn() override {
+    if (!file_) return;
+    std::error_code ec;
+    std::filesystem::resize_file(path_, 0, ec);  // frees the space the close needs
+    release();
   }
 
  private:
@@ -305,15 +315,37 @@ class H5RunFileWriter : public RunFileWriter {
     ds.write(value, mem_type, mem_space, file_space);
   }
 
+  // Closes the metric datasets (each flushes its chunk cache), then the file, and forgets them
+  // even when a close fails: a failure is reported by the write or flush before it.
+  void release() {
+    if (!file_) return;
+    for (auto& [name, m] : metrics_)
+      for (H5::DataSet* ds : {&m.step, &m.value}) {
+        try {
+          ds->close();
+        } catch (const H5::Exception&) {
+        }
+      }
+    metrics_.clear();
+    try {
+      file_->close();
+      file_.reset();
+    } catch (const H5::Exception&) {
+      // HDF5 keeps the id of a file it failed to close, pointing at freed memory: closing it
+      // again (as ~H5File would) can crash, so the handle is let go without a second close.
+      (void)file_.release();
+    }
+  }
+
   std::string path_;
-  std::optional<H5::H5File> file_;
+  std::unique_ptr<H5::H5File> file_;
   std::map<std::string, Metric> metrics_;
 };
 
 }  // namespace
 
-std::unique_ptr<RunFileWriter> create_single_run_file(const std::string& path,
-                                                      const RunAttributes& attrs) {
+std::unique_ptr<SingleRunFileWriter> create_single_run_file(const std::string& path,
+                                                            const RunAttributes& attrs) {
   try {
     const H5::FileCreatPropList fcpl = h5::writer_creation();
     const H5::FileAccPropList fapl = h5::writer_access();
@@ -337,7 +369,8 @@ std::unique_ptr<RunFileWriter> create_single_run_file(const std::string& path,
   }
 }
 
-std::unique_ptr<RunFileWriter> single_run_file_writer(const std::string& path, H5::H5File file) {
+std::unique_ptr<SingleRunFileWriter> single_run_file_writer(const std::string& path,
+                                                            H5::H5File file) {
   return std::make_unique<H5RunFileWriter>(path, file);
 }
 
