@@ -123,7 +123,8 @@ TEST_CASE("a disk that fills as a run starts: exit 2 with one clear error, no HD
                              [&] { return child.running(); }),
                   child.output());
   fill_disk(tmp.str("disk/filler"));
-  check_disk_full_stop(child.wait(), child.output(), dir);
+  const int code = child.wait();
+  check_disk_full_stop(code, child.output(), dir);
 }
 
 TEST_CASE("a checkpoint write that fails on a full disk leaves the previous checkpoint intact") {

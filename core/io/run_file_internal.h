@@ -65,10 +65,13 @@ class SingleRunFileWriter : public RunFileWriter {
   // Closes a file that a failed write (a full disk) left torn while its other copy, run.h5 or
   // its shadow, is intact. Closing an HDF5 file writes its cached metadata, which fails again on
   // a full disk and leaves the file, and memory of the library, unreleasable: HDF5 then prints
-  // "infinite loop closing library" at exit. So the torn file's contents are dropped first (it
-  // is cut to 0 bytes, freeing its space) and the close then writes into that space. Readers and
-  // --resume take the other copy (the writing marker or a missing shadow says which).
+  // "infinite loop closing library" at exit. So the close writes into memory instead (the file
+  // descriptor is pointed at a memfd) and the torn file on disk is left as the failed write
+  // left it. Readers and --resume take the other copy (the writing marker or a missing shadow
+  // says which).
   virtual void close_torn() = 0;
+  // Whether a write failed inside HDF5 (not a refused argument): the file on disk may be torn.
+  virtual bool torn() const = 0;
 };
 
 // A new file with the root attributes as given, or a file opened read-write.

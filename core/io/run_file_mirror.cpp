@@ -125,13 +125,15 @@ class MirroredRunFileWriter : public RunFileWriter {
     call(op, *shadow_, Torn::shadow);
   }
 
+  // `op` on one of the two files; a write that failed inside HDF5 marks that file torn (a
+  // refused argument does not).
   template <class F>
-  void call(F&& op, RunFileWriter& file, Torn if_failed) {
+  void call(F&& op, SingleRunFileWriter& file, Torn if_failed) {
     try {
       op(file);
     } catch (...) {
       failed_ = true;
-      torn_ = if_failed;
+      if (file.torn()) torn_ = if_failed;
       throw;
     }
   }
