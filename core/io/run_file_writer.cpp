@@ -394,8 +394,10 @@ class H5RunFileWriter : public SingleRunFileWriter {
 void check_room_for_new_file(const std::string& path) {
   constexpr off_t kFirstBlocks = 64 * 1024;  // superblock, root group, attribute heap: ~2 kB
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const int error = fd < 0 ? errno : ::posix_fallocate(fd, 0, kFirstBlocks);
+  int error = fd < 0 ? errno : ::posix_fallocate(fd, 0, kFirstBlocks);
   if (fd >= 0) ::close(fd);
+  // A file system that cannot reserve (not supported, ...) is left to H5Fcreate.
+  if (fd >= 0 && error != ENOSPC && error != EDQUOT) error = 0;
   if (error != 0)
     throw RunError(fmt::format("cannot create run file '{}': {}", path, std::strerror(error)),
                    "check that the folder exists, is writable and has free space");
