@@ -67,6 +67,10 @@ TEST_CASE("elastic: a rank killed mid-run is restarted from the checkpoint and e
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(test::contains(r.err, "attempt 1 failed: rank 1 failed first (rank 1 killed by SIGKILL"));
+  // Rank 0 left on its own when its peer's sockets closed: it did not wait for a collective's
+  // timeout, or the launcher would have stopped it.
+  CHECK(test::contains(r.err, "; rank 0 exit 4 after "));
+  CHECK_FALSE(test::contains(r.err, "stopped by the launcher"));
   CHECK(test::contains(r.err, "restart 1 of 1: all ranks resume from the checkpoint of step 2"));
   REQUIRE(run_finished(dir));
 
