@@ -15,6 +15,7 @@
 #include "core/model/model.h"
 #include "core/train/trainer.h"
 #include "core/util/process.h"
+#include "tests/child_log.h"
 #include "tests/helpers.h"
 #include "tests/tensor_compare.h"
 #include "tests/text_file.h"
@@ -29,9 +30,7 @@ inline nlohmann::json golden(const std::string& name) {
   return read_json(hf_fixture(name) + "/golden.json");
 }
 
-inline ChildResult relpos_cli(const std::vector<std::string>& args, int timeout_s = 300) {
-  return run_child(RELPOS_BINARY, args, {timeout_s, 0});
-}
+inline ChildResult relpos_cli(const std::vector<std::string>& args) { return call_relpos(args); }
 
 // `relpos import DIR --out OUT [extra...]`, required to succeed.
 inline ChildResult import_ok(const std::string& dir, const std::string& out,

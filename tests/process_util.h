@@ -1,16 +1,21 @@
 // Helpers for tests that run the real `relpos` executable (RELPOS_BINARY) as a child process:
 // start it with its output captured, wait for it to reach a point (lines in metrics.jsonl),
-// send it a signal, reap it with a time limit; and a small tmpfs mounted for a test.
+// send it a signal, reap it with a time limit; and a small tmpfs mounted for a test. Every wait
+// here ends at its event (an exit, a line, a file) and gives up only after kPatienceS; every
+// child is noted in the ChildLog (tests/child_log.h), whose output a failing test case prints.
 #pragma once
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "core/dist/distributed.h"
+#include "tests/child_log.h"
 #include "tests/text_file.h"
 
 namespace relpos::test {
@@ -43,6 +49,8 @@ inline bool gloo_built() {
 class Child {
  public:
   Child(const std::vector<std::string>& args, const std::string& log) : log_(log) {
+    argv_.push_back(RELPOS_BINARY);
+    argv_.insert(argv_.end(), args.begin(), args.end());
     pid_ = ::fork();
     if (pid_ == 0) {
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -66,6 +74,8 @@ class Child {
       ::kill(pid_, SIGKILL);
       int st;
       ::waitpid(pid_, &st, 0);
+      ChildLog::instance().note(argv_, "still running when the test stopped waiting (killed by it)",
+                                output());
     }
   }
   Child(const Child&) = delete;
@@ -80,12 +90,14 @@ class Child {
     if (r == pid_) {
       reaped_ = true;
       status_ = st;
+      ChildLog::instance().note(
+          argv_, wait_status_text(st) + " (stdout and stderr in " + log_ + ")", output());
       return false;
     }
     return true;
   }
   // Exit code (128 + signal when killed by one); -1 when it did not end within `seconds`.
-  int wait(double seconds = 60) {
+  int wait(double seconds = kPatienceS) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (running()) {
       if (std::chrono::steady_clock::now() > end) return -1;
@@ -102,6 +114,7 @@ class Child {
 
  private:
   std::string log_;
+  std::vector<std::string> argv_;
   pid_t pid_ = -1;
   bool reaped_ = false;
   int status_ = 0;
@@ -109,7 +122,7 @@ class Child {
 
 // Runs RELPOS_BINARY to the end; returns (exit code, output).
 inline std::pair<int, std::string> run_relpos(const std::vector<std::string>& args,
-                                              const std::string& log, double seconds = 120) {
+                                              const std::string& log, double seconds = kPatienceS) {
   Child c(args, log);
   const int code = c.wait(seconds);
   return {code, c.output()};
@@ -125,7 +138,7 @@ inline int64_t count_lines(const std::string& path) {
 
 // Polls `cond` every 2 ms until it holds (true) or `seconds` pass (false) or `alive` says the
 // process being watched ended (false).
-inline bool wait_until(const std::function<bool()>& cond, double seconds,
+inline bool wait_until(const std::function<bool()>& cond, double seconds = kPatienceS,
                        const std::function<bool()>& alive = {}) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < end) {
@@ -136,15 +149,33 @@ inline bool wait_until(const std::function<bool()>& cond, double seconds,
   return false;
 }
 
+// Moves this thread, and the children it starts from now on, into a mount namespace of its own
+// (as `unshare -m` does), where mounts stay private: a tmpfs a test mounts is never seen by the
+// rest of the machine, and goes with the process even when the test crashes. Once per process;
+// "" on success, else why not (not root, no CAP_SYS_ADMIN, a container that forbids it).
+inline std::string enter_private_mount_namespace() {
+  static const std::string why = []() -> std::string {
+    if (::unshare(CLONE_NEWNS) != 0)
+      return std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno);
+    if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+      return std::string("making / private: ") + std::strerror(errno);
+    return "";
+  }();
+  return why;
+}
+
 // A tmpfs of `size` mounted on `dir` (created) for the test's lifetime, `ro` for a read-only
-// one. ok() is false where mounting is not allowed (not root, no CAP_SYS_ADMIN): the test then
-// skips what needs it, saying so.
+// one, in this process's private mount namespace. ok() is false where that is not allowed (not
+// root, no CAP_SYS_ADMIN): the test then skips what needs it, saying so with why_not().
 class TmpfsMount {
  public:
   TmpfsMount(const std::string& dir, const std::string& size, bool ro = false) : dir_(dir) {
     std::filesystem::create_directories(dir);
+    why_not_ = enter_private_mount_namespace();
+    if (!why_not_.empty()) return;
     const std::string opts = "size=" + size;
     ok_ = ::mount("tmpfs", dir.c_str(), "tmpfs", ro ? MS_RDONLY : 0, opts.c_str()) == 0;
+    if (!ok_) why_not_ = std::string("mount -t tmpfs: ") + std::strerror(errno);
   }
   ~TmpfsMount() {
     if (ok_) ::umount2(dir_.c_str(), MNT_DETACH);
@@ -152,10 +183,12 @@ class TmpfsMount {
   TmpfsMount(const TmpfsMount&) = delete;
   TmpfsMount& operator=(const TmpfsMount&) = delete;
   bool ok() const { return ok_; }
+  std::string why_not() const { return why_not_; }
 
  private:
   std::string dir_;
   bool ok_ = false;
+  std::string why_not_;
 };
 
 // Writes zeros to `path` until the file system is full (ENOSPC). Returns the bytes written.

@@ -15,6 +15,7 @@
 #include "core/util/errors.h"
 #include "core/util/process.h"
 #include "tests/analysis_sample.h"
+#include "tests/child_log.h"
 #include "tests/helpers.h"
 #include "tests/text_file.h"
 #include "tests/tiny_run.h"
@@ -157,11 +158,8 @@ TEST_CASE("relpos analyze and relpos report on an experiment folder of run files
   const fs::path dir = test::analysis_scratch("cli");
   write_run(dir / "learned+alibi-s1", 1, 3.0, false);
   write_run(dir / "learned+alibi-s2", 2, 3.5, false);
-  const std::string bin = RELPOS_BINARY;
-  const std::string log = (dir / "log.txt").string();
-  REQUIRE(std::system(
-              (bin + " analyze " + dir.string() + " --no-figures > " + log + " 2>&1").c_str()) ==
-          0);
+  const ChildResult analyzed = test::call_relpos({"analyze", dir.string(), "--no-figures"});
+  REQUIRE_MESSAGE(analyzed.exit_code == 0, analyzed.err);
   const auto results = test::read_lines(dir / "tables" / "results.md");
   REQUIRE(results.size() > 4);
   // final valid_loss 3.0 and 3.5 -> 3.2500 ± 12.7062 · 0.3536 / √2 = 3.1766; 128 positional
@@ -174,7 +172,8 @@ TEST_CASE("relpos analyze and relpos report on an experiment folder of run files
   CHECK(extra[4] == "| learned+alibi | 2 | 3.250 ± 3.177 | 4.000 |");
   CHECK(fs::exists(dir / "learned+alibi-s2" / "analysis.h5"));
   std::ofstream(dir / "commands.txt") << "relpos sweep ...\n";
-  REQUIRE(std::system((bin + " report " + dir.string() + " > " + log + " 2>&1").c_str()) == 0);
+  const ChildResult reported = test::call_relpos({"report", dir.string()});
+  REQUIRE_MESSAGE(reported.exit_code == 0, reported.err);
   const auto report = test::read_lines(dir / "report.md");
   CHECK(std::find(report.begin(), report.end(), "relpos sweep ...") != report.end());
   CHECK(fs::exists(dir / "report.html"));
@@ -182,10 +181,10 @@ TEST_CASE("relpos analyze and relpos report on an experiment folder of run files
   // A folder without runs: the error names it.
   const fs::path empty = dir / "empty";
   fs::create_directories(empty);
-  CHECK(std::system((bin + " analyze " + empty.string() + " > " + log + " 2>&1").c_str()) != 0);
-  const auto err = test::read_lines(log);
-  REQUIRE_FALSE(err.empty());
-  CHECK(err[0] ==
+  const ChildResult none = test::call_relpos({"analyze", empty.string()});
+  CHECK(none.exit_code != 0);
+  REQUIRE_MESSAGE(!none.err.empty(), none.out);
+  CHECK(none.err.substr(0, none.err.find('\n')) ==
         "error: " + empty.string() + " holds no run.h5 and no run folders (folders with a run.h5)");
   fs::remove_all(dir);
 }
@@ -278,7 +277,7 @@ TEST_CASE("analyze refuses a folder whose runs are of different tasks, naming ea
   CHECK_THROWS_WITH_AS(analyze_folder(dir, o, {}, nullptr), doctest::Contains(expected.c_str()),
                        ConfigError);
   // The command line: exit 2 (a ConfigError), the message and its hint, no tables.
-  const ChildResult r = run_child(RELPOS_BINARY, {"analyze", dir, "--no-figures"}, {120, 0});
+  const ChildResult r = test::call_relpos({"analyze", dir, "--no-figures"});
   CHECK(r.exit_code == 2);
   CHECK(test::contains(r.err, expected));
   CHECK(test::contains(r.err, "put the runs of each task in a folder of their own"));

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "core/util/errors.h"
 #include "core/util/process.h"
 #include "core/util/threads.h"
+#include "tests/child_log.h"
 #include "tests/text_file.h"
 
 using namespace relpos;
@@ -25,7 +27,9 @@ using namespace relpos;
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return "/tmp/relpos_test_" + std::to_string(getpid()) + "_" + name;
+  return (std::filesystem::temp_directory_path() /
+          ("relpos_test_" + std::to_string(getpid()) + "_" + name))
+      .string();
 }
 
 // The tiny model every bench child of these tests builds.
@@ -40,7 +44,7 @@ TEST_CASE("bench: one tiny configuration writes valid JSON with positive numbers
   const std::string json = temp_path("bench.json");
   std::vector<std::string> args = {"bench", "--variants", "none,shaw", "--json", json};
   args.insert(args.end(), kTiny.begin(), kTiny.end());
-  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  const ChildResult r = test::call_relpos(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("shaw") != std::string::npos);  // the table
@@ -75,7 +79,7 @@ TEST_CASE("bench: --paired times each variant against none in its own process") 
                                    "none",  "--paired",   "3",         "--repeat",
                                    "2",     "--json",     json};
   args.insert(args.end(), kTiny.begin(), kTiny.end());
-  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  const ChildResult r = test::call_relpos(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("paired xnone [95% CI]") != std::string::npos);
@@ -122,7 +126,7 @@ TEST_CASE("bench: --paired times each variant against none in its own process") 
   CHECK(p.at("ci95")[1].get<double>() == doctest::Approx(std::exp(mean + half)).epsilon(1e-6));
 
   // One round has no interval: refused before any child runs.
-  const ChildResult one = run_child(RELPOS_BINARY, {"bench", "--paired", "1"}, {60, 0});
+  const ChildResult one = test::call_relpos({"bench", "--paired", "1"});
   CHECK(one.exit_code != 0);
   CHECK(one.err.find("--paired") != std::string::npos);
   std::remove(json.c_str());
@@ -138,7 +142,7 @@ TEST_CASE("bench: a configuration that fails is reported, not a crash") {
                                    "--json", json};
   args.insert(args.end(), kTiny.begin() + 2, kTiny.end());  // all but --lengths 16
   args.insert(args.end(), {"--lengths", "16384"});
-  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  const ChildResult r = test::call_relpos(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("FAILED") != std::string::npos);
@@ -269,7 +273,7 @@ TEST_CASE("bench: --attention measures every case with each attention path, rati
   std::vector<std::string> args = {"bench", "--variants", "none", "--attention", "eager,auto",
                                    "--json", json};
   args.insert(args.end(), kTiny.begin(), kTiny.end());
-  const ChildResult r = run_child(RELPOS_BINARY, args, {120, 0});
+  const ChildResult r = test::call_relpos(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto cases = test::read_json(json).at("cases");
@@ -283,11 +287,11 @@ TEST_CASE("bench: --attention measures every case with each attention path, rati
 
   // fused where LibTorch lacks it, or an unknown path: refused before any child runs.
   if (TORCH_VERSION_MAJOR < 2) {
-    const ChildResult bad = run_child(RELPOS_BINARY, {"bench", "--attention", "fused"}, {60, 0});
+    const ChildResult bad = test::call_relpos({"bench", "--attention", "fused"});
     CHECK(bad.exit_code == 2);
     CHECK(bad.err.find("--attention fused") != std::string::npos);
   }
-  const ChildResult bad = run_child(RELPOS_BINARY, {"bench", "--attention", "flash"}, {60, 0});
+  const ChildResult bad = test::call_relpos({"bench", "--attention", "flash"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("model.attention_impl") != std::string::npos);
 }

@@ -17,6 +17,7 @@
 #include "core/config/config.h"
 #include "core/position/position_registry.h"
 #include "core/util/text_util.h"
+#include "tests/child_log.h"
 #include "tests/helpers.h"
 #include "tests/text_file.h"
 #include "tests/tiny_run.h"
@@ -61,7 +62,8 @@ std::string config_error(F&& f) {
   return "<no ConfigError thrown>";
 }
 
-// Runs a shell command; returns its exit status and its stdout+stderr.
+// Runs a shell command; returns its exit status and its stdout+stderr (also noted in the
+// ChildLog, which a failing test case prints).
 std::pair<int, std::string> run_shell(const std::string& cmd) {
   std::string out;
   FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
@@ -70,6 +72,7 @@ std::pair<int, std::string> run_shell(const std::string& cmd) {
   size_t n;
   while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
   const int status = ::pclose(pipe);
+  test::ChildLog::instance().note({cmd}, test::wait_status_text(status), out);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 

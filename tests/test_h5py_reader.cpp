@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/util/process.h"
 #include "core/io/run_file.h"
+#include "core/util/process.h"
+#include "tests/child_log.h"
 #include "tests/helpers.h"
 #include "tests/run_file_sample.h"
 #include "tests/tiny_run.h"
@@ -25,7 +26,7 @@ std::string reader_script() { return std::string(RELPOS_TEST_DIR) + "/reference/
 
 // h5py importable by the system Python; the failure says how to get it.
 bool have_h5py() {
-  const ChildResult r = run_child(kPython, {"-c", "import h5py"}, {60, 0});
+  const ChildResult r = call_program(kPython, {"-c", "import h5py"});
   if (r.exit_code != 0)
     FAIL_CHECK(kPython << " cannot import h5py (install python3-h5py: scripts/setup.sh does): "
                        << r.err);
@@ -33,7 +34,7 @@ bool have_h5py() {
 }
 
 ChildResult check_file(const std::string& path) {
-  return run_child(kPython, {reader_script(), "check", path}, {120, 0});
+  return call_program(kPython, {reader_script(), "check", path});
 }
 
 }  // namespace
@@ -52,7 +53,7 @@ TEST_CASE("run file: the h5py reader accepts the run.h5 that relpos train writes
     const std::string out = tmp.str(v);
     auto sets = tiny_run(tmp.str("cache"), 10);
     sets.push_back("position.type=" + v);
-    const ChildResult t = run_child(RELPOS_BINARY, train_args(sets, out), {300, 0});
+    const ChildResult t = call_relpos(train_args(sets, out));
     INFO(t.err);
     REQUIRE(t.exit_code == 0);
     const ChildResult c = check_file(out + "/run.h5");

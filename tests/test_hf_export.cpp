@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/child_log.h"
 #include "tests/hf_test_util.h"
 
 using namespace relpos;
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 bool have_numpy() {
-  const ChildResult r = run_child(kPython, {"-c", "import numpy"}, {60, 0});
+  const ChildResult r = call_program(kPython, {"-c", "import numpy"});
   if (r.exit_code != 0)
     FAIL_CHECK(kPython << " cannot import numpy (python3-numpy; scripts/setup.sh installs "
                           "python3-h5py, which brings it): " << r.err);
@@ -37,7 +38,7 @@ RunOutputs reference_forward(const std::string& dir, const std::vector<int64_t>&
                              const std::vector<int64_t>& types) {
   std::vector<std::string> args{reference_script(), "forward", dir, "--ids", joined(ids)};
   if (!types.empty()) args.insert(args.end(), {"--types", joined(types)});
-  const ChildResult r = run_child(kPython, args, {300, 0});
+  const ChildResult r = call_program(kPython, args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -45,7 +46,7 @@ RunOutputs reference_forward(const std::string& dir, const std::vector<int64_t>&
 }
 
 ChildResult reference_check(const std::string& dir) {
-  return run_child(kPython, {reference_script(), "check", dir}, {120, 0});
+  return call_program(kPython, {reference_script(), "check", dir});
 }
 
 std::map<std::string, torch::Tensor> parameters(const std::string& run) {
@@ -129,7 +130,7 @@ TEST_CASE("hf export: a huang_m4 run trained by relpos gives the reference's log
   const std::string run = tmp.str("m4"), hf = tmp.str("m4_hf");
   auto sets = bert_shaped(tmp.str("cache"), "huang_m4");
   sets.push_back("position.huang_m4.clip=15");  // = task.seq_len - 1: never clipped
-  const ChildResult t = relpos_cli(train_args(sets, run), 600);
+  const ChildResult t = relpos_cli(train_args(sets, run));
   INFO(t.out << t.err);
   REQUIRE(t.exit_code == 0);
   const ChildResult e = relpos_cli({"export", run, "--format", "hf", "--out", hf});
@@ -205,7 +206,7 @@ TEST_CASE("hf export: runs Hugging Face's BERT cannot express are refused, listi
     sets.insert(sets.end(), c.sets.begin(), c.sets.end());
     sets.push_back("train.steps=1");
     const std::string run = tmp.str(c.name);
-    const ChildResult t = relpos_cli(train_args(sets, run), 600);
+    const ChildResult t = relpos_cli(train_args(sets, run));
     INFO(t.err);
     REQUIRE(t.exit_code == 0);
     const std::string out = tmp.str("out/" + c.name);

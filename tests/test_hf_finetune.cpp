@@ -61,7 +61,7 @@ TEST_CASE("hf import: a BERT import fine-tunes on the SQuAD fixture, and takes t
                   "data.test_corpus=" + fixture_path("data/squad/dev.json")},
                  tmp.str("cache"));
   const std::string ft = tmp.str("squad");
-  ChildResult r = relpos_cli(finetune_args(bert, ft, squad), 600);
+  ChildResult r = relpos_cli(finetune_args(bert, ft, squad));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const auto result = read_json(ft + "/result.json");
@@ -87,7 +87,7 @@ TEST_CASE("hf import: a BERT import fine-tunes on the SQuAD fixture, and takes t
     sets.push_back("position.type=" + type);
     sets.push_back("position.huang_m4.clip=15");
     const std::string out = tmp.str(name);
-    const ChildResult c = relpos_cli(finetune_args(bert, out, sets), 600);
+    const ChildResult c = relpos_cli(finetune_args(bert, out, sets));
     INFO(c.out << c.err);
     REQUIRE(c.exit_code == 0);
     CHECK(
@@ -119,7 +119,7 @@ TEST_CASE("hf import: a BERT import fine-tunes on a GLUE-style TSV (classificati
        "data.valid_corpus=" + write_tsv("dev.tsv", 6)},
       tmp.str("cache"));
   const std::string ft = tmp.str("cls");
-  const ChildResult r = relpos_cli(finetune_args(bert, ft, sets), 600);
+  const ChildResult r = relpos_cli(finetune_args(bert, ft, sets));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const auto result = read_json(ft + "/result.json");
@@ -154,13 +154,11 @@ TEST_CASE("hf import: an ALBERT import fine-tunes with its own SentencePiece mod
   const std::string albert = tmp.str("albert");
   import_ok(hf_fixture("albert"), albert);
   const std::string ft = tmp.str("ft");
-  const ChildResult r = relpos_cli(
-      finetune_args(albert, ft,
-                    {"data.corpus=" + fixture_path("trainer/corpus.txt"),
-                     "data.cache_dir=" + tmp.str("cache"), "train.steps=2", "train.batch_size=2",
-                     "train.eval_every=2", "train.eval_batches=1", "snapshots.probe_size=2",
-                     "threads=1"}),
-      600);
+  const ChildResult r = relpos_cli(finetune_args(
+      albert, ft,
+      {"data.corpus=" + fixture_path("trainer/corpus.txt"), "data.cache_dir=" + tmp.str("cache"),
+       "train.steps=2", "train.batch_size=2", "train.eval_every=2", "train.eval_batches=1",
+       "snapshots.probe_size=2", "threads=1"}));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(strings_of(ft, schema::kInitInitialised).empty());
@@ -181,8 +179,7 @@ TEST_CASE(
                      "data.valid_corpus=" + fixture_path("data/squad/dev.json"),
                      "data.test_corpus=" + fixture_path("data/squad/dev.json"),
                      "data.cache_dir=" + tmp.str("cache"), "train.steps=2", "train.batch_size=2",
-                     "train.eval_every=2", "snapshots.probe_size=2", "threads=1"}),
-      600);
+                     "train.eval_every=2", "snapshots.probe_size=2", "threads=1"}));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(read_json(ft + "/result.json")["valid"].contains("f1"));
@@ -205,7 +202,7 @@ TEST_CASE(
                                            "train.eval_batches=1",
                                            "snapshots.probe_size=2",
                                            "threads=1"};
-  r = relpos_cli(finetune_args(gpt2, lm, corpus), 600);
+  r = relpos_cli(finetune_args(gpt2, lm, corpus));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(strings_of(lm, schema::kInitInitialised).empty());
@@ -220,7 +217,7 @@ TEST_CASE(
   auto bytes = corpus;
   bytes.push_back("data.tokenizer=bytes");
   const std::string other = tmp.str("gpt2_bytes");
-  r = relpos_cli(finetune_args(gpt2, other, bytes), 600);
+  r = relpos_cli(finetune_args(gpt2, other, bytes));
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("the pre-trained run tokenizes with byte_bpe, this config with bytes") !=
         std::string::npos);

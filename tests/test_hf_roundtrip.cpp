@@ -14,6 +14,7 @@
 #include "core/train/extrapolation.h"
 #include "core/train/run_model.h"
 #include "core/util/text_util.h"
+#include "tests/child_log.h"
 #include "tests/hf_test_util.h"
 
 using namespace relpos;
@@ -69,9 +70,7 @@ std::vector<std::string> lines_of(const std::string& path) {
   return lines;
 }
 
-bool have_numpy_here() {
-  return run_child(kPython, {"-c", "import numpy"}, {60, 0}).exit_code == 0;
-}
+bool have_numpy_here() { return call_program(kPython, {"-c", "import numpy"}).exit_code == 0; }
 
 }  // namespace
 
@@ -82,7 +81,7 @@ TEST_CASE("hf round trip: export -> import of a byte-level, a WordPiece and a Se
     CAPTURE(tokenizer);
     const std::string run = tmp.str(tokenizer), hf = tmp.str(tokenizer + "_hf"),
                       back = tmp.str(tokenizer + "_back");
-    const ChildResult t = relpos_cli(train_args(roundtrip_run(tmp.str("cache"), tokenizer), run), 600);
+    const ChildResult t = relpos_cli(train_args(roundtrip_run(tmp.str("cache"), tokenizer), run));
     INFO(t.out << t.err);
     REQUIRE(t.exit_code == 0);
     const ChildResult e = relpos_cli({"export", run, "--format", "hf", "--out", hf});
@@ -108,9 +107,8 @@ TEST_CASE("hf round trip: export -> import of a byte-level, a WordPiece and a Se
     CHECK(config["relpos"]["tokenizer"] == tokenizer);
     CHECK(config["relpos"]["data"]["corpus"] == fixture_path("trainer/corpus.txt"));
     if (have_numpy_here()) {
-      const ChildResult c = run_child(
-          kPython, {std::string(RELPOS_TEST_DIR) + "/reference/hf_reference.py", "check", hf},
-          {120, 0});
+      const ChildResult c = call_program(
+          kPython, {std::string(RELPOS_TEST_DIR) + "/reference/hf_reference.py", "check", hf});
       INFO(c.err);
       CHECK(c.exit_code == 0);
     }
@@ -135,7 +133,7 @@ TEST_CASE("hf round trip: a byte vocabulary in another line order is read as byt
           "reordered") {
   TempFolder tmp("hf_roundtrip_order");
   const std::string run = tmp.str("run"), hf = tmp.str("hf"), a = tmp.str("a"), b = tmp.str("b");
-  const ChildResult t = relpos_cli(train_args(roundtrip_run(tmp.str("cache"), "bytes"), run), 600);
+  const ChildResult t = relpos_cli(train_args(roundtrip_run(tmp.str("cache"), "bytes"), run));
   INFO(t.out << t.err);
   REQUIRE(t.exit_code == 0);
   REQUIRE(relpos_cli({"export", run, "--format", "hf", "--out", hf}).exit_code == 0);

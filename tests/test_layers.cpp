@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/util/process.h"
+#include "tests/child_log.h"
 #include "tests/io_test_util.h"
 
 namespace fs = std::filesystem;
@@ -18,9 +19,9 @@ using namespace relpos;
 namespace {
 
 ChildResult check_layers(const std::string& root) {
-  return run_child(RELPOS_CMAKE, {"-DROOT=" + root, "-P",
-                                  std::string(RELPOS_SOURCE_DIR) + "/scripts/check_layers.cmake"},
-                   {120, 0});
+  return test::call_program(
+      RELPOS_CMAKE,
+      {"-DROOT=" + root, "-P", std::string(RELPOS_SOURCE_DIR) + "/scripts/check_layers.cmake"});
 }
 
 void write_source(const fs::path& path, const std::string& text) {

@@ -17,6 +17,7 @@
 
 #include "core/model/model.h"
 #include "core/position/position_encoding.h"
+#include "tests/child_log.h"
 #include "tests/small_model.h"
 #include "tests/tensor_compare.h"
 
@@ -366,6 +367,8 @@ std::string run_output(const std::string& cmd, int& status) {
   size_t n;
   while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
   const int st = ::pclose(pipe);
+  test::ChildLog::instance().note({cmd}, test::wait_status_text(st),
+                                  "(stderr was not captured: see the test's own output)");
   status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return out;
 }

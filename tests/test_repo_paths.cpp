@@ -38,8 +38,8 @@ TEST_CASE("paths inside the repository are written relative to its root, others 
 
 TEST_CASE("git says which files .gitignore leaves out, and tracked files are never among them") {
   const fs::path repo = test::analysis_scratch("git_ignored");
-  const auto sh = [&](const std::string& cmd) {
-    return std::system(("cd '" + repo.string() + "' && " + cmd + " > /dev/null 2>&1").c_str());
+  const auto sh = [&](const std::string& cmd) {  // git's errors stay visible in the test's output
+    return std::system(("cd '" + repo.string() + "' && " + cmd + " > /dev/null").c_str());
   };
   REQUIRE(sh("git init -q . && git config user.email t@t && git config user.name t") == 0);
   std::ofstream(repo / ".gitignore") << "*.pdf\n/results/**/*-seed[2-9]/figures/\n";

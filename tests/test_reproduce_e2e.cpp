@@ -9,9 +9,10 @@
 #include <filesystem>
 
 #include "core/util/process.h"
+#include "tests/child_log.h"
 #include "tests/data_helpers.h"
-#include "tests/tiny_run.h"
 #include "tests/text_file.h"
+#include "tests/tiny_run.h"
 
 using namespace relpos;
 using namespace relpos::test;
@@ -54,7 +55,8 @@ ChildResult reproduce(const std::string& name, const std::string& out, const std
                                 "sweep.grid=" + grid};
   args.insert(args.end(), extra.begin(), extra.end());
   if (scale_of(extra) == "mini") args.insert(args.end(), {"--scale", "mini"});
-  return run_child(RELPOS_BINARY, args, {600, 0});
+  // Every stage of an experiment: a few times the patience of a single training run.
+  return call_relpos(args, {}, 3 * kPatienceS);
 }
 
 // Every Markdown link and image of a report, "[text](target)", resolves to a file beside it

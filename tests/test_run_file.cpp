@@ -11,6 +11,7 @@
 #include "core/io/run_file.h"
 #include "core/io/schema.h"
 #include "core/util/errors.h"
+#include "tests/child_log.h"
 #include "tests/helpers.h"
 #include "tests/io_test_util.h"
 #include "tests/run_file_sample.h"
@@ -42,6 +43,7 @@ std::string run_command(const std::string& cmd, int* status) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   const int st = ::pclose(p);
+  test::ChildLog::instance().note({cmd}, test::wait_status_text(st), out);
   *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return out;
 }

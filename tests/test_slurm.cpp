@@ -9,7 +9,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,8 +18,10 @@
 #include <vector>
 
 #include "core/util/process.h"
+#include "tests/child_log.h"
 #include "tests/dist_run.h"
 #include "tests/helpers.h"
+#include "tests/process_util.h"
 #include "tests/text_file.h"
 #include "tests/tiny_run.h"
 
@@ -42,7 +43,7 @@ std::string emit(const test::TempFolder& tmp, const std::vector<std::string>& se
   std::vector<std::string> args{"sweep", "--out", tmp.str("exp"), "--emit-slurm", script, "--grid",
                                 "seed=1,2", "--config", test::config_path("base.yaml")};
   for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-  const ChildResult r = run_child(RELPOS_BINARY, args, {60, 0});
+  const ChildResult r = test::call_relpos(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return script;
@@ -88,7 +89,8 @@ TEST_CASE("slurm: the array job asks for a warning signal, requeues itself and i
     const std::string job = emit(tmp, sets);
     CHECK(test::contains(test::read_text(job), "THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"") ==
           (threads == "threads=0"));
-    const ChildResult lint = run_child(shellcheck, {"--shell=bash", "--severity=style", job}, {60, 0});
+    const ChildResult lint =
+        test::call_program(shellcheck, {"--shell=bash", "--severity=style", job});
     INFO(threads);
     INFO(lint.out);
     INFO(lint.err);
@@ -115,8 +117,9 @@ TEST_CASE("slurm: an array element resumes a half-finished run folder and finish
   const std::string wrapper = tmp.str("relpos_wrapper.sh"), calls = tmp.str("calls.txt");
   write_executable(wrapper, "#!/bin/bash\necho \"$*\" >> " + calls + "\nexec " + RELPOS_BINARY +
                                 " \"$@\"\n");
-  const ChildResult job = run_child("/bin/bash", {script}, {120, 0},
-                                    {"SLURM_ARRAY_TASK_ID=1", "SLURM_CPUS_PER_TASK=1", "RELPOS=" + wrapper});
+  const ChildResult job =
+      test::call_program("/bin/bash", {script},
+                         {"SLURM_ARRAY_TASK_ID=1", "SLURM_CPUS_PER_TASK=1", "RELPOS=" + wrapper});
   INFO(job.out);
   INFO(job.err);
   REQUIRE(job.exit_code == 0);
@@ -131,8 +134,9 @@ TEST_CASE("slurm: an array element resumes a half-finished run folder and finish
   for (size_t i = 0; i < ref.size(); ++i) CHECK(got[i] == doctest::Approx(ref[i]).epsilon(1e-6));
 
   // Point 0 has no folder yet: a fresh start (--overwrite and the configs), not a resume.
-  const ChildResult fresh = run_child("/bin/bash", {script}, {120, 0},
-                                      {"SLURM_ARRAY_TASK_ID=0", "SLURM_CPUS_PER_TASK=1", "RELPOS=" + wrapper});
+  const ChildResult fresh =
+      test::call_program("/bin/bash", {script},
+                         {"SLURM_ARRAY_TASK_ID=0", "SLURM_CPUS_PER_TASK=1", "RELPOS=" + wrapper});
   INFO(fresh.err);
   REQUIRE(fresh.exit_code == 0);
   CHECK(test::contains(test::read_text(calls),
@@ -158,14 +162,21 @@ std::pair<int, std::string> signalled_element(const std::string& script, const s
   o.only_env = true;
   o.log_file = log;
   const pid_t pid = spawn_child({"/bin/bash", script}, o);
-  const auto t0 = std::chrono::steady_clock::now();
-  while (test::dist::train_losses_if_any(dir) < logged_before + 2 &&
-         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  kill(pid, sig);
   int status = 0;
-  waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), test::read_text(log)};
+  bool ended = false;  // before the signal: the element failed early
+  test::wait_until([&] { return test::dist::train_losses_if_any(dir) >= logged_before + 2; },
+                   test::kPatienceS,
+                   [&] {
+                     ended = waitpid(pid, &status, WNOHANG) == pid;
+                     return !ended;
+                   });
+  if (!ended) {
+    kill(pid, sig);
+    waitpid(pid, &status, 0);
+  }
+  const std::string out = test::read_text(log);
+  test::ChildLog::instance().note({"/bin/bash", script}, test::wait_status_text(status), out);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
 }
 
 // A script whose element 0 trains far longer than a test waits, with a stand-in scontrol (in

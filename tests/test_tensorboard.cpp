@@ -20,6 +20,7 @@
 #include "core/util/process.h"
 #include "core/util/sha256.h"
 #include "core/util/text_util.h"
+#include "tests/child_log.h"
 #include "tests/helpers.h"
 #include "tests/text_file.h"
 #include "tests/tiny_run.h"
@@ -38,7 +39,7 @@ std::string tfevents_reader() {
 ChildResult run_tfevents_reader(const std::vector<std::string>& args) {
   std::vector<std::string> all{tfevents_reader()};
   all.insert(all.end(), args.begin(), args.end());
-  return run_child(kPython, all, {120, 0});
+  return call_program(kPython, all);
 }
 
 // The reader's JSON for `args`; fails the test when it reports a violation.

@@ -116,7 +116,7 @@ TEST_CASE("relpos watch: waits while a sweep holds the folder, and ends once it 
   REQUIRE(train_here(tiny_run(tmp.str("cache"), 3), exp + "/a").finished);
   auto lock = std::make_unique<FolderLock>(exp, "sweep");
   Child watch({"watch", exp, "--interval", "0.1"}, tmp.str("watch.log"));
-  REQUIRE(wait_until([&] { return contains(watch.output(), " finished"); }, 60,
+  REQUIRE(wait_until([&] { return contains(watch.output(), " finished"); }, kPatienceS,
                      [&] { return watch.running(); }));
   // Many looks later it still waits: the sweep's lock is held by a live process (this one).
   std::this_thread::sleep_for(std::chrono::milliseconds(600));

@@ -44,7 +44,15 @@ std::string error_detail(const H5::Exception& e) {
   std::string msg = last_error();
   last_error().clear();
   if (msg.empty()) msg = e.getDetailMsg();
-  return msg.empty() ? std::string("HDF5 error") : msg;
+  if (msg.empty()) return "HDF5 error";
+  // A failed system call: HDF5's message spans two lines ("file write failed: time = ...,
+  // filename = ..., errno = 28, error message = 'No space left on device', buf = ..."); its
+  // first words and the OS's reason say it all.
+  const std::string reason = "error message = '";
+  const size_t at = msg.find(reason), colon = msg.find(':');
+  if (at == std::string::npos || colon == std::string::npos || colon > at) return msg;
+  const size_t end = msg.find('\'', at + reason.size());
+  return msg.substr(0, colon) + ": " + msg.substr(at + reason.size(), end - at - reason.size());
 }
 
 H5::FileAccPropList unlocked_access() {
@@ -67,6 +75,13 @@ H5::FileAccPropList writer_access() {
   config.decr_mode = H5C_decr__off;
   if (H5Pset_mdc_config(fapl.getId(), &config) < 0)
     throw H5::PropListIException("writer_access", "H5Pset_mdc_config failed");
+  // No raw data chunk cache and no sieve buffer: every dataset write goes to the file at once,
+  // so that closing a dataset writes nothing. A close that must write and fails (a full disk)
+  // frees the dataset but leaves its id behind in HDF5 1.10, and the next use of that id (the
+  // C++ destructor's second close, the library's own clean-up at exit) reads freed memory and
+  // can crash.
+  if (H5Pset_cache(fapl.getId(), 0, 1, 0, 1.0) < 0 || H5Pset_sieve_buf_size(fapl.getId(), 0) < 0)
+    throw H5::PropListIException("writer_access", "H5Pset_cache failed");
   return fapl;
 }
 

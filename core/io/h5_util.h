@@ -17,14 +17,16 @@ namespace relpos::h5 {
 void quiet();
 void clear_error();
 
-// The most specific message of the last failed HDF5 call (e.g. "truncated file: eof = ..."),
-// or the exception's own text when none was kept; forgets the kept message.
+// The most specific message of the last failed HDF5 call (e.g. "truncated file: eof = ..."; a
+// failed system call as "file write failed: No space left on device"), or the exception's own
+// text when none was kept; forgets the kept message.
 std::string error_detail(const H5::Exception& e);
 
 // File access without HDF5's file locks, so that a reader can open run.h5 while training
 // writes it (HDF5 1.10 locks a file open for writing against every other process).
 H5::FileAccPropList unlocked_access();
-// For writers: unlocked, and a metadata cache that writes to disk only when flushed.
+// For writers: unlocked, a metadata cache that writes to disk only when flushed, and no raw
+// data chunk cache (a dataset's close has nothing left to write).
 H5::FileAccPropList writer_access();
 // For creating run files: space that is freed is never used again.
 H5::FileCreatPropList writer_creation();

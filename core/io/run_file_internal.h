@@ -57,11 +57,28 @@ OpenedRunFile open_intact_run_file(const std::string& path, bool writable);
 // otherwise rethrows the error about `path`.
 OpenedRunFile open_run_file_or_shadow(const std::string& path);
 
-// One HDF5 run file, without a shadow (run_file_writer.cpp): a new file with the root
-// attributes as given, or a file opened read-write.
-std::unique_ptr<RunFileWriter> create_single_run_file(const std::string& path,
-                                                      const RunAttributes& attrs);
-std::unique_ptr<RunFileWriter> single_run_file_writer(const std::string& path, H5::H5File file);
+// One HDF5 run file, without a shadow (run_file_writer.cpp). close() releases every HDF5 object
+// of the file (its datasets before the file itself), so that nothing is left for the library
+// to close at exit.
+class SingleRunFileWriter : public RunFileWriter {
+ public:
+  // Closes a file that a failed write (a full disk) left torn while its other copy, run.h5 or
+  // its shadow, is intact. Closing an HDF5 file writes its cached metadata, which fails again on
+  // a full disk and leaves the file, and memory of the library, unreleasable: HDF5 then prints
+  // "infinite loop closing library" at exit. So the close writes into memory instead (the file
+  // descriptor is pointed at a memfd) and the torn file on disk is left as the failed write
+  // left it. Readers and --resume take the other copy (the writing marker or a missing shadow
+  // says which).
+  virtual void close_torn() = 0;
+  // Whether a write failed inside HDF5 (not a refused argument): the file on disk may be torn.
+  virtual bool torn() const = 0;
+};
+
+// A new file with the root attributes as given, or a file opened read-write.
+std::unique_ptr<SingleRunFileWriter> create_single_run_file(const std::string& path,
+                                                            const RunAttributes& attrs);
+std::unique_ptr<SingleRunFileWriter> single_run_file_writer(const std::string& path,
+                                                            H5::H5File file);
 
 // Replaces `to` with a copy of `from` through a temporary file and a rename.
 void copy_file_atomically(const std::string& from, const std::string& to);

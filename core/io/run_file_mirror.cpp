@@ -22,11 +22,13 @@ namespace {
 namespace sc = schema;
 
 // run.h5 and its shadow: every call goes to run.h5, then to the shadow. A clean close removes
-// the shadow.
+// the shadow. After a failed call (a full disk) the file it was writing is torn and the other
+// intact: the torn one is closed with close_torn(), so that every HDF5 object is released even
+// on a full disk and the library shuts down quietly.
 class MirroredRunFileWriter : public RunFileWriter {
  public:
-  MirroredRunFileWriter(std::string path, std::unique_ptr<RunFileWriter> primary,
-                        std::unique_ptr<RunFileWriter> shadow)
+  MirroredRunFileWriter(std::string path, std::unique_ptr<SingleRunFileWriter> primary,
+                        std::unique_ptr<SingleRunFileWriter> shadow)
       : path_(std::move(path)), primary_(std::move(primary)), shadow_(std::move(shadow)) {}
   ~MirroredRunFileWriter() override {
     try {
@@ -73,38 +75,73 @@ class MirroredRunFileWriter : public RunFileWriter {
     if (!primary_) return;
     auto primary = std::move(primary_);
     auto shadow = std::move(shadow_);
+    if (torn_ == Torn::primary) {
+      // The marker stays: readers and open_append's repair take the intact shadow.
+      primary->close_torn();
+      shadow->close();
+      return;
+    }
+    // A torn shadow goes: run.h5 is complete, and open_append makes a new shadow from it.
+    if (torn_ == Torn::shadow) shadow->close_torn();
     const bool primary_torn = has_writing_marker(path_);  // by a write that failed
     set_writing_marker(path_);
-    primary->close();
+    try {
+      primary->close();
+    } catch (...) {
+      // Its last flush failed: run.h5 is torn (the marker stays), the shadow intact.
+      primary->close_torn();
+      shadow->close();
+      throw;
+    }
     if (!primary_torn) clear_writing_marker(path_);
     shadow->close();
-    // After a failed write (disk full, ...) run.h5 may be torn and the shadow is the intact
-    // copy: keep it for the reader and for open_append's repair.
-    if (failed_) return;
+    // After a call that failed before writing (the marker could not be made) run.h5 may be
+    // torn and the shadow is the intact copy: keep it for the reader and for open_append's
+    // repair.
+    if (failed_ && torn_ != Torn::shadow) return;
     std::error_code ec;
     std::filesystem::remove(shadow_path(path_), ec);
   }
 
  private:
+  // Which file a failed call left torn.
+  enum class Torn { none, primary, shadow };
+
   template <class F>
   void both(F&& op) {
     if (!primary_) throw RunError(fmt::format("run file '{}' is closed", path_));
+    if (torn_ != Torn::none)
+      throw RunError(fmt::format("run file '{}': an earlier write failed", path_));
     // The marker stays when run.h5's write fails or the process dies in it: readers and
     // open_append then take the shadow, which this call has not touched yet.
     try {
       set_writing_marker(path_);
-      op(*primary_);
-      clear_writing_marker(path_);
-      op(*shadow_);
     } catch (...) {
       failed_ = true;
+      throw;
+    }
+    call(op, *primary_, Torn::primary);
+    clear_writing_marker(path_);
+    call(op, *shadow_, Torn::shadow);
+  }
+
+  // `op` on one of the two files; a write that failed inside HDF5 marks that file torn (a
+  // refused argument does not).
+  template <class F>
+  void call(F&& op, SingleRunFileWriter& file, Torn if_failed) {
+    try {
+      op(file);
+    } catch (...) {
+      failed_ = true;
+      if (file.torn()) torn_ = if_failed;
       throw;
     }
   }
 
   std::string path_;
   bool failed_ = false;
-  std::unique_ptr<RunFileWriter> primary_, shadow_;
+  Torn torn_ = Torn::none;
+  std::unique_ptr<SingleRunFileWriter> primary_, shadow_;
 };
 
 }  // namespace

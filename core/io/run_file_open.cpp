@@ -3,6 +3,7 @@
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +26,8 @@ void set_writing_marker(const std::string& path) {
   std::ofstream out(writing_marker_path(path));
   out << "run.h5 is being written; read " << shadow_path(path) << " until this file is gone\n";
   if (!out)
-    throw RunError(fmt::format("cannot create '{}'", writing_marker_path(path)),
+    throw RunError(fmt::format("cannot create '{}': {}", writing_marker_path(path),
+                               std::strerror(errno)),
                    "check that the folder is writable and has free space");
 }
 

@@ -4,11 +4,17 @@
 // 1.10 "latest" format: it carries an "open for writing" flag that would make a killed run's
 // file unreadable until h5clear is run. RunFileWriter::create/open_append (run_file_mirror.cpp)
 // pair two of these: run.h5 and its shadow.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <optional>
+#include <memory>
 
 #include "core/io/h5_util.h"
 #include "core/io/run_file.h"
@@ -26,14 +32,16 @@ namespace sc = schema;
 constexpr hsize_t kMetricChunk = 256;
 
 // One HDF5 file.
-class H5RunFileWriter : public RunFileWriter {
+class H5RunFileWriter : public SingleRunFileWriter {
  public:
-  H5RunFileWriter(std::string path, H5::H5File file) : path_(std::move(path)), file_(file) {}
+  H5RunFileWriter(std::string path, const H5::H5File& file)
+      : path_(std::move(path)), file_(std::make_unique<H5::H5File>(file)) {}
   ~H5RunFileWriter() override {
     try {
       close();
     } catch (...) {
-      // A destructor must not throw; the last flush already put everything on disk.
+      // A destructor must not throw; a failed flush was reported by the write before it.
+      release();
     }
   }
 
@@ -206,16 +214,42 @@ class H5RunFileWriter : public RunFileWriter {
     guarded("flush", [&] { file_->flush(H5F_SCOPE_GLOBAL); });
   }
 
+  // The root attributes of a new file (docs/hdf5-schema.md), then a flush. Throws H5::Exception.
+  void write_root_attributes(const RunAttributes& attrs) {
+    H5::Group root = file_->openGroup(sc::kRoot);
+    h5::write_int_attr(root, sc::kAttrSchemaVersion, sc::kSchemaVersion);
+    h5::write_string_attr(root, sc::kAttrConfig, attrs.config_yaml);
+    h5::write_string_attr(root, sc::kAttrPositionTypes, attrs.position_types);
+    h5::write_int_attr(root, sc::kAttrSeed, attrs.seed);
+    h5::write_string_attr(root, sc::kAttrTorchVersion, attrs.torch_version);
+    h5::write_string_attr(root, sc::kAttrGitCommit, attrs.git_commit);
+    h5::write_string_attr(root, sc::kAttrCreated, attrs.created);
+    if (attrs.positional_parameters >= 0)
+      h5::write_int_attr(root, sc::kAttrPositionalParameters, attrs.positional_parameters);
+    if (!attrs.attention.empty()) h5::write_string_attr(root, sc::kAttrAttention, attrs.attention);
+    file_->flush(H5F_SCOPE_GLOBAL);
+  }
+
+  // Flushes, then closes the datasets and the file. When the flush fails the file stays open,
+  // so that close_torn() can still release it.
   void close() override {
     if (!file_) return;
     try {
       file_->flush(H5F_SCOPE_GLOBAL);
-      file_->close();
-      file_.reset();
     } catch (const H5::Exception& e) {
-      file_.reset();
-      throw RunError(fmt::format("run file '{}': cannot close: {}", path_, h5::error_detail(e)));
+      torn_ = true;
+      throw RunError(fmt::format("run file '{}': cannot close: {}", path_, h5::error_detail(e)),
+                     "is the disk full?");
     }
+    release();
+  }
+
+  bool torn() const override { return torn_; }
+
+  void close_torn() override {
+    if (!file_) return;
+    divert_writes_to_memory();
+    release();
   }
 
  private:
@@ -240,6 +274,7 @@ class H5RunFileWriter : public RunFileWriter {
     try {
       body();
     } catch (const H5::Exception& e) {
+      torn_ = true;
       throw RunError(fmt::format("run file '{}': cannot {}: {}", path_, what, h5::error_detail(e)),
                      "is the disk full, or was the file removed or changed by another program?");
     }
@@ -305,39 +340,93 @@ class H5RunFileWriter : public RunFileWriter {
     ds.write(value, mem_type, mem_space, file_space);
   }
 
+  // Points the file's descriptor at a file in memory (memfd), so that what HDF5 writes from now
+  // on (the cached metadata a close writes) cannot fail for want of room on the disk, and the
+  // torn file on disk is not changed any further. Where that is not possible the file is cut to
+  // 0 bytes instead, freeing its space for the close (which another writer may take first).
+  void divert_writes_to_memory() {
+    void* handle = nullptr;
+    const int memory = ::memfd_create("relpos-torn-run-file", MFD_CLOEXEC);
+    if (memory >= 0 && H5Fget_vfd_handle(file_->getId(), H5P_DEFAULT, &handle) >= 0 &&
+        handle != nullptr && ::dup2(memory, *static_cast<int*>(handle)) >= 0) {
+      ::close(memory);
+      return;
+    }
+    if (memory >= 0) ::close(memory);
+    h5::clear_error();
+    std::error_code ec;
+    std::filesystem::resize_file(path_, 0, ec);
+  }
+
+  // Closes the metric datasets (they cache nothing: writer_access), then the file, and forgets them
+  // even when a close fails: a failure is reported by the write or flush before it.
+  void release() {
+    if (!file_) return;
+    for (auto& [name, m] : metrics_)
+      for (H5::DataSet* ds : {&m.step, &m.value}) {
+        try {
+          ds->close();
+        } catch (const H5::Exception&) {
+        }
+      }
+    metrics_.clear();
+    try {
+      file_->close();
+      file_.reset();
+    } catch (const H5::Exception&) {
+      // HDF5 keeps the id of a file it failed to close, pointing at freed memory: closing it
+      // again (as ~H5File would) can crash, so the handle is let go without a second close.
+      (void)file_.release();
+    }
+  }
+
   std::string path_;
-  std::optional<H5::H5File> file_;
+  bool torn_ = false;
+  std::unique_ptr<H5::H5File> file_;
   std::map<std::string, Metric> metrics_;
 };
 
+// H5Fcreate writes the new file's first blocks, and when that write fails (a full disk) it
+// returns no id but leaves the library's metadata cache unreleasable: HDF5 then prints
+// "infinite loop closing library" at exit and nothing can close it. So the room for them is
+// reserved (and released again by H5Fcreate's truncation) first, failing cleanly where there
+// is none. Only a disk that fills in the microseconds between the two can still cause it.
+void check_room_for_new_file(const std::string& path) {
+  constexpr off_t kFirstBlocks = 64 * 1024;  // superblock, root group, attribute heap: ~2 kB
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int error = fd < 0 ? errno : ::posix_fallocate(fd, 0, kFirstBlocks);
+  if (fd >= 0) ::close(fd);
+  // A file system that cannot reserve (not supported, ...) is left to H5Fcreate.
+  if (fd >= 0 && error != ENOSPC && error != EDQUOT) error = 0;
+  if (error != 0)
+    throw RunError(fmt::format("cannot create run file '{}': {}", path, std::strerror(error)),
+                   "check that the folder exists, is writable and has free space");
+}
+
 }  // namespace
 
-std::unique_ptr<RunFileWriter> create_single_run_file(const std::string& path,
-                                                      const RunAttributes& attrs) {
+std::unique_ptr<SingleRunFileWriter> create_single_run_file(const std::string& path,
+                                                            const RunAttributes& attrs) {
+  check_room_for_new_file(path);
+  std::unique_ptr<H5RunFileWriter> writer;
   try {
     const H5::FileCreatPropList fcpl = h5::writer_creation();
     const H5::FileAccPropList fapl = h5::writer_access();
-    H5::H5File file(path, H5F_ACC_TRUNC, fcpl, fapl);
-    H5::Group root = file.openGroup(sc::kRoot);
-    h5::write_int_attr(root, sc::kAttrSchemaVersion, sc::kSchemaVersion);
-    h5::write_string_attr(root, sc::kAttrConfig, attrs.config_yaml);
-    h5::write_string_attr(root, sc::kAttrPositionTypes, attrs.position_types);
-    h5::write_int_attr(root, sc::kAttrSeed, attrs.seed);
-    h5::write_string_attr(root, sc::kAttrTorchVersion, attrs.torch_version);
-    h5::write_string_attr(root, sc::kAttrGitCommit, attrs.git_commit);
-    h5::write_string_attr(root, sc::kAttrCreated, attrs.created);
-    if (attrs.positional_parameters >= 0)
-      h5::write_int_attr(root, sc::kAttrPositionalParameters, attrs.positional_parameters);
-    if (!attrs.attention.empty()) h5::write_string_attr(root, sc::kAttrAttention, attrs.attention);
-    file.flush(H5F_SCOPE_GLOBAL);
-    return std::make_unique<H5RunFileWriter>(path, file);
+    writer = std::make_unique<H5RunFileWriter>(path, H5::H5File(path, H5F_ACC_TRUNC, fcpl, fapl));
+    writer->write_root_attributes(attrs);
+    return writer;
   } catch (const H5::Exception& e) {
-    throw RunError(fmt::format("cannot create run file '{}': {}", path, h5::error_detail(e)),
-                   "check that the folder exists and is writable");
+    const std::string detail = h5::error_detail(e);
+    // A new file that a write left torn (a full disk): nothing of it is worth keeping, and its
+    // close must not need room (see close_torn).
+    if (writer) writer->close_torn();
+    throw RunError(fmt::format("cannot create run file '{}': {}", path, detail),
+                   "check that the folder exists, is writable and has free space");
   }
 }
 
-std::unique_ptr<RunFileWriter> single_run_file_writer(const std::string& path, H5::H5File file) {
+std::unique_ptr<SingleRunFileWriter> single_run_file_writer(const std::string& path,
+                                                            H5::H5File file) {
   return std::make_unique<H5RunFileWriter>(path, file);
 }
 
