@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/util/sampling_stats.h"
 #include "core/config/config.h"
 #include "core/data/task.h"
 #include "core/model/model.h"
@@ -109,23 +110,32 @@ TEST_CASE("tasks: the model gets the head its task names, and evaluation reports
     CHECK(has_head);
 
     // The metrics of an evaluation are the declared ones (plus seq_accuracy@N per test length
-    // for a task evaluated per length), no more, no fewer.
+    // for a task evaluated per length), no more, no fewer; beside them come the statistics of
+    // their sampling error (items, loss_sd, ...: core/util/sampling_stats.h), which are not
+    // metrics and must each belong to a declared metric's evaluation.
     // The training split, which every fixture fills (the synthetic tasks: their test lengths).
     const Split split = t.per_length_eval ? Split::Valid : Split::Train;
     const auto batches = data->eval_batches(split, 4, 2);
     REQUIRE_FALSE(batches.empty());
     const auto metrics = evaluate(model, *data, name, split, batches, torch::kCPU);
-    std::set<std::string> reported, declared;
+    std::set<std::string> reported, declared, sampling;
     bool per_length = false;
     for (const auto& [k, v] : metrics) {
       if (k.find('@') != std::string::npos) {
         per_length = true;
         continue;
       }
+      if (is_sampling_statistic(k)) {
+        sampling.insert(k);
+        continue;
+      }
       reported.insert(k);
     }
     for (const auto& m : t.metrics) declared.insert(m.name);
     CHECK(reported == declared);
+    // Every evaluation says how many items it scored; a mean loss says its per-item spread.
+    CHECK(sampling.count("items") == 1);
+    if (declared.count("loss")) CHECK(sampling.count("loss_sd") == 1);
     CHECK(per_length == t.per_length_eval);
   }
 }
