@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU block cache against the allocators that usually replace glibc malloc (docs/architecture.md,
-# "Hand-written where a library exists"; docs/performance.md, "Allocators"): `relpos bench` of
+# "Hand-written where a library exists"): `relpos bench` of
 # none and shaw at T = 512 under
 #   cache     cpu_allocator: cache (relpos's block cache, the default)
 #   system    cpu_allocator: system (glibc malloc)
