@@ -159,20 +159,18 @@ void add_invariance_figure(RunResult& res, const Series& metric, const std::stri
                            const FigureOptions& fo) {
   const RunInfo& info = res.info;
   if (res.steps.empty()) return;
-  {
-    std::map<std::string, Series> inv;
-    for (const auto& [q, v] : res.invariance) {
-      Series s;
-      for (size_t k = 0; k < v.size(); ++k) {
-        s.x.push_back(static_cast<double>(res.steps[k]));
-        s.y.push_back(v[k]);
-      }
-      inv[q] = s;
+  std::map<std::string, Series> inv;
+  for (const auto& [q, v] : res.invariance) {
+    Series s;
+    for (size_t k = 0; k < v.size(); ++k) {
+      s.x.push_back(static_cast<double>(res.steps[k]));
+      s.y.push_back(v[k]);
     }
-    res.figures.push_back(invariance_figure(inv, res.metric, metric, figures,
-                                            run_label(info), info.task, info.tokenizer, fo,
-                                            gram_baseline_lines(res.baselines)));
+    inv[q] = s;
   }
+  res.figures.push_back(invariance_figure(inv, res.metric, metric, figures,
+                                          run_label(info), info.task, info.tokenizer, fo,
+                                          gram_baseline_lines(res.baselines)));
 }
 
 }  // namespace

@@ -22,13 +22,12 @@
 #include "core/config/fields.h"
 
 namespace relpos {
-namespace {
 
 // The keys `eval --set` may change (eval_settings(): eval.*, device, threads, cpu_allocator,
 // precision, and the evaluation keys of the position variants, such as a learned table's
 // `beyond`): how the run is evaluated, never what was trained or which documents are its test
 // split (everything else comes from the run's own config.yaml).
-void check_eval_override_impl(const std::string& set) {
+void check_eval_override(const std::string& set) {
   if (set.find('=') == std::string::npos) return;  // the config loader reports the form
   if (is_eval_setting(set)) return;
   const std::string key = set.substr(0, set.find('='));
@@ -45,6 +44,9 @@ void check_eval_override_impl(const std::string& set) {
                   "(relpos train --set ...)",
                   fmt::join(listed, ", "), last));
 }
+
+namespace {
+
 
 // The tasks whose evaluation has a sliding window (eval --stride), comma-separated.
 std::string sliding_window_tasks() {
@@ -114,8 +116,6 @@ void evaluate_table(const std::string& dir, const std::vector<std::string>& sets
 }
 
 }  // namespace
-
-void check_eval_override(const std::string& set) { check_eval_override_impl(set); }
 
 void evaluate_run(const std::string& dir, const EvalRunOptions& o) {
   evaluate_table(dir, o.sets, o.suffix, o, /*first=*/true);
