@@ -205,10 +205,14 @@ TEST_CASE("tfevents: a tiny run's event file holds every scalar of metrics.jsonl
   fs::create_directories(run_analysis_events_dir(dir));
   std::ofstream(run_analysis_events_dir(dir) + "/events.out.tfevents.1.old");
   REQUIRE(train(load_config({config_path("base.yaml")}, tb_run_sets(tmp, 3)), o).finished);
+  // The new file may carry the old one's name (same process, same second: a fast machine);
+  // what matters is that only the new run's 3 steps are in the folder, not the old run's 8.
   REQUIRE(event_files(dir).size() == 1);
-  CHECK(event_files(dir)[0] != files[0]);
   CHECK(event_files(run_analysis_events_dir(dir)).empty());
-  check_scalars_match(read_events({"run", dir})["scalars"], dir);
+  const Json again = read_events({"run", dir})["scalars"];
+  REQUIRE(again.contains("train/loss_nats"));
+  CHECK(again["train/loss_nats"].back()[0].get<int64_t>() == 3);
+  check_scalars_match(again, dir);
 }
 
 TEST_CASE("tfevents: a run resumed after a crash past its checkpoint adds a file starting at the "
