@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "analysis/evidence_stats.h"
 #include "analysis/inference.h"
@@ -33,20 +34,48 @@ double value_of(const RunRecord& r, const std::string& key) {
   return it == r.values.end() ? kNaN : it->second;
 }
 
+
+// A variant's own parameter (position.<variant>.<key>). A run's config.yaml holds its own
+// variant's block with every default written out, besides the blocks the experiment set, so the
+// runs of two variants of one sweep differ there by construction (t5_bias's buckets are absent
+// from none's config): that does not make them unpaired.
+bool variant_parameter(const std::string& key) {
+  const std::string prefix = "position.";
+  return key.rfind(prefix, 0) == 0 && key.find('.', prefix.size()) != std::string::npos;
+}
+
+// Whether a run has every `where` setting. A condition on a variant's own parameter
+// (position.shaw.clip=16) applies to the runs that have that parameter, so it picks among one
+// arm's runs and leaves the other variant's runs in.
 bool matches(const RunRecord& r, const std::vector<std::string>& where) {
   for (const auto& w : where) {
     const size_t eq = w.find('=');
-    const auto it = r.settings.find(w.substr(0, eq));
-    if (it == r.settings.end() || it->second != w.substr(eq + 1)) return false;
+    const std::string key = w.substr(0, eq);
+    const auto it = r.settings.find(key);
+    const bool has = it != r.settings.end() && !it->second.empty();
+    if (!has && variant_parameter(key)) continue;
+    if (!has || it->second != w.substr(eq + 1)) return false;
   }
   return true;
 }
 
-// "seed=3" plus every varied setting: the runs of two arms that are compared with each other.
+// "seed=3" plus every other varied setting (lr, steps, ...): the runs of two arms that are
+// compared with each other.
 std::string unit_of(const RunRecord& r) {
   std::string u = fmt::format("seed={}", r.seed);
-  for (const auto& [k, v] : r.settings) u += fmt::format(",{}={}", k, v);
+  for (const auto& [k, v] : r.settings)
+    if (!variant_parameter(k)) u += fmt::format(",{}={}", k, v);
   return u;
+}
+
+// The first unit that two runs of one arm share ("" if none): a sweep over a variant's own
+// parameter (position.shaw.clip=8,16) gives one arm two runs per seed, which cannot be paired
+// until the claim's `where` picks one.
+std::string shared_unit(const std::vector<ArmPoint>& pts) {
+  std::set<std::string> seen;
+  for (const auto& p : pts)
+    if (!seen.insert(p.unit).second) return p.unit;
+  return "";
 }
 
 std::vector<ArmPoint> arm(const std::string& group, const std::string& key, const std::string& minus,
@@ -135,6 +164,13 @@ ComparisonResult paired_part(const ClaimConfig& claim, const ComparisonConfig& c
   ComparisonResult r;
   const auto a = arm(c.a, c.key, c.minus, claim.stage, c.where, runs);
   const auto b = arm(c.b, c.b_key.empty() ? c.key : c.b_key, c.minus, claim.stage, c.where, runs);
+  for (const auto& [group, pts] : {std::pair{c.a, &a}, std::pair{c.b, &b}})
+    if (const std::string u = shared_unit(*pts); !u.empty()) {
+      r.note = fmt::format("several runs of {} share {} (they differ in the variant's own "
+                           "parameters): add `where: [position.<variant>.<key>=<value>]` to pick one",
+                           group, u);
+      return r;
+    }
   std::map<std::string, const ArmPoint*> by_unit;
   for (const auto& p : b) by_unit.emplace(p.unit, &p);
   std::vector<double> oriented, eval_var;

@@ -5,6 +5,7 @@
 // ratio of an architecture claim, and the Claims section, claims.json and CLAIMS.md (decided
 // again as one family) written from them.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "analysis/claims.h"
 #include "analysis/claims_report.h"
 #include "analysis/distributions.h"
+#include "analysis/run_records.h"
 #include "core/util/errors.h"
 #include "tests/analysis_sample.h"
 #include "tests/text_file.h"
@@ -265,6 +267,47 @@ TEST_CASE("claims: optional arms without runs are left out and named; a claim co
   CHECK(m.parts[1].verdict == Verdict::not_testable);
   CHECK(m.verdict == Verdict::not_testable);
   CHECK(m.gate.find("every run of Z") == 0);
+}
+
+TEST_CASE("pairing: runs of two variants pair by seed although each config writes its own "
+          "variant's block; other varied settings and a swept variant parameter do not pair") {
+  // As run_records builds them: settings are what varies over the configs of the compared runs.
+  std::vector<std::string> yamls;
+  for (int64_t k = 1; k <= 5; ++k)
+    yamls.push_back(fmt::format("seed: {}\nposition: {{type: none, none: {{}}}}\n", k));
+  for (int64_t k = 1; k <= 5; ++k)
+    yamls.push_back(fmt::format(
+        "seed: {}\nposition: {{type: t5_bias, t5_bias: {{buckets: 32, max_distance: 128}}}}\n", k));
+  const auto settings = varied_settings(yamls);
+  REQUIRE(settings.count("position.t5_bias.buckets") == 1);
+  auto r = runs(kWinA, kWinB);
+  for (size_t i = 0; i < r.size(); ++i)
+    for (const auto& [key, values] : settings) r[i].settings[key] = values[i];
+  const auto res = judge_one(claim({cmp()}), r);
+  CHECK(res.parts.at(0).n == 5);  // was 0: "no runs of A and B with the same seed and settings"
+  CHECK(res.verdict == Verdict::supported);
+
+  // A setting outside the variants' blocks still unpairs: B at another learning rate.
+  auto lr = r;
+  for (auto& run : lr) run.settings["train.lr"] = run.group == "B" ? "0.003" : "0.001";
+  CHECK(judge_one(claim({cmp()}), lr).parts.at(0).n == 0);
+
+  // Two runs of B per seed (a sweep over its own clip) cannot be paired until `where` picks one.
+  auto swept = r;
+  for (size_t k = 0; k < 5; ++k) {
+    RunRecord extra = r[5 + k];
+    extra.settings["position.t5_bias.buckets"] = "16";
+    swept.push_back(extra);
+  }
+  const auto amb = judge_one(claim({cmp()}), swept);
+  CHECK(amb.parts.at(0).n == 0);
+  CHECK(amb.parts.at(0).note.find("several runs of B share seed=1") == 0);
+  auto picked = cmp();
+  picked.where = {"position.t5_bias.buckets=16"};
+  // A condition on B's own parameter picks among B's runs and leaves A's (which lack it) in.
+  const auto one = judge_one(claim({picked}), swept);
+  CHECK(one.parts.at(0).n == 5);
+  CHECK(one.parts.at(0).effect == doctest::Approx(judge_one(claim({cmp()}), r).parts.at(0).effect));
 }
 
 TEST_CASE("claims: the report section, claims.json read back, and CLAIMS.md deciding all together") {
