@@ -205,7 +205,11 @@
       });
     });
   });
-  if (!boxes.length) curveBox.appendChild(el('p', {}, 'No relative-weight curves: no run exports a function of the distance r.'));
+  if (!boxes.length) {
+    // Nothing to overlay: no empty plot, only the line that says why.
+    [cControls, clist, ccanvas, creadout].forEach(function (e) { e.style.display = 'none'; });
+    curveBox.appendChild(el('p', {}, 'No relative-weight curves: no run exports a function of the distance r.'));
+  }
   cstepSel.addEventListener('change', drawCurves);
 
   var cview = null;  // {series: [{key, r, y, colour, dash}], x0, x1, y0, y1, px, py}
