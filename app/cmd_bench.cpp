@@ -8,85 +8,13 @@
 #include <iostream>
 
 #include "analysis/inference.h"
+#include "app/bench_args.h"
 #include "app/commands.h"
 #include "core/bench/bench_session.h"
 #include "core/model/fused_attention.h"
 
 namespace relpos::app {
 namespace {
-
-struct BenchArgs {
-  ConfigArgs config;
-  std::vector<std::string> variants;
-  std::vector<int64_t> lengths = {128, 512, 1024};
-  std::vector<std::string> variants_text, lengths_text;  // as given: split by parse_lists()
-  std::string direct = "auto";
-  std::vector<std::string> attention_text, attention;  // --attention: model.attention_impl values
-  int64_t batch = 0, threads = -1;
-  std::string device;
-  StepOptions step;
-  int repeats = 1;
-  int timeout_s = 1800;
-  double max_memory_mb = -1;  // -1: 3/4 of physical memory
-  std::string json;
-  bool blas = false;
-  bool child = false;
-
-  // --variants and --lengths from their text: an empty item is an error, and so is an item
-  // listed twice (it would be measured twice).
-  void parse_lists() {
-    const std::string hint = "relpos bench --help lists the options and their values";
-    variants = list_items("--variants", variants_text, hint);
-    check_unique(variants, "bench: --variants", "variant");
-    if (!lengths_text.empty()) lengths = integer_items("--lengths", lengths_text, hint);
-    check_unique(lengths, "bench: --lengths", "length");
-    if (!attention_text.empty()) attention = list_items("--attention", attention_text, hint);
-    check_unique(attention, "bench: --attention", "attention path");
-  }
-  // The config files and --set overrides every child gets (batch, threads, device included).
-  std::vector<std::string> config_sets() const {
-    std::vector<std::string> sets = config.sets;
-    if (batch > 0) sets.push_back("train.batch_size=" + std::to_string(batch));
-    if (threads >= 0) sets.push_back("threads=" + std::to_string(threads));
-    if (!device.empty()) sets.push_back("device=" + device);
-    return sets;
-  }
-  // The options as a command line (for the report), defaults included.
-  std::string command_line() const {
-    std::string s = "relpos bench";
-    if (!variants.empty()) s += fmt::format(" --variants {}", fmt::join(variants, ","));
-    s += fmt::format(" --lengths {} --direct {}", fmt::join(lengths, ","), direct);
-    if (batch > 0) s += fmt::format(" --batch {}", batch);
-    s += fmt::format(" --steps {} --warmup {}", step.steps, step.warmup);
-    if (threads >= 0) s += fmt::format(" --threads {}", threads);
-    if (!device.empty()) s += " --device " + device;
-    if (!attention.empty()) s += fmt::format(" --attention {}", fmt::join(attention, ","));
-    if (repeats != 1) s += fmt::format(" --repeat {}", repeats);
-    if (step.paired > 0) s += fmt::format(" --paired {}", step.paired);
-    if (step.vocab != 256) s += fmt::format(" --vocab {}", step.vocab);
-    if (step.optimizer) s += " --optimizer";
-    for (const auto& f : config.configs) s += " --config " + f;
-    for (const auto& o : config.sets) s += " --set " + o;
-    if (!json.empty()) s += " --json " + json;
-    return s;
-  }
-  BenchRequest request() const {
-    BenchRequest r;
-    r.configs = config.configs;
-    r.sets = config_sets();
-    r.variants = variants;
-    r.lengths = lengths;
-    r.direct = direct;
-    r.attention = attention;
-    r.step = step;
-    r.repeats = repeats;
-    r.timeout_s = timeout_s;
-    r.max_memory_mb = max_memory_mb;
-    r.json = json;
-    r.command_line = command_line();
-    return r;
-  }
-};
 
 // --paired: each case's ratio to `none` from its paired rounds, as the geometric mean with the
 // 95% t-interval of the mean log ratio (rounds pooled over repeats), exponentiated.
