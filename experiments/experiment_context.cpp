@@ -266,13 +266,14 @@ void ExperimentContext::evaluate_lengths(const std::vector<std::string>& dirs,
     }
 }
 
-analysis::ExperimentResult ExperimentContext::analyze(const std::string& folder) const {
+analysis::ExperimentResult ExperimentContext::analyze(const std::string& folder,
+                                                      const std::vector<std::string>& group_by) const {
   stop_if_interrupted("the analysis of " + folder);
   log("analysis of " + folder);
   analysis::AnalyzeOptions ao;
   ao.encoder_notes = encoder_notes();
   ao.figures = opts_.figures;
-  auto result = analysis::analyze_folder(folder, ao, {}, nullptr);
+  auto result = analysis::analyze_folder(folder, ao, group_by, nullptr);
   for (const auto& w : result.warnings) log("warning: " + w);
   return result;
 }

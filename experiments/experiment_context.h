@@ -80,8 +80,9 @@ class ExperimentContext {
 
   // `relpos analyze` on an experiment folder (warnings logged), and `relpos report` of it
   // (ending with dir()/claims.md when the folder is dir()); analyze_and_report does both and
-  // returns the report path.
-  analysis::ExperimentResult analyze(const std::string& folder) const;
+  // returns the report path. `group_by`: as `relpos analyze --group-by` (the rows' labels).
+  analysis::ExperimentResult analyze(const std::string& folder,
+                                     const std::vector<std::string>& group_by = {}) const;
   std::string report(const std::string& folder, const analysis::ExperimentResult& result) const;
   std::string analyze_and_report(const std::string& folder) const;
 

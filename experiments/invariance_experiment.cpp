@@ -21,8 +21,12 @@ std::string run_invariance(ExperimentContext& ctx) {
   const std::string part = ctx.part_config(kLengthStage);
   ctx.sweep(kLengthStage, {part}, load_config({part}, ctx.sets_for(kLengthStage)).config.sweep.grid);
   const std::string length_dir = (fs::path(ctx.dir()) / kLengthStage).string();
-  const auto lengths = ctx.analyze(length_dir);
+  // The stage's report has a row per variant and training length (a mean over seeds only);
+  // its claims pair runs by variant, with the length as a setting.
+  auto lengths = ctx.analyze(length_dir, {"position.type", "train.steps"});
   ctx.report(length_dir, lengths);
+  for (auto& run : lengths.runs)
+    run.info.group = run.info.position_types.empty() ? run.info.name : run.info.position_types;
   const auto result = ctx.analyze(ctx.dir());
   auto records = stage_records(result, "");
   // The factor's levels: the stage's shorter runs and the main runs of the same variants.

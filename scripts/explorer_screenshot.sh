@@ -14,7 +14,11 @@ out=${2:?usage: scripts/explorer_screenshot.sh REPORT_HTML OUT_PNG [WIDTHxHEIGHT
 size=${3:-1200x1500}
 selection=${4:-}
 [[ $size =~ ^[0-9]+x[0-9]+$ ]] || { echo "explorer_screenshot: size '$size' is not WIDTHxHEIGHT" >&2; exit 2; }
-browser=${RELPOS_CHROMIUM:-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}
+# Debian's browser binary before its /usr/bin/chromium wrapper, which refuses to start when
+# /proc/cpuinfo lists no sse3 flag (a VM may trim the list; the binary asks the processor).
+debian_binary=/usr/lib/chromium/chromium
+[ -x "$debian_binary" ] || debian_binary=""
+browser=${RELPOS_CHROMIUM:-${debian_binary:-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}}
 [ -n "$browser" ] || { echo "explorer_screenshot: no chromium on PATH (run scripts/setup.sh)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/config/config.h"
+#include "core/data/corpus.h"
 #include "core/util/errors.h"
 #include "helpers.h"
 
@@ -40,7 +41,8 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
-// The project's data cache (scripts/fetch_data.sh).
-inline std::string cache_dir() { return std::string(RELPOS_SOURCE_DIR) + "/data"; }
+// The project's data cache, where scripts/fetch_data.sh puts the built-in corpora and relpos
+// looks for them: the checkout's data/, or $RELPOS_DATA_DIR when set.
+inline std::string cache_dir() { return resolve_cache_dir(DataConfig{}); }
 
 }  // namespace relpos::test

@@ -17,6 +17,7 @@
 #include "core/train/objective.h"
 #include "core/train/run_model.h"
 #include "core/train/trainer.h"
+#include "tests/data_helpers.h"
 #include "tests/helpers.h"
 #include "tests/tiny_run.h"
 
@@ -360,7 +361,7 @@ TEST_CASE("eval (classify, span_qa): every test example is scored at each length
     auto sets = test::tiny_run(tmp.str("cache"), 2);
     sets.insert(sets.end(), task.begin(), task.end());
     sets.insert(sets.end(), {"position.type=alibi", "task.seq_len=48", "snapshots.probe_len=48",
-                             "data.cache_dir=" + std::string(RELPOS_SOURCE_DIR) + "/data"});
+                             "data.cache_dir=" + test::cache_dir()});
     REQUIRE(test::train_here(sets, dir).finished);
     LoadedRun run = load_run(dir);
     ExtrapolationOptions eo;

@@ -146,6 +146,9 @@ void reproduce_end_to_end(const E2eCase& c) {
   // CLAIMS.md beside the experiment: one row per claim, linking its report.
   const std::string index = read_text(tmp.str("CLAIMS.md"));
   CHECK(index.find("](" + c.name + "/report.md)") != std::string::npos);
+  if (c.name == "invariance")  // its training_length stage: a row per variant and length
+    CHECK(read_text(out + "/training_length/report.md")
+              .find(", train.steps=") != std::string::npos);
   if (c.name == "quickstart")  // its one claim, the regime check
     CHECK(index.find("\"learned and sinusoidal beat none\"") != std::string::npos);
 }

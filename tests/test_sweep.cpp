@@ -17,7 +17,6 @@
 #include "core/train/trainer.h"
 #include "core/util/errors.h"
 #include "core/util/sampling_stats.h"
-#include "core/util/system.h"
 #include "core/util/threads.h"
 #include "core/task/task_registry.h"
 #include "experiments/experiment_context.h"
@@ -453,41 +452,6 @@ TEST_CASE("tisa2021: positional parameters at the experiment's size and at ALBER
   CHECK(one.table_stems == std::vector<std::string>{"parameters_paper_size"});
   CHECK(row(one.tables[0], "learned") == 65536.0);
   CHECK(row(one.tables[0], "tisa") == 180.0);
-}
-
-TEST_CASE("provenance: a commit is -dirty for changed code or configs, not for results or docs") {
-  TempFolder tmp("git_dirty");
-  const std::string d = tmp.str("repo");
-  fs::create_directories(d + "/results/run");
-  fs::create_directories(d + "/docs");
-  fs::create_directories(d + "/configs");
-  for (const std::string f : {"/results/run/report.md", "/docs/x.md", "/README.md",
-                              "/configs/a.yaml", "/main.cpp"})
-    std::ofstream(d + f) << "v1\n";
-  const std::string git = "git -C '" + d + "' -c user.name=t -c user.email=t@t ";
-  if (std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm init").c_str()) != 0)
-    FAIL("git is needed for this test");
-  const std::string head = git_commit_of(d);
-  REQUIRE(head.size() == 40);
-  for (const std::string f : {"/results/run/report.md", "/docs/x.md", "/README.md"}) {
-    std::ofstream(d + f) << "v2\n";
-    CHECK_MESSAGE(git_commit_of(d) == head, f);
-  }
-  fs::remove(d + "/results/run/report.md");  // a results folder deleted before a re-run
-  CHECK(git_commit_of(d) == head);
-  std::ofstream(d + "/configs/a.yaml") << "v2\n";
-  CHECK(git_commit_of(d) == head + "-dirty");
-  std::system((git + "checkout -q -- configs").c_str());
-  CHECK(git_commit_of(d) == head);
-  std::ofstream(d + "/main.cpp") << "v2\n";
-  CHECK(git_commit_of(d) == head + "-dirty");
-  CHECK(git_commit_of(tmp.str("not_a_repo")) == "unknown");
-  // A copy without .git (sent to a GPU machine) names its commit through $RELPOS_COMMIT; a
-  // checkout's own answer wins over it.
-  setenv("RELPOS_COMMIT", "0123abcd", 1);
-  CHECK(git_commit_of(tmp.str("not_a_repo")) == "0123abcd");
-  CHECK(git_commit_of(d) == head + "-dirty");
-  unsetenv("RELPOS_COMMIT");
 }
 
 TEST_CASE("sweep --init-from a sentencepiece run: finished fine-tunes are skipped on a rerun") {

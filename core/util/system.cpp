@@ -47,39 +47,12 @@ std::string utc_timestamp() {
   return buf;
 }
 
-namespace {
-
-// What the shell command `cmd` prints on stdout, without trailing newlines; "" when it fails to
-// start. Its stderr is captured and dropped.
-std::string run_capture(const std::string& cmd) {
-  std::string out;
-  try {
-    out = run_child({"/bin/sh", "-c", cmd}, SpawnOptions{}).out;
-  } catch (const RunError&) {
-    return out;
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
-}  // namespace
-
-std::string git_commit() { return git_commit_of(RELPOS_SOURCE_DIR); }
-
-std::string git_commit_of(const std::string& dir) {
-  std::string head = run_capture("git -C '" + dir + "' rev-parse HEAD 2>/dev/null");
-  if (head.empty()) {
-    // A copy of the tree without its .git (as a GPU machine receives it) names its commit here.
-    const char* given = std::getenv("RELPOS_COMMIT");
-    return given && *given ? std::string(given) : std::string("unknown");
-  }
-  // results/ holds outputs (the committed experiment results, rewritten by the runs
-  // themselves) and docs/ and *.md files prose: changes there do not make the code "dirty".
-  const std::string dirty = run_capture(
-      "git -C '" + dir +
-      "' status --porcelain --untracked-files=no -- . ':(exclude)results' ':(exclude)docs' "
-      "':(exclude)*.md' 2>/dev/null");
-  return dirty.empty() ? head : head + "-dirty";
+std::string git_commit() {
+  const std::string built = build_commit();
+  if (built != "unknown") return built;
+  // A copy of the tree without its .git (as a GPU machine receives it) names its commit here.
+  const char* given = std::getenv("RELPOS_COMMIT");
+  return given && *given ? std::string(given) : built;
 }
 
 std::string torch_version() { return TORCH_VERSION; }

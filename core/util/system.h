@@ -10,11 +10,14 @@ namespace relpos {
 // Seconds of the steady clock since `t0`.
 double seconds_since(std::chrono::steady_clock::time_point t0);
 std::string utc_timestamp();      // "2026-11-22T17:45:03Z"
-// HEAD of the source tree, +"-dirty" when tracked files other than results/, docs/ and *.md
-// differ from it; outside a git checkout $RELPOS_COMMIT when set (a copy of the tree sent to
-// another machine), else "unknown". git_commit_of: the same for DIR.
+// The commit this binary was built from, compiled in by scripts/build_commit.cmake: HEAD of the
+// source tree as the build started, +"-dirty" when tracked files other than results/, docs/
+// and *.md differed from it; "unknown" when the tree had no .git. Edits made after the build
+// (a branch switched, a file changed) do not change it: it names the code that runs.
+const char* build_commit();
+// What runs, reports and benchmarks record: build_commit(), or where that is "unknown",
+// $RELPOS_COMMIT when set (a copy of the tree sent to another machine), else "unknown".
 std::string git_commit();
-std::string git_commit_of(const std::string& dir);
 std::string torch_version();      // "1.13.0"
 // The processor's "model name" in /proc/cpuinfo ("Intel(R) Xeon(R) Processor"), "" if none.
 std::string cpu_model();
