@@ -4,24 +4,25 @@
 #
 #   scripts/prove_portable.sh loaded CLONE        every CPU busy with a CPU-bound job meanwhile
 #   scripts/prove_portable.sh hidden-flags CLONE  /proc/cpuinfo without its flag list (root)
+#   scripts/prove_portable.sh both CLONE          the two at once (root)
 #
 # CLONE is a clean clone (no build folder); when it does not exist it is cloned from this
 # repository's HEAD first. Extra arguments go to scripts/test.sh (so to ctest). The environment
 # passes through: RELPOS_DATA_DIR=/path/to/data reuses corpora fetched before (no download),
-# RELPOS_LOAD_JOBS=N sets the number of busy jobs of `loaded` (default: one per CPU), and
+# RELPOS_LOAD_JOBS=N sets the number of busy jobs of `loaded` and `both` (default: one per CPU), and
 # RELPOS_HIDE_FLAG=abm hides that one flag instead of the whole flag list in `hidden-flags`.
 # Exit status: scripts/test.sh's; 2 when the setting cannot be made here.
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 loaded|hidden-flags CLONE [ctest arguments...]" >&2
+  echo "usage: $0 loaded|hidden-flags|both CLONE [ctest arguments...]" >&2
   exit 2
 }
 [ $# -ge 2 ] || usage
 mode=$1
 clone=$2
 shift 2
-case "$mode" in loaded | hidden-flags) ;; *) usage ;; esac
+case "$mode" in loaded | hidden-flags | both) ;; *) usage ;; esac
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 if [ ! -e "$clone" ]; then
@@ -96,7 +97,10 @@ status=0
 if [ "$mode" = loaded ]; then
   start_load "${RELPOS_LOAD_JOBS:-$(nproc)}"
   (cd "$clone" && scripts/test.sh "$@") || status=$?
+elif [ "$mode" = hidden-flags ]; then
+  run_hidden_flags "$@" || status=$?
 else
+  start_load "${RELPOS_LOAD_JOBS:-$(nproc)}"
   run_hidden_flags "$@" || status=$?
 fi
 end=$(date +%s)
