@@ -6,7 +6,9 @@
 #   system    cpu_allocator: system (glibc malloc)
 #   jemalloc  cpu_allocator: system with LD_PRELOAD of Debian's libjemalloc2
 #   mimalloc  cpu_allocator: system with LD_PRELOAD of Debian's libmimalloc2.0
-# interleaved (cache, system, jemalloc, mimalloc, then again) ROUNDS times in one session, each a
+#   jemalloc-retain, mimalloc-retain  the same, told to keep freed memory (jemalloc: no decay;
+#             mimalloc: no page reset, a long reset delay, eager commit), as the block cache does
+# interleaved (cache, system, jemalloc, mimalloc, the -retain pair, then again) ROUNDS times in one session, each a
 # bench of its own; the summary is each allocator's median step time and peak RSS over the rounds,
 # and its ratio to the cache's in the same round (the machine's speed drifts between processes).
 #
@@ -46,11 +48,15 @@ for round in $(seq 1 "$ROUNDS"); do
   bench system "$round" RELPOS_ALLOCATOR_RUN=system -- --set cpu_allocator=system
   bench jemalloc "$round" "LD_PRELOAD=$JEMALLOC" -- --set cpu_allocator=system
   bench mimalloc "$round" "LD_PRELOAD=$MIMALLOC" -- --set cpu_allocator=system
+  bench jemalloc-retain "$round" "LD_PRELOAD=$JEMALLOC" MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1 \
+    -- --set cpu_allocator=system
+  bench mimalloc-retain "$round" "LD_PRELOAD=$MIMALLOC" MIMALLOC_PAGE_RESET=0 MIMALLOC_ARENA_EAGER_COMMIT=1 \
+    MIMALLOC_RESET_DELAY=1000000 -- --set cpu_allocator=system
 done
 python3 - "$OUT" "$ROUNDS" <<'PY' | tee "$OUT/summary.md"
 import json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-names = ["cache", "system", "jemalloc", "mimalloc"]
+names = ["cache", "system", "jemalloc", "mimalloc", "jemalloc-retain", "mimalloc-retain"]
 rows = {}
 for n in names:
     for r in range(1, rounds + 1):
