@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string run_label(const RunInfo& i) {
-  return fmt::format("{} seed {}", i.position_types.empty() ? i.name : i.position_types, i.seed);
+  return fmt::format("{} seed {}", variant_group(i), i.seed);
 }
 
 // Long-format profiles of the figure snapshot: one line per (matrix, r).

@@ -47,8 +47,13 @@ struct RunInfo {
   EvalTable extrapolation;
   // Further evaluations of the run by name suffix: /eval/extrapolation_clamped -> "clamped".
   std::map<std::string, EvalTable> extra_evaluations;
-  std::string group;  // row label in cross-run tables; position_types unless grouped otherwise
+  std::string group;  // row label in cross-run tables; variant_group() unless grouped otherwise
 };
+
+// A run's row label without --group-by: its variant (position types), else its folder name.
+inline std::string variant_group(const RunInfo& i) {
+  return i.position_types.empty() ? i.name : i.position_types;
+}
 
 class RunSource {
  public:

@@ -172,7 +172,7 @@ RunFileSource::RunFileSource(const std::string& run_dir, const std::vector<std::
   // Written by the trainer; a run file from before it has none: unknown (-1).
   const std::string params = attr(schema::kAttrPositionalParameters);
   i.positional_parameters = params.empty() ? -1 : std::stoll(params);
-  i.group = i.position_types.empty() ? i.name : i.position_types;
+  i.group = variant_group(i);
   if (!group_by.empty()) {
     std::vector<std::string> parts;
     for (const auto& k : group_by) parts.push_back(k + "=" + yaml_value(i.config_yaml, k));

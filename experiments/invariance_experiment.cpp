@@ -25,8 +25,7 @@ std::string run_invariance(ExperimentContext& ctx) {
   // its claims pair runs by variant, with the length as a setting.
   auto lengths = ctx.analyze(length_dir, {"position.type", "train.steps"});
   ctx.report(length_dir, lengths);
-  for (auto& run : lengths.runs)
-    run.info.group = run.info.position_types.empty() ? run.info.name : run.info.position_types;
+  for (auto& run : lengths.runs) run.info.group = analysis::variant_group(run.info);
   const auto result = ctx.analyze(ctx.dir());
   auto records = stage_records(result, "");
   // The factor's levels: the stage's shorter runs and the main runs of the same variants.
